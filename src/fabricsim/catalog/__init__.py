@@ -1,0 +1,194 @@
+"""The catalog: YAML data with provenance, and its loader (layer L1).
+
+One YAML file per item under ``data/<kind>/<name>.yaml``. Every number is written as
+``{value: ..., source: "..."}``; the loader replaces it by its value and keeps the source in the
+item's ``sources`` map (keyed by the dotted field path; a top-level ``source:`` covers every number
+of a file transcribed from one document, such as a model's ``config.json``), so ``fabricsim catalog show`` can print it.
+Lookups are exact names; a name that is not found lists the close ones. Anywhere a name is
+accepted, a path to a YAML file (or, for models, a Hugging Face ``config.json``) works too.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.specs import DeviceSpec, LinkSpec, ModelSpec, SwitchSpec, SystemSpec
+
+KINDS = ("devices", "systems", "models", "links", "switches")
+
+
+def data_root() -> Path:
+    """Folder that holds the shipped YAML data."""
+    return Path(str(resources.files("fabricsim.catalog") / "data"))
+
+
+def names(kind: str) -> list[str]:
+    """Sorted names of the catalog items of ``kind`` (one of :data:`KINDS`)."""
+    return sorted(p.stem for p in (data_root() / kind).glob("*.yaml"))
+
+
+def unwrap_sources(node: Any, path: str = "", sources: dict[str, str] | None = None) -> tuple[Any, dict[str, str]]:
+    """Replace every ``{value, source}`` mapping by its value; collect sources by dotted path."""
+    sources = {} if sources is None else sources
+    if isinstance(node, dict):
+        if "value" in node and "source" in node and set(node) <= {"value", "source", "note"}:
+            sources[path] = str(node["source"])
+            return node["value"], sources
+        out = {}
+        for key, value in node.items():
+            child = f"{path}.{key}" if path else str(key)
+            out[key], _ = unwrap_sources(value, child, sources)
+        return out, sources
+    if isinstance(node, list):
+        return [unwrap_sources(v, f"{path}[{i}]", sources)[0] for i, v in enumerate(node)], sources
+    return node, sources
+
+
+def read_yaml(path: Path, field: str) -> dict[str, Any]:
+    """Read a YAML mapping, turning any I/O or syntax problem into a one-line user error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FabricsimError(field, f"cannot read {path}: {exc.strerror}", "check the path") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise FabricsimError(field, f"malformed YAML in {path}{where}", "fix the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise FabricsimError(field, f"{path} does not hold a YAML mapping", "write key: value pairs")
+    return data
+
+
+def _locate(kind: str, name_or_path: str, field: str) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml", ".json") or candidate.exists():
+        if not candidate.is_file():
+            raise FabricsimError(field, f"file not found: {name_or_path}", "give a catalog name or an existing file")
+        return candidate
+    path = data_root() / kind / f"{name_or_path}.yaml"
+    if not path.is_file():
+        raise unknown_name(field, name_or_path, names(kind))
+    return path
+
+
+def _validation_message(exc: ValidationError) -> tuple[str, str]:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "(document)"
+    return where, error["msg"]
+
+
+def _build(spec_type: type, data: dict[str, Any], field: str, origin: str) -> Any:
+    try:
+        return spec_type.model_validate(data)
+    except ValidationError as exc:
+        where, message = _validation_message(exc)
+        raise FabricsimError(field, f"{origin}: {where}: {message}", "fix that key") from None
+
+
+def _load_item(kind: str, name_or_path: str, field: str) -> tuple[dict[str, Any], dict[str, str], str]:
+    path = _locate(kind, name_or_path, field)
+    raw = read_yaml(path, field) if path.suffix != ".json" else _read_json(path, field)
+    file_source = raw.pop("source", None) if path.suffix != ".json" else None
+    data, sources = unwrap_sources(raw)
+    if file_source is not None:
+        sources["*"] = str(file_source)
+    data.setdefault("name", path.stem)
+    return data, sources, str(path)
+
+
+def _read_json(path: Path, field: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FabricsimError(field, f"cannot read {path}: {exc.strerror}", "check the path") from None
+    except json.JSONDecodeError as exc:
+        raise FabricsimError(field, f"malformed JSON in {path} at line {exc.lineno}", "fix the JSON") from None
+    if not isinstance(data, dict):
+        raise FabricsimError(field, f"{path} does not hold a JSON object", "give a config.json")
+    return data
+
+
+@lru_cache(maxsize=256)
+def load_device(name_or_path: str) -> DeviceSpec:
+    data, sources, origin = _load_item("devices", name_or_path, "device")
+    data["sources"] = sources
+    return _build(DeviceSpec, data, "device", origin)
+
+
+@lru_cache(maxsize=256)
+def load_link(name_or_path: str) -> LinkSpec:
+    data, sources, origin = _load_item("links", name_or_path, "link")
+    data["sources"] = sources
+    return _build(LinkSpec, data, "link", origin)
+
+
+@lru_cache(maxsize=256)
+def load_switch(name_or_path: str) -> SwitchSpec:
+    data, sources, origin = _load_item("switches", name_or_path, "switch")
+    data["sources"] = sources
+    return _build(SwitchSpec, data, "switch", origin)
+
+
+@lru_cache(maxsize=256)
+def load_system(name_or_path: str) -> SystemSpec:
+    """Load a system and resolve the device, links and switches it names."""
+    data, sources, origin = _load_item("systems", name_or_path, "system")
+    try:
+        device = load_device(str(data["device"]))
+        up = dict(data["scale_up"])
+        up["link"] = load_link(str(up["link"]))
+        up["switch"] = load_switch(str(up["switch"])) if up.get("switch") else None
+        up.setdefault("bandwidth_Bps", device.nvlink_bandwidth_Bps)
+        out = dict(data["scale_out"])
+        out["nic"] = load_link(str(out["nic"]))
+        out["switch"] = load_switch(str(out["switch"]))
+        out.setdefault("in_network_reduction", out["switch"].in_network_reduction)
+        host = load_link(str(data["host_link"]))
+    except KeyError as exc:
+        raise FabricsimError("system", f"{origin}: missing key {exc.args[0]!r}", "see the catalog systems") from None
+    except (TypeError, AttributeError):
+        raise FabricsimError("system", f"{origin}: scale_up/scale_out must be mappings", "see the catalog") from None
+    resolved = {**data, "device": device, "scale_up": up, "scale_out": out, "host_link": host, "sources": sources}
+    return _build(SystemSpec, resolved, "system", origin)
+
+
+_HF_ALIASES = {"n_layer": "num_hidden_layers", "n_embd": "hidden_size", "n_head": "num_attention_heads"}
+
+
+@lru_cache(maxsize=256)
+def load_model(name_or_path: str) -> ModelSpec:
+    """Load a catalog model, a model YAML, or a Hugging Face ``config.json`` (unknown keys ignored)."""
+    data, sources, origin = _load_item("models", name_or_path, "model")
+    if origin.endswith(".json"):
+        data = {_HF_ALIASES.get(k, k): v for k, v in data.items()}
+        known = set(ModelSpec.model_fields) | {"n_routed_experts"}
+        data = {k: v for k, v in data.items() if k in known}
+        data.setdefault("name", Path(origin).parent.name or "config")
+        if "intermediate_size" not in data and "hidden_size" in data:
+            data["intermediate_size"] = 4 * int(data["hidden_size"])
+    data["sources"] = sources
+    return _build(ModelSpec, data, "model", origin)
+
+
+def describe(kind: str, name: str) -> dict[str, Any]:
+    """The item as plain data (values and the source of each), for ``fabricsim catalog show``."""
+    loaders = {
+        "devices": load_device,
+        "systems": load_system,
+        "models": load_model,
+        "links": load_link,
+        "switches": load_switch,
+    }
+    if kind not in loaders:
+        raise unknown_name("kind", kind, KINDS)
+    return loaders[kind](name).model_dump(mode="json")

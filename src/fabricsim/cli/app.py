@@ -1,0 +1,56 @@
+"""The ``fabricsim`` command line (layer L11): parse, call :mod:`fabricsim.api`, print.
+
+Heavy modules (numpy, the models) are imported inside the command functions so that
+``fabricsim --help`` starts fast; command modules import only typer at module level.
+Every user error becomes one line on stderr and exit status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from fabricsim.cli import catalog_cmd, collective_cmd, validate_cmd
+from fabricsim.errors import FabricsimError
+
+app = typer.Typer(
+    name="fabricsim",
+    help="Predict, explain and plan training and serving of very large models on GPU clusters.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("collective", no_args_is_help=True)(collective_cmd.collective)
+app.add_typer(catalog_cmd.app, name="catalog")
+app.command("validate")(validate_cmd.validate)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the app and maps every user error to one stderr line and exit 2."""
+    try:
+        app(args=argv, prog_name="fabricsim", standalone_mode=False)
+    except FabricsimError as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except click.UsageError as exc:
+        print(f"error: {_one_line(exc.format_message())}", file=sys.stderr)
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.Abort:
+        print("error: aborted", file=sys.stderr)
+        return 130
+    except click.ClickException as exc:
+        print(f"error: {_one_line(exc.format_message())}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

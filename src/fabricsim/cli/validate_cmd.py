@@ -1,0 +1,18 @@
+"""``fabricsim validate [SUITE]``: run the shipped published-measurement suites."""
+
+from __future__ import annotations
+
+import typer
+
+from fabricsim.cli.common import JSON_OPTION, emit
+
+
+def validate(
+    suite: str = typer.Argument("all", help="suite name (e.g. training, inference, collectives) or 'all'"),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Compare fabricsim's predictions with published measurements, per entry."""
+    from fabricsim import api
+    from fabricsim.report.tables import validation_tables
+
+    emit(api.validate(suite), as_json, validation_tables)

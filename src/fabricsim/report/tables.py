@@ -1,0 +1,85 @@
+"""Readable tables for the CLI (layer L10). Each function takes a result's JSON dict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from fabricsim.units import format_bytes, format_seconds
+
+
+def key_value_table(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def collective_table(result: dict[str, Any]) -> Table:
+    return key_value_table(
+        f"{result['op']} on {result['gpus']} GPUs",
+        [
+            ("size", format_bytes(result["size_bytes"])),
+            ("algorithm", f"{result['algorithm']} / {result['protocol']}"),
+            ("time", format_seconds(result["time_s"])),
+            ("algbw", f"{result['algbw_GBps']:.2f} GB/s"),
+            ("busbw", f"{result['busbw_GBps']:.2f} GB/s"),
+            ("fidelity", str(result.get("fidelity", "analytic"))),
+        ],
+    )
+
+
+def catalog_list_table(listing: dict[str, list[str]]) -> Table:
+    table = Table(title="fabricsim catalog", title_justify="left")
+    table.add_column("kind", style="bold")
+    table.add_column("names")
+    for kind, names in listing.items():
+        table.add_row(kind, ", ".join(names))
+    return table
+
+
+def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if key == "sources":
+                continue
+            _flatten(f"{prefix}.{key}" if prefix else str(key), child, out)
+    else:
+        out.append((prefix, f"{value:.6g}" if isinstance(value, float) else str(value)))
+
+
+def catalog_item_table(item: dict[str, Any]) -> Table:
+    rows: list[tuple[str, str]] = []
+    _flatten("", item, rows)
+    sources = item.get("sources", {})
+    table = Table(title=str(item.get("name", "")), title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    table.add_column("source", overflow="fold")
+    for key, value in rows:
+        table.add_row(key, value, sources.get(key, sources.get("*", "")))
+    return table
+
+
+def validation_tables(payload: dict[str, Any]) -> Any:
+    from rich.console import Group
+
+    tables = []
+    for suite in payload["suites"]:
+        table = Table(
+            title=f"{suite['name']}: mean |error| {suite['mean_abs_error'] * 100:.1f}%, "
+            f"max {suite['max_abs_error'] * 100:.1f}%",
+            title_justify="left",
+        )
+        for column in ("entry", "metric", "measured", "predicted", "error"):
+            table.add_column(column, justify="right" if column in ("measured", "predicted", "error") else "left")
+        for e in suite["entries"]:
+            table.add_row(
+                e["id"], f"{e['metric']} [{e['unit']}]", f"{e['measured']:.4g}", f"{e['predicted']:.4g}",
+                f"{e['error'] * 100:+.1f}%",
+            )
+        tables.append(table)
+    return Group(*tables)

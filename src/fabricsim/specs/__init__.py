@@ -1,0 +1,25 @@
+"""Frozen, validated specifications (layer L1): device, fabric, system, model, parallel layout."""
+
+from fabricsim.specs.device import DTYPE_BYTES, DeviceSpec, Dtype, Generation
+from fabricsim.specs.fabric import LinkKind, LinkSpec, ScaleOutSpec, ScaleUpSpec, SwitchSpec, TopologyKind
+from fabricsim.specs.layout import ParallelLayout, Recompute
+from fabricsim.specs.model import ModelSpec
+from fabricsim.specs.system import CpuVendor, SystemSpec
+
+__all__ = [
+    "DTYPE_BYTES",
+    "CpuVendor",
+    "DeviceSpec",
+    "Dtype",
+    "Generation",
+    "LinkKind",
+    "LinkSpec",
+    "ModelSpec",
+    "ParallelLayout",
+    "Recompute",
+    "ScaleOutSpec",
+    "ScaleUpSpec",
+    "SwitchSpec",
+    "SystemSpec",
+    "TopologyKind",
+]

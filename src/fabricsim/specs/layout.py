@@ -1,0 +1,73 @@
+"""A parallel layout: how one model is sharded over GPUs (layer L1).
+
+A frozen slotted dataclass because the planner builds millions of them. Glossary: tp = tensor,
+pp = pipeline, dp = data, cp = context, ep = expert parallel; vpp = virtual pipeline stages per rank.
+Expert parallelism reuses the data-parallel ranks (as in Megatron-LM and DeepSeek), so
+``gpus = tp * pp * cp * dp`` and ``ep`` must divide ``dp``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import Enum
+
+from fabricsim.errors import FabricsimError
+
+
+class Recompute(str, Enum):
+    NONE = "none"
+    SELECTIVE = "selective"
+    FULL = "full"
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelLayout:
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    data_parallel: int = 1
+    context_parallel: int = 1
+    expert_parallel: int = 1
+    virtual_stages: int = 1
+    micro_batch_size: int = 1
+    zero_stage: int = 0
+    recompute: Recompute = Recompute.NONE
+    sequence_parallel: bool = False
+    dtype: str = "bf16"
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel * self.data_parallel * self.context_parallel
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain-JSON view with the short names the CLI uses."""
+        raw = asdict(self)
+        return {
+            "tp": raw["tensor_parallel"],
+            "pp": raw["pipeline_parallel"],
+            "dp": raw["data_parallel"],
+            "cp": raw["context_parallel"],
+            "ep": raw["expert_parallel"],
+            "vpp": raw["virtual_stages"],
+            "micro_batch": raw["micro_batch_size"],
+            "zero": raw["zero_stage"],
+            "recompute": self.recompute.value,
+            "sequence_parallel": raw["sequence_parallel"],
+            "dtype": raw["dtype"],
+        }
+
+    def validate_basic(self) -> None:
+        """Check what does not depend on the model: positive degrees, ZeRO stage range."""
+        for field_name, flag in (
+            ("tensor_parallel", "tp"),
+            ("pipeline_parallel", "pp"),
+            ("data_parallel", "dp"),
+            ("context_parallel", "cp"),
+            ("expert_parallel", "ep"),
+            ("virtual_stages", "vpp"),
+            ("micro_batch_size", "micro-batch"),
+        ):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise FabricsimError(flag, f"must be a positive integer, got {value!r}")
+        if self.zero_stage not in (0, 1, 2, 3):
+            raise FabricsimError("zero", f"stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")

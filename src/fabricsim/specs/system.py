@@ -1,0 +1,62 @@
+"""A cluster system: a device, nodes, a scale-up domain and a scale-out fabric (layer L1)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import Field, PositiveInt, model_validator
+
+from fabricsim.errors import FabricsimError
+from fabricsim.specs.base import FrozenSpec
+from fabricsim.specs.device import DeviceSpec
+from fabricsim.specs.fabric import LinkSpec, ScaleOutSpec, ScaleUpSpec
+
+
+class CpuVendor(str, Enum):
+    """Host CPU vendor; NCCL's LL bandwidth caps differ by vendor for multi-node groups."""
+
+    INTEL = "intel"
+    AMD = "amd"
+    ARM = "arm"
+
+
+class SystemSpec(FrozenSpec):
+    """A homogeneous cluster. GPUs are numbered node-major: GPU g is on node g // gpus_per_node,
+    and in scale-up domain g // scale_up.domain_gpus."""
+
+    name: str
+    description: str = ""
+    device: DeviceSpec
+    gpus_per_node: PositiveInt
+    scale_up: ScaleUpSpec
+    scale_out: ScaleOutSpec
+    host_link: LinkSpec
+    cpu_vendor: CpuVendor = CpuVendor.INTEL
+    max_gpus: PositiveInt = 100_000
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _domain_holds_whole_nodes(self) -> SystemSpec:
+        if self.scale_up.domain_gpus % self.gpus_per_node:
+            raise ValueError("scale_up.domain_gpus must be a multiple of gpus_per_node")
+        return self
+
+    def check_gpu_count(self, gpus: int, field: str = "gpus") -> None:
+        """Raise unless ``gpus`` is a count this system can provide: a divisor of a node
+        (1, 2, 4, 8 on DGX) or a whole number of nodes, at most ``max_gpus``."""
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus <= 0:
+            raise FabricsimError(field, f"must be a positive integer, got {gpus!r}")
+        if gpus > self.max_gpus:
+            raise FabricsimError(field, f"{gpus} exceeds the {self.max_gpus} GPUs of {self.name}")
+        node = self.gpus_per_node
+        if gpus < node and node % gpus == 0:
+            return
+        if gpus % node:
+            raise FabricsimError(
+                field,
+                f"{gpus} GPUs is not a whole number of {node}-GPU nodes of {self.name}",
+                f"use a divisor of {node} or a multiple of {node}",
+            )
+
+    def nodes(self, gpus: int) -> int:
+        return max(1, -(-gpus // self.gpus_per_node))

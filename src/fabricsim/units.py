@@ -1,0 +1,100 @@
+"""Unit parsing and formatting (layer L0).
+
+Inside fabricsim every quantity is in SI base units: bytes, seconds, FLOP, bytes/s (per direction).
+This module converts only at the edges: user strings in, human strings out.
+GB = 1e9 bytes, GiB = 2**30 bytes; Gb (bits) = 1e9/8 bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from fabricsim.errors import FabricsimError
+
+_BYTE_FACTORS: dict[str, float] = {
+    "": 1.0,
+    "b": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "tb": 1e12,
+    "pb": 1e15,
+    "k": 2.0**10,
+    "m": 2.0**20,
+    "g": 2.0**30,
+    "t": 2.0**40,
+    "kib": 2.0**10,
+    "mib": 2.0**20,
+    "gib": 2.0**30,
+    "tib": 2.0**40,
+    "pib": 2.0**50,
+}
+
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+KB = 1e3
+MB = 1e6
+GB = 1e9
+TB = 1e12
+KiB = 2.0**10
+MiB = 2.0**20
+GiB = 2.0**30
+TiB = 2.0**40
+US = 1e-6
+MS = 1e-3
+TFLOPS = 1e12
+
+
+def parse_size(text: str | int | float, field: str = "size") -> int:
+    """Parse a byte size such as ``8GiB``, ``512MB``, ``1048576`` or ``1.5e9`` into whole bytes.
+
+    Units are case-insensitive; ``K/M/G/T`` alone mean binary (KiB/MiB/...), as nccl-tests does.
+    Raises :class:`FabricsimError` naming ``field`` for negative, empty or unparsable input.
+    """
+    if isinstance(text, bool):
+        raise FabricsimError(field, f"not a size: {text!r}", "give bytes, e.g. 8GiB or 1048576")
+    if isinstance(text, (int, float)):
+        value, unit = float(text), ""
+    else:
+        match = _SIZE_RE.match(str(text))
+        if not match:
+            raise FabricsimError(
+                field, f"cannot parse size {text!r}", "use a number with an optional unit, e.g. 8GiB, 512MB"
+            )
+        value, unit = float(match.group(1)), match.group(2).lower()
+        if unit not in _BYTE_FACTORS:
+            raise FabricsimError(field, f"unknown unit {match.group(2)!r}", "use B, KB, MB, GB, KiB, MiB, GiB, TiB")
+        value *= _BYTE_FACTORS[unit]
+    if not math.isfinite(value) or value < 0:
+        raise FabricsimError(field, f"size must be a non-negative number, got {text!r}", "e.g. 1GiB")
+    return int(round(value))
+
+
+def format_bytes(num_bytes: float) -> str:
+    """Human binary size, e.g. ``1.50 GiB``."""
+    value = float(num_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{value:.2f} TiB"  # pragma: no cover - loop always returns
+
+
+def format_seconds(seconds: float) -> str:
+    """Human duration choosing µs/ms/s."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.2f} µs"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds:.3f} s"
+
+
+def gbit_to_Bps(gbit_per_s: float) -> float:
+    """Line rate in Gb/s to bytes/s."""
+    return gbit_per_s * 1e9 / 8.0
+
+
+def to_GBps(bytes_per_s: float) -> float:
+    """bytes/s to GB/s (1 GB = 1e9 B)."""
+    return bytes_per_s / 1e9

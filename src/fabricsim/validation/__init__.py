@@ -1,0 +1,33 @@
+"""Published-measurement suites (layer L8). ``SUITES`` maps a suite name to its runner.
+
+Each runner is a function of no arguments returning a :class:`SuiteResult`; suite modules are
+imported on demand so that running one suite does not import the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+
+from fabricsim.errors import unknown_name
+from fabricsim.validation.base import SuiteResult, ValidationEntry
+
+# suite name -> "module:function" (relative to fabricsim.validation)
+SUITES: dict[str, str] = {}
+
+
+def run_suite(name: str) -> SuiteResult:
+    if name not in SUITES:
+        raise unknown_name("suite", name, SUITES)
+    module_name, function_name = SUITES[name].split(":")
+    runner: Callable[[], SuiteResult] = getattr(import_module(f"fabricsim.validation.{module_name}"), function_name)
+    return runner()
+
+
+def run_suites(name: str | None = None) -> list[SuiteResult]:
+    """Run one suite, or every suite when ``name`` is None or 'all'."""
+    names = sorted(SUITES) if name in (None, "all") else [name]
+    return [run_suite(n) for n in names]
+
+
+__all__ = ["SUITES", "SuiteResult", "ValidationEntry", "run_suite", "run_suites"]

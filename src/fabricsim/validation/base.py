@@ -1,0 +1,76 @@
+"""Published-measurement suites: shared types and data loading (layer L8).
+
+The YAML files under ``data/`` are copies of ``shared/validation`` with their sources; the
+suites read them from the installed package so ``fabricsim validate`` works anywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationEntry:
+    """One published measurement next to fabricsim's prediction of it."""
+
+    id: str
+    metric: str
+    unit: str
+    measured: float
+    predicted: float
+    source: str
+    detail: str = ""
+
+    @property
+    def error(self) -> float:
+        """Signed relative error (predicted - measured) / measured."""
+        return (self.predicted - self.measured) / self.measured
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "metric": self.metric,
+            "unit": self.unit,
+            "measured": self.measured,
+            "predicted": self.predicted,
+            "error": self.error,
+            "source": self.source,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteResult:
+    name: str
+    entries: tuple[ValidationEntry, ...]
+
+    @property
+    def mean_abs_error(self) -> float:
+        return sum(abs(e.error) for e in self.entries) / len(self.entries) if self.entries else 0.0
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((abs(e.error) for e in self.entries), default=0.0)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "entries": [e.to_json() for e in self.entries],
+            "mean_abs_error": self.mean_abs_error,
+            "max_abs_error": self.max_abs_error,
+        }
+
+
+def data_path(filename: str) -> Path:
+    return Path(str(resources.files("fabricsim.validation") / "data" / filename))
+
+
+def load_entries(filename: str) -> list[dict[str, Any]]:
+    """The ``entries`` list of a shipped validation file."""
+    with data_path(filename).open(encoding="utf-8") as handle:
+        return list(yaml.safe_load(handle)["entries"])
