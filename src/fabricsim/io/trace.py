@@ -33,8 +33,15 @@ def _meta(kind: str, pid: int, tid: int, name: str) -> dict[str, Any]:
 
 def _complete(name: str, cat: str, pid: int, tid: int, span_ns: tuple[int, int]) -> dict[str, Any]:
     start_ns, end_ns = span_ns
-    return {"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid, "ts": start_ns / 1e3,
-            "dur": (end_ns - start_ns) / 1e3}
+    return {
+        "ph": "X",
+        "name": name,
+        "cat": cat,
+        "pid": pid,
+        "tid": tid,
+        "ts": start_ns / 1e3,
+        "dur": (end_ns - start_ns) / 1e3,
+    }
 
 
 def _rank_label(graph: OpGraph, r: int) -> str:
