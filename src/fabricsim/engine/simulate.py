@@ -55,21 +55,21 @@ class CommSummary:
 
 
 def resolve_durations(graph: OpGraph, timer: CommTimer | None) -> np.ndarray:
-    """Duration (s) of every op: its fixed ``duration_s``, plus ``timer(payload)`` for payload ops.
+    """Duration (s) of every op.
 
-    Each distinct payload is timed once (a model with thousands of identical bucket all-reduces
-    costs one network evaluation).
+    Without a timer every op takes its ``duration_s`` (for communication ops, the nominal time the
+    workload carried from the analytic collective model). With a timer, payload ops take
+    ``repeat * timer(payload)`` instead. Each distinct payload is timed once (a model with thousands
+    of identical bucket all-reduces costs one network evaluation).
     """
     cache: dict[CommPayload, float] = {}
     out = np.empty(len(graph.ops))
     for i, op in enumerate(graph.ops):
         duration = op.duration_s
-        if op.payload is not None:
-            if timer is None:
-                raise ValueError(f"op {op.name!r} has a payload but no communication timer was given")
+        if op.payload is not None and timer is not None:
             if op.payload not in cache:
                 cache[op.payload] = float(timer(op.payload))
-            duration += cache[op.payload]
+            duration = op.repeat * cache[op.payload]
         out[i] = duration
     return out
 

@@ -56,7 +56,13 @@ class CommPayload:
 
 @dataclass(frozen=True, slots=True)
 class Op:
-    """One op. ``category`` groups ops in summaries (e.g. ``tp-all-reduce``, ``forward``)."""
+    """One op. ``category`` groups ops in summaries (e.g. ``tp-all-reduce``, ``forward``).
+
+    A communication op carries its nominal ``duration_s`` and, optionally, the ``payload`` a network
+    model can re-time; ``repeat`` back-to-back copies of the payload make up the op (e.g. the
+    2 all-reduces of each of a stage's layers, aggregated). ``sync_points`` is how many times the
+    op's ``members`` meet inside it (the layers of an aggregated op).
+    """
 
     name: str
     rank: int
@@ -67,6 +73,7 @@ class Op:
     deps: tuple[int, ...] = ()
     group: str | None = None
     sync_points: int = 1
+    repeat: int = 1
 
     @property
     def is_comm(self) -> bool:
