@@ -1,0 +1,178 @@
+"""Compute-time model of one transformer layer on one GPU: roofline + GEMM efficiency (layer L4).
+
+Each GEMM takes ``max(FLOPs / (peak x efficiency), bytes / HBM bandwidth) + kernel overhead``
+(a roofline per op). The efficiency of a GEMM of shape (m, n, k) is
+``GEMM_PEAK_FRACTION x Π_d d / (d + GEMM_HALF_DIM)`` over its three dimensions, so the thin GEMMs
+that high tensor parallelism produces (k = h / tp) run less efficiently than big ones. Element-wise
+kernels (LayerNorm, bias-dropout-add, GeLU/SwiGLU, softmax) are bandwidth bound: bytes moved /
+(HBM bandwidth x ``HBM_FRACTION``). Attention is either *flash* (one fused kernel; no s x s matrix
+in HBM; causal blocks skipped; ``FLASH_ATTENTION_PEAK_FRACTION`` of peak) or *unfused* (two batched
+GEMMs and a fused scale-mask-softmax + dropout over the s x s score matrix in HBM, as Megatron-LM
+ran in 2021-22). FP8 applies to the linear-layer GEMMs only; attention and element-wise kernels
+run in 16-bit. The backward pass of every op costs twice its forward (two GEMMs per forward GEMM;
+element-wise gradients move about twice the bytes).
+
+Constants: :mod:`fabricsim.transformer.constants`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabricsim.specs import DeviceSpec
+from fabricsim.transformer.constants import (
+    FLASH_ATTENTION_PEAK_FRACTION,
+    GEMM_HALF_DIM,
+    GEMM_PEAK_FRACTION,
+    HBM_FRACTION,
+    KERNEL_OVERHEAD_S,
+)
+from fabricsim.transformer.flops import ModelDims
+
+ACTIVATION_BYTES = 2.0  # 16-bit activations (bf16/fp16), also under FP8 recipes
+# Bytes per element moved by the element-wise kernels of one layer's forward pass.
+LAYERNORM_BYTES = 4.0  # read + write, 16-bit (x2 per layer)
+BIAS_DROPOUT_ADD_BYTES = 7.0  # read input and residual, write output (16-bit) and 1-byte mask (x2)
+GELU_BYTES = 4.0  # read + write the 4h intermediate
+SWIGLU_BYTES = 6.0  # read gate and up, write product
+SOFTMAX_DROPOUT_BYTES = 9.0  # scale-mask-softmax (read + write) and dropout (read, write, mask)
+CROSS_ENTROPY_BYTES = 10.0  # read 16-bit logits, fp32 softmax write and read
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRates:
+    """Throughputs of one GPU for a training dtype (FLOP/s and bytes/s)."""
+
+    gemm_peak_flops: float
+    attention_peak_flops: float
+    hbm_Bps: float
+    gemm_operand_bytes: float
+
+
+def device_rates(device: DeviceSpec, dtype: str) -> DeviceRates:
+    """Peaks for ``dtype`` GEMMs (FP8 only for GEMMs; attention stays 16-bit) and usable HBM B/s."""
+    gemm_bytes = 1.0 if dtype == "fp8" else 2.0
+    return DeviceRates(
+        gemm_peak_flops=device.peak(dtype),
+        attention_peak_flops=device.peak("bf16"),
+        hbm_Bps=device.hbm_bandwidth_Bps * HBM_FRACTION,
+        gemm_operand_bytes=gemm_bytes,
+    )
+
+
+def gemm_efficiency(m: float, n: float, k: float) -> float:
+    """Fraction of peak a GEMM of shape (m x k)·(k x n) sustains (see module docstring)."""
+    half = GEMM_HALF_DIM
+    return GEMM_PEAK_FRACTION * (m / (m + half)) * (n / (n + half)) * (k / (k + half))
+
+
+def gemm_time_s(rates: DeviceRates, m: float, n: float, k: float, count: float = 1.0) -> float:
+    """Seconds for ``count`` GEMMs of shape (m, n, k): roofline of FLOPs and operand bytes."""
+    if m <= 0 or n <= 0 or k <= 0 or count <= 0:
+        return 0.0
+    flops_s = 2.0 * m * n * k / (rates.gemm_peak_flops * gemm_efficiency(m, n, k))
+    bytes_s = (m * k + k * n) * rates.gemm_operand_bytes + m * n * ACTIVATION_BYTES
+    return count * (max(flops_s, bytes_s / rates.hbm_Bps) + KERNEL_OVERHEAD_S)
+
+
+def memory_time_s(rates: DeviceRates, bytes_moved: float, kernels: float = 1.0) -> float:
+    """Seconds for bandwidth-bound kernels moving ``bytes_moved`` bytes in total."""
+    return bytes_moved / rates.hbm_Bps + kernels * KERNEL_OVERHEAD_S
+
+
+@dataclass(frozen=True, slots=True)
+class ShardShape:
+    """What one GPU computes of one layer for one micro-batch."""
+
+    micro_batch: int
+    seq_len: int
+    tensor_parallel: int
+    context_parallel: int
+    expert_parallel: int
+    sequence_parallel: bool
+    flash_attention: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LayerTimes:
+    """Forward seconds of one layer on one GPU, by kind of work."""
+
+    linear_s: float
+    attention_s: float
+    elementwise_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.linear_s + self.attention_s + self.elementwise_s
+
+
+def _attention_linear_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float) -> float:
+    t = shape.tensor_parallel
+    out_k = dims.heads * dims.v_head_dim
+    in_params = dims.attention_params - out_k * dims.hidden
+    return gemm_time_s(rates, tokens, in_params / dims.hidden / t, dims.hidden) + gemm_time_s(
+        rates, tokens, dims.hidden, out_k / t
+    )
+
+
+def _mlp_linear_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float, moe: bool) -> float:
+    t = shape.tensor_parallel
+    up = 2 if dims.gated else 1
+    if not moe:
+        return gemm_time_s(rates, tokens, up * dims.ffn / t, dims.hidden) + gemm_time_s(
+            rates, tokens, dims.hidden, dims.ffn / t
+        )
+    local_experts = dims.experts / shape.expert_parallel
+    per_expert_tokens = tokens * dims.experts_per_token / local_experts
+    routed = gemm_time_s(rates, per_expert_tokens, up * dims.expert_ffn / t, dims.hidden, local_experts)
+    routed += gemm_time_s(rates, per_expert_tokens, dims.hidden, dims.expert_ffn / t, local_experts)
+    shared_ffn = dims.shared_experts * dims.expert_ffn / t
+    shared = gemm_time_s(rates, tokens, up * shared_ffn, dims.hidden) + gemm_time_s(
+        rates, tokens, dims.hidden, shared_ffn
+    )
+    router = gemm_time_s(rates, tokens, dims.experts, dims.hidden)
+    return routed + shared + router
+
+
+def _attention_core_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> float:
+    heads = shape.micro_batch * dims.heads / shape.tensor_parallel
+    queries = shape.seq_len / shape.context_parallel
+    keys = float(shape.seq_len)
+    flops = 2.0 * heads * queries * keys * (dims.qk_head_dim + dims.v_head_dim)
+    if shape.flash_attention:
+        causal_flops = flops / 2.0
+        return causal_flops / (rates.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION) + KERNEL_OVERHEAD_S
+    attention_rates = DeviceRates(rates.attention_peak_flops, rates.attention_peak_flops, rates.hbm_Bps, 2.0)
+    scores = gemm_time_s(attention_rates, queries, keys, dims.qk_head_dim, heads)
+    values = gemm_time_s(attention_rates, queries, dims.v_head_dim, keys, heads)
+    softmax = memory_time_s(rates, SOFTMAX_DROPOUT_BYTES * heads * queries * keys, kernels=2.0)
+    return scores + values + softmax
+
+
+def _elementwise_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float, moe: bool) -> float:
+    t = shape.tensor_parallel
+    replicated_tokens = tokens / t if shape.sequence_parallel else tokens
+    per_token_hidden = 2.0 * LAYERNORM_BYTES + 2.0 * BIAS_DROPOUT_ADD_BYTES
+    width = (dims.experts_per_token + dims.shared_experts) * dims.expert_ffn if moe else dims.ffn
+    act_bytes = SWIGLU_BYTES if dims.gated else GELU_BYTES
+    moved = replicated_tokens * per_token_hidden * dims.hidden + tokens * act_bytes * width / t
+    return memory_time_s(rates, moved, kernels=5.0)
+
+
+def layer_forward_times(dims: ModelDims, rates: DeviceRates, shape: ShardShape, moe: bool) -> LayerTimes:
+    """Forward seconds of one (dense or MoE) layer for one micro-batch on one GPU."""
+    tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
+    linear = _attention_linear_s(dims, rates, shape, tokens) + _mlp_linear_s(dims, rates, shape, tokens, moe)
+    return LayerTimes(
+        linear_s=linear,
+        attention_s=_attention_core_s(dims, rates, shape),
+        elementwise_s=_elementwise_s(dims, rates, shape, tokens, moe),
+    )
+
+
+def logits_forward_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> float:
+    """Forward seconds of the output layer and the vocabulary-parallel cross entropy on one GPU."""
+    tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
+    vocab_local = dims.vocab / shape.tensor_parallel
+    gemm = gemm_time_s(rates, tokens, vocab_local, dims.hidden)
+    return gemm + memory_time_s(rates, CROSS_ENTROPY_BYTES * tokens * vocab_local, kernels=3.0)

@@ -1,0 +1,163 @@
+"""Exact FLOP counts of a decoder-only transformer's training step (layer L4).
+
+A GEMM of an (m x k) by (k x n) matrix costs 2mkn FLOPs, so every linear layer costs
+2 x tokens x its parameters. Per layer and micro-batch of ``b`` sequences of ``s`` tokens:
+
+* attention projections (QKV + output; GQA/MQA and MLA low-rank included): 2·b·s·P_attn
+* attention core (scores QKᵀ and weighted values AV): 2·b·s²·heads·(d_qk + d_v), counted for the
+  full s x s matrix as Megatron does (Narayanan et al. SC'21 eq. 3), not halved for causality
+* MLP: 2·b·s·P_mlp (2 matrices, or 3 for SwiGLU); an MoE layer counts the router, the top-k routed
+  experts and the shared experts each token uses
+* logits (output layer): 2·b·s·h·V, once per model
+
+The backward pass costs twice the forward. *Model* FLOPs are forward + backward (3x forward),
+*hardware* FLOPs add the recomputed forward: the whole layer stack under full recomputation, the
+attention core under selective recomputation (Korthikanti et al. 2022, sec. 4.2); the output
+layer is never recomputed. With h the hidden size, l layers and V the vocabulary these reduce to
+96·B·s·l·h²·(1 + s/6h + V/16lh) (full recompute, Narayanan et al. SC'21 sec. 5.1) and
+72·B·s·l·h²·(1 + s/6h + V/12lh) (model FLOPs, Korthikanti et al. 2022 sec. 6) for GPT models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabricsim.specs import ModelSpec, Recompute
+from fabricsim.transformer.parameters import mlp_parameters, parameter_counts
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDims:
+    """Layout-independent dimensions of a model, computed once per model (elements, not bytes)."""
+
+    hidden: int
+    layers: int
+    dense_layers: int
+    moe_layers: int
+    heads: int
+    kv_heads: int
+    qk_head_dim: int
+    v_head_dim: int
+    vocab: int
+    ffn: int
+    expert_ffn: int
+    gated: bool
+    experts: int
+    experts_per_token: int
+    shared_experts: int
+    attention_params: int
+    dense_mlp_params: int
+    expert_params: int
+    router_params: int
+    embedding_params: int
+    output_params: int
+    mla: bool
+
+    @property
+    def moe_active_mlp_params(self) -> int:
+        """MLP parameters one token uses in an MoE layer (router + top-k + shared experts)."""
+        return self.router_params + (self.experts_per_token + self.shared_experts) * self.expert_params
+
+
+def model_dims(model: ModelSpec) -> ModelDims:
+    """Collect the dimensions the step model needs from a Hugging Face style spec."""
+    counts = parameter_counts(model)
+    if model.is_mla:
+        qk_dim = (model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0)
+        v_dim = model.v_head_dim or model.head_size
+    else:
+        qk_dim = v_dim = model.head_size
+    expert_ffn = model.expert_intermediate_size if model.is_moe else 0
+    return ModelDims(
+        hidden=model.hidden_size,
+        layers=model.num_hidden_layers,
+        dense_layers=model.num_dense_layers,
+        moe_layers=model.num_moe_layers,
+        heads=model.num_attention_heads,
+        kv_heads=model.kv_heads,
+        qk_head_dim=qk_dim,
+        v_head_dim=v_dim,
+        vocab=model.vocab_size,
+        ffn=model.intermediate_size,
+        expert_ffn=expert_ffn,
+        gated=model.gated_mlp,
+        experts=model.num_local_experts,
+        experts_per_token=model.num_experts_per_tok,
+        shared_experts=model.n_shared_experts,
+        attention_params=counts.attention_per_layer,
+        dense_mlp_params=mlp_parameters(model.hidden_size, model.intermediate_size, model.gated_mlp),
+        expert_params=counts.expert,
+        router_params=counts.router_per_layer,
+        embedding_params=counts.embedding,
+        output_params=counts.output if counts.output else counts.embedding,
+        mla=model.is_mla,
+    )
+
+
+def attention_core_flops(dims: ModelDims, batch: int, seq_len: int) -> float:
+    """Forward FLOPs of QKᵀ and AV for ``batch`` sequences of ``seq_len`` (full s x s matrix)."""
+    return 2.0 * batch * seq_len * seq_len * dims.heads * (dims.qk_head_dim + dims.v_head_dim)
+
+
+def layer_forward_flops(dims: ModelDims, batch: int, seq_len: int, moe: bool) -> float:
+    """Forward FLOPs of one transformer layer (dense or MoE) for ``batch`` x ``seq_len`` tokens."""
+    tokens = batch * seq_len
+    mlp = dims.moe_active_mlp_params if moe else dims.dense_mlp_params
+    return 2.0 * tokens * (dims.attention_params + mlp) + attention_core_flops(dims, batch, seq_len)
+
+
+def logits_forward_flops(dims: ModelDims, batch: int, seq_len: int) -> float:
+    """Forward FLOPs of the output (vocabulary) projection."""
+    return 2.0 * batch * seq_len * dims.hidden * dims.vocab
+
+
+def model_forward_flops(dims: ModelDims, batch: int, seq_len: int) -> float:
+    """Forward FLOPs of the whole model (all layers + logits) for ``batch`` sequences."""
+    return (
+        dims.dense_layers * layer_forward_flops(dims, batch, seq_len, moe=False)
+        + dims.moe_layers * layer_forward_flops(dims, batch, seq_len, moe=True)
+        + logits_forward_flops(dims, batch, seq_len)
+    )
+
+
+def recompute_flops(dims: ModelDims, batch: int, seq_len: int, recompute: Recompute) -> float:
+    """Extra forward FLOPs that activation recomputation adds (Korthikanti et al. 2022)."""
+    if recompute is Recompute.FULL:
+        return model_forward_flops(dims, batch, seq_len) - logits_forward_flops(dims, batch, seq_len)
+    if recompute is Recompute.SELECTIVE:
+        return dims.layers * attention_core_flops(dims, batch, seq_len)
+    return 0.0
+
+
+def model_flops_per_step(dims: ModelDims, global_batch: int, seq_len: int) -> float:
+    """Model FLOPs of one training step: forward + backward = 3 x forward (no recomputation)."""
+    return 3.0 * model_forward_flops(dims, global_batch, seq_len)
+
+
+def hardware_flops_per_step(dims: ModelDims, global_batch: int, seq_len: int, recompute: Recompute) -> float:
+    """Hardware FLOPs of one training step: model FLOPs plus the recomputed forward."""
+    return model_flops_per_step(dims, global_batch, seq_len) + recompute_flops(dims, global_batch, seq_len, recompute)
+
+
+def narayanan_full_recompute_flops(global_batch: int, seq_len: int, layers: int, hidden: int, vocab: int) -> float:
+    """Closed form of Narayanan et al. (SC'21, sec. 5.1): 96·B·s·l·h²·(1 + s/6h + V/16lh)."""
+    return (
+        96.0
+        * global_batch
+        * seq_len
+        * layers
+        * hidden**2
+        * (1.0 + seq_len / (6.0 * hidden) + vocab / (16.0 * layers * hidden))
+    )
+
+
+def korthikanti_model_flops(global_batch: int, seq_len: int, layers: int, hidden: int, vocab: int) -> float:
+    """Closed form of Korthikanti et al. (2022, sec. 6): 72·B·s·l·h²·(1 + s/6h + V/12lh)."""
+    return (
+        72.0
+        * global_batch
+        * seq_len
+        * layers
+        * hidden**2
+        * (1.0 + seq_len / (6.0 * hidden) + vocab / (12.0 * layers * hidden))
+    )

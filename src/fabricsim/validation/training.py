@@ -1,0 +1,172 @@
+"""Training-step validation: Megatron-LM SC'21 Table 1 and Korthikanti et al. 2022 (layer L8).
+
+Every row runs on the catalog's ``dgx-a100`` (Selene) with the *same* global constants
+(:mod:`fabricsim.transformer.constants`); the model is built from the row's own dimensions (GPT:
+GeLU MLP of 4h, vocabulary 51200, sequence 2048). What differs between the two papers is what
+their software did, applied to all rows of a paper alike:
+
+* Megatron SC'21 (Narayanan et al.): fp16, full activation recomputation, no sequence
+  parallelism, unfused attention (2021: no flash attention), gradient all-reduce after the
+  backward pass (Megatron's local DDP, not overlapped), micro-batch 1, and the interleaved
+  schedule the paper used for its end-to-end runs (sec. 5.1) with 2 model chunks per GPU where
+  the stage's layer count allows it. The metric is achieved hardware TFLOP/s per GPU as the paper
+  counts it (its 96·B·s·l·h² formula; our hardware FLOPs equal it for these models).
+* Korthikanti et al. 2022: fp16, sequence parallelism + selective recomputation, unfused
+  attention, data-parallel size 1, and calculon's transcription of the configurations
+  (22B: micro-batch 4, 175B and 530B: 3 model chunks, 1T: 1). Metrics: MFU and iteration time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabricsim.catalog import load_system
+from fabricsim.engine.analytic import TrainingEstimate, estimate_training
+from fabricsim.specs import ModelSpec, ParallelLayout, Recompute
+from fabricsim.validation.base import SuiteResult, ValidationEntry, load_entries
+from fabricsim.workload.training import TrainingOptions
+
+MEGATRON_FILE = "training-megatron-sc21-a100.yaml"
+KORTHIKANTI_FILE = "training-korthikanti-2022-a100.yaml"
+SYSTEM = "dgx-a100"
+VOCAB = 51200
+SEQ_LEN = 2048
+
+MEGATRON_OPTIONS = TrainingOptions(flash_attention=False, overlap_grad_reduce=False)
+KORTHIKANTI_OPTIONS = TrainingOptions(flash_attention=False, overlap_grad_reduce=False)
+# calculon-ai/calculon validation/seqsel/tab5/*_seqsel.json @ caa4b11f (micro-batch, model chunks)
+KORTHIKANTI_SCHEDULE = {"22b": (4, 1), "175b": (1, 3), "530b": (1, 3), "1t": (1, 1)}
+# Dimensions of the Korthikanti models, from the MFU rows of the same file (the time rows omit them).
+MEGATRON_CHUNKS = 2
+GPT3_175B = {"hidden_size": 12288, "num_layers": 96, "attention_heads": 96}
+
+
+def gpt_model(name: str, workload: dict[str, Any]) -> ModelSpec:
+    """A GPT model of the row's dimensions (GeLU MLP of 4h, vocabulary 51200)."""
+    hidden = int(workload["hidden_size"])
+    return ModelSpec(
+        name=name,
+        hidden_size=hidden,
+        num_hidden_layers=int(workload["num_layers"]),
+        num_attention_heads=int(workload["attention_heads"]),
+        intermediate_size=4 * hidden,
+        vocab_size=int(workload.get("vocab_size", VOCAB)),
+        hidden_act="gelu",
+        max_position_embeddings=SEQ_LEN,
+    )
+
+
+def megatron_chunks(layers: int, pipeline_parallel: int) -> int:
+    """Model chunks per GPU for the SC'21 runs: 2 when pp > 1 and each stage's layers split in two."""
+    if pipeline_parallel > 1 and (layers // pipeline_parallel) % MEGATRON_CHUNKS == 0:
+        return MEGATRON_CHUNKS
+    return 1
+
+
+def _megatron_estimate(workload: dict[str, Any]) -> TrainingEstimate:
+    dims = {**GPT3_175B, **workload}
+    model = gpt_model("gpt", dims)
+    tp, pp, dp = (int(workload[k]) for k in ("tensor_parallel", "pipeline_parallel", "data_parallel"))
+    layout = ParallelLayout(
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        data_parallel=dp,
+        virtual_stages=megatron_chunks(model.num_hidden_layers, pp),
+        recompute=Recompute.FULL,
+        dtype="fp16",
+    )
+    return estimate_training(
+        model, load_system(SYSTEM), layout, int(workload["global_batch_size"]), SEQ_LEN, MEGATRON_OPTIONS
+    )
+
+
+def megatron_entries() -> list[ValidationEntry]:
+    """SC'21 Table 1 (hardware TFLOP/s per GPU) and the README's GPT-3 175B example."""
+    entries = []
+    for row in load_entries(MEGATRON_FILE):
+        estimate = _megatron_estimate(row["workload"])
+        layout = estimate.layout
+        detail = f"tp{layout.tensor_parallel} pp{layout.pipeline_parallel} dp{layout.data_parallel} vpp{layout.virtual_stages}"
+        entries.append(
+            ValidationEntry(
+                id=row["id"],
+                metric="hardware_tflops_per_gpu",
+                unit="TFLOP/s",
+                measured=float(row["value"]),
+                predicted=estimate.hardware_flops_per_gpu_s / 1e12,
+                source=row["source"],
+                detail=detail,
+            )
+        )
+        for extra in row.get("also_reported", []):
+            if extra["metric"] == "iteration_time":
+                entries.append(
+                    ValidationEntry(
+                        id=row["id"],
+                        metric="iteration_time",
+                        unit="s",
+                        measured=float(extra["value"]),
+                        predicted=estimate.step_time_s,
+                        source=row["source"],
+                        detail=detail,
+                    )
+                )
+    return entries
+
+
+def _korthikanti_estimate(key: str, dims: dict[str, Any], workload: dict[str, Any]) -> TrainingEstimate:
+    micro_batch, chunks = KORTHIKANTI_SCHEDULE[key]
+    layout = ParallelLayout(
+        tensor_parallel=int(workload["tensor_parallel"]),
+        pipeline_parallel=int(workload["pipeline_parallel"]),
+        data_parallel=int(workload["data_parallel"]),
+        virtual_stages=chunks,
+        micro_batch_size=micro_batch,
+        recompute=Recompute.SELECTIVE,
+        sequence_parallel=True,
+        dtype="fp16",
+    )
+    model = gpt_model(f"gpt-{key}", dims)
+    system = load_system(SYSTEM)
+    return estimate_training(model, system, layout, int(workload["global_batch_size"]), SEQ_LEN, KORTHIKANTI_OPTIONS)
+
+
+def korthikanti_entries() -> list[ValidationEntry]:
+    """MFU (and HFU) and iteration time of the four Korthikanti et al. configurations."""
+    rows = [
+        r
+        for r in load_entries(KORTHIKANTI_FILE)
+        if r["id"].split("-")[1] in KORTHIKANTI_SCHEDULE and "tensor_parallel" in r["workload"]
+    ]
+    dims = {r["id"].split("-")[1]: r["workload"] for r in rows if "hidden_size" in r["workload"]}
+    entries = []
+    for row in rows:
+        key = row["id"].split("-")[1]
+        estimate = _korthikanti_estimate(key, dims[key], row["workload"])
+        layout = estimate.layout
+        detail = (
+            f"tp{layout.tensor_parallel} pp{layout.pipeline_parallel} mb{layout.micro_batch_size} "
+            f"vpp{layout.virtual_stages}"
+        )
+        if row["metric"] == "MFU":
+            predicted, unit = estimate.mfu * 100.0, "%"
+        else:
+            predicted, unit = estimate.step_time_s, "s"
+        metric = "mfu" if row["metric"] == "MFU" else "iteration_time"
+        entries.append(
+            ValidationEntry(
+                id=row["id"],
+                metric=metric,
+                unit=unit,
+                measured=float(row["value"]),
+                predicted=predicted,
+                source=row["source"],
+                detail=detail,
+            )
+        )
+    return entries
+
+
+def run() -> SuiteResult:
+    """The ``training`` suite: Megatron SC'21 Table 1 + README example, then Korthikanti et al."""
+    return SuiteResult(name="training", entries=tuple(megatron_entries() + korthikanti_entries()))
