@@ -35,3 +35,31 @@ class CollectiveResult:
             "busbw_GBps": self.busbw_GBps,
             "fidelity": self.fidelity,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSummary:
+    """One ``fabricsim sweep`` run: tasks in the spec, computed now (ok / failed), already stored."""
+
+    tasks_total: int
+    tasks_done: int
+    tasks_skipped: int
+    tasks_failed: int
+    elapsed_s: float
+    db: str
+    executor: str
+    workers: int
+    export: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tasks_total": self.tasks_total,
+            "tasks_done": self.tasks_done,
+            "tasks_skipped": self.tasks_skipped,
+            "tasks_failed": self.tasks_failed,
+            "elapsed_s": self.elapsed_s,
+            "db": self.db,
+            "executor": self.executor,
+            "workers": self.workers,
+            "export": self.export,
+        }
