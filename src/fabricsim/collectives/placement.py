@@ -1,0 +1,146 @@
+"""Where a group of ranks sits on a system's fabric tiers (layer L4).
+
+:func:`place_group` turns (system, ranks, stride) into a :class:`Group`: how many scale-up domains
+the group spans, how many ranks share a domain, and the per-GPU, per-direction bandwidth of each
+tier. GPUs are numbered node-major (DESIGN.md): GPU g is on node g // gpus_per_node and in scale-up
+domain g // domain_gpus; the group takes GPUs 0, stride, 2*stride, ... Tensor-parallel groups use
+stride 1, data-parallel groups stride tp*pp*cp. Results are cached: placing is O(1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from fabricsim.collectives.nccl import constants
+from fabricsim.errors import FabricsimError
+from fabricsim.specs import LinkKind, SystemSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A communicator's footprint. Bandwidths are bytes/s per GPU per direction.
+
+    ``scale_up_Bps`` is the nominal NVLink (or PCIe) bandwidth; ``scale_up_p2p_Bps`` what
+    point-to-point copies reach (NCCL's per-link effective NVLink figure, topo.h, over the nominal
+    per-link rate); ``scale_out_Bps`` each GPU's share of its node's NICs, divided by the fabric's
+    oversubscription when the group spans more nodes than one leaf switch reaches.
+    """
+
+    ranks: int
+    ranks_per_domain: int
+    domains: int
+    scale_up_Bps: float
+    scale_up_p2p_Bps: float
+    scale_out_Bps: float
+    intra_hw: str
+    nvls: bool
+    sharp_capable: bool
+    sharp_enabled: bool
+    generation: str
+    cpu_vendor: str
+    hbm_bandwidth_Bps: float
+    crosses_spine: bool
+
+    @property
+    def multi_domain(self) -> bool:
+        return self.domains > 1
+
+    @property
+    def bottleneck_Bps(self) -> float:
+        """Nominal per-direction bandwidth of the slowest tier the group crosses, as one rank sees
+        it when every rank of its domain drives its own NIC: the scale-up bandwidth inside one
+        domain; across domains min(scale-up, ranks_per_domain x NIC share), because a ring or a
+        hierarchical schedule spreads the domain's inter-domain traffic over those NICs."""
+        if self.domains == 1:
+            return self.scale_up_Bps
+        return min(self.scale_up_Bps, self.ranks_per_domain * self.scale_out_Bps)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fabric:
+    """The hashable part of a SystemSpec that placement needs (SystemSpec holds dicts)."""
+
+    gpus_per_node: int
+    domain_gpus: int
+    max_gpus: int
+    scale_up_Bps: float
+    scale_up_link_Bps: float
+    scale_up_kind: str
+    nvls_switch: bool
+    nic_share_Bps: float
+    oversubscription: float
+    leaf_nodes: int
+    sharp_capable: bool
+    sharp_enabled: bool
+    generation: str
+    cpu_vendor: str
+    hbm_bandwidth_Bps: float
+
+
+def _fabric(system: SystemSpec) -> _Fabric:
+    up, out = system.scale_up, system.scale_out
+    return _Fabric(
+        gpus_per_node=system.gpus_per_node,
+        domain_gpus=up.domain_gpus,
+        max_gpus=system.max_gpus,
+        scale_up_Bps=up.bandwidth_Bps,
+        scale_up_link_Bps=up.link.bandwidth_Bps,
+        scale_up_kind=up.link.kind.value,
+        nvls_switch=up.in_network_reduction,
+        nic_share_Bps=out.nic.bandwidth_Bps * out.nics_per_node / system.gpus_per_node,
+        oversubscription=out.oversubscription,
+        leaf_nodes=max(1, out.switch.radix // 2),
+        sharp_capable=out.switch.in_network_reduction,
+        sharp_enabled=out.in_network_reduction,
+        generation=system.device.generation.value,
+        cpu_vendor=system.cpu_vendor.value,
+        hbm_bandwidth_Bps=system.device.hbm_bandwidth_Bps,
+    )
+
+
+def place_group(system: SystemSpec, ranks: int, stride: int = 1) -> Group:
+    """Place ``ranks`` GPUs taking every ``stride``-th GPU of ``system`` (see module docstring).
+
+    Raises FabricsimError when ranks or stride is not a positive integer or the group needs more
+    GPUs than the system has. Cached on the system's fabric parameters, ranks and stride.
+    """
+    for field, value in (("gpus", ranks), ("stride", stride)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise FabricsimError(field, f"must be a positive integer, got {value!r}")
+    return _place(_fabric(system), ranks, stride)
+
+
+@lru_cache(maxsize=4096)
+def _place(fabric: _Fabric, ranks: int, stride: int) -> Group:
+    last_gpu = (ranks - 1) * stride
+    if last_gpu >= fabric.max_gpus:
+        raise FabricsimError(
+            "gpus", f"{ranks} ranks at stride {stride} need GPU {last_gpu}, beyond {fabric.max_gpus}", "use fewer"
+        )
+    size = fabric.domain_gpus
+    domains = ranks if stride >= size else last_gpu // size + 1
+    per_domain = -(-ranks // domains)
+    nodes_spanned = last_gpu // fabric.gpus_per_node + 1
+    crosses_spine = domains > 1 and nodes_spanned > fabric.leaf_nodes
+    nic = fabric.nic_share_Bps / (fabric.oversubscription if crosses_spine else 1.0)
+    nccl = constants()
+    p2p_efficiency = 1.0
+    if fabric.scale_up_kind == LinkKind.NVLINK.value and fabric.generation in nccl.nvlink_link_Bps:
+        p2p_efficiency = min(1.0, nccl.nvlink_link_Bps[fabric.generation] / fabric.scale_up_link_Bps)
+    return Group(
+        ranks=ranks,
+        ranks_per_domain=per_domain,
+        domains=domains,
+        scale_up_Bps=fabric.scale_up_Bps,
+        scale_up_p2p_Bps=fabric.scale_up_Bps * p2p_efficiency,
+        scale_out_Bps=nic,
+        intra_hw="nvlink" if fabric.scale_up_kind == LinkKind.NVLINK.value else "pci",
+        nvls=fabric.nvls_switch and nccl.nvls_efficiency.get(fabric.generation, 0.0) > 0.0,
+        sharp_capable=fabric.sharp_capable,
+        sharp_enabled=fabric.sharp_enabled,
+        generation=fabric.generation,
+        cpu_vendor=fabric.cpu_vendor,
+        hbm_bandwidth_Bps=fabric.hbm_bandwidth_Bps,
+        crosses_spine=crosses_spine,
+    )
