@@ -176,8 +176,8 @@ def comm_summary(graph: OpGraph, timeline: Timeline) -> CommSummary:
         hidden = _covered(starts, ends, b) - _covered(starts, ends, a)
         for i, dur, hid in zip(comm.tolist(), (b - a).tolist(), hidden.tolist(), strict=True):
             category = ops[i].category
-            busy[category] = busy.get(category, 0.0) + weight[r] * dur
-            exposed[category] = exposed.get(category, 0.0) + weight[r] * max(dur - hid, 0.0)
+            busy[category] = busy.get(category, 0.0) + float(weight[r]) * dur
+            exposed[category] = exposed.get(category, 0.0) + float(weight[r]) * max(dur - hid, 0.0)
     return CommSummary(dict(sorted(busy.items())), dict(sorted(exposed.items())))
 
 

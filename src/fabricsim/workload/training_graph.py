@@ -14,8 +14,9 @@ the k-th forward ``(k mod pv) // p``, micro-batch ``(k // pv)·p + k mod p``). A
 previous virtual stage's forward of the same micro-batch (plus the p2p transfer), a backward the
 next virtual stage's backward. Gradient buckets of a chunk leave as its last backward produces
 them (the last backward is split into one slice per bucket) when ``overlap_grad_reduce``, else
-after the rank's last backward; the optimizer waits for all of them; ZeRO's parameter all-gather
-follows the optimizer.
+after the rank's last backward; the optimizer waits for all of them. ZeRO's all-gather of the
+updated parameters is issued at the start of the iteration (Megatron's distributed optimizer
+overlaps it with the first forward: the op after the first forward waits for it).
 
 Symmetry: the ``tensor_parallel`` GPUs of a stage are one rank class (in lock-step, ``members``);
 data-parallel replicas are folded into ``copies`` unless ``replicas`` > 1 asks to unfold some of
@@ -68,7 +69,7 @@ class TrainingPlan:
     chunks: tuple[ChunkCosts, ...]
     p2p: Transfer | None = None
     grad_buckets: tuple[tuple[Transfer, ...], ...] = ()  # per virtual stage, the chunk's buckets
-    param_gather: tuple[Transfer, ...] = ()  # per pipeline rank, after the optimizer (ZeRO >= 1)
+    param_gather: tuple[Transfer, ...] = ()  # per pipeline rank: ZeRO >= 1 all-gather of updated weights
     optimizer_s: tuple[float, ...] = ()  # per pipeline rank
     tensor_parallel: int = 1
     data_parallel: int = 1
@@ -165,13 +166,16 @@ class _Builder:
             self.last_compute[stage] = self._comm(stage, t, self.last_compute[stage], f"{t.category} {name}")
         return self.last_compute[stage]
 
-    def forward(self, stage: int, mb: int, chunk: int) -> None:
+    def forward(self, stage: int, mb: int, chunk: int, wait_for: int | None) -> None:
+        """Emit one forward; ``wait_for`` is an op the work after this forward's compute waits for."""
         p = self.plan.pipeline_parallel
         vs = chunk * p + stage
         costs = self.plan.chunks[vs]
         deps = [self.fwd[(mb, vs - 1)]] if vs > 0 else []
         name = f"F{mb}.c{chunk}"
         self._compute(stage, _Work(name, "forward", costs.forward_s, costs.layers), deps)
+        if wait_for is not None:
+            self._compute(stage, _Work("wait param-gather", "wait", 0.0, 1), [wait_for])
         done = self._blocking(stage, costs.forward_comm, name)
         last = vs == len(self.plan.chunks) - 1
         self.fwd[(mb, vs)] = done if last else self._p2p(stage, done, name)
@@ -191,9 +195,10 @@ class _Builder:
         self.bwd[(mb, vs)] = done if vs == 0 else self._p2p(stage, done, name)
         return pieces
 
-    def _bucket_op(self, stage: int, t: Transfer, dep: int, name: str) -> int:
+    def _bucket_op(self, stage: int, t: Transfer, dep: int | None, name: str) -> int:
         group = f"{name}@pp{stage}" if self.graph.ranks[self.ranks[stage]].copies == 1 else None
-        op = Op(name, self.ranks[stage], Stream.DP_COMM, t.category, t.time_s, t.payload, (dep,), group, 1, t.repeat)
+        deps = () if dep is None else (dep,)
+        op = Op(name, self.ranks[stage], Stream.DP_COMM, t.category, t.time_s, t.payload, deps, group, 1, t.repeat)
         return self.graph.add(op)
 
     def _ready(self, stage: int, item: tuple[bool, int, int]) -> bool:
@@ -210,10 +215,12 @@ class _Builder:
     def emit_ready(self, stage: int, state: _StageState) -> int:
         """Emit the ops of ``stage`` whose cross-stage inputs exist; returns how many were emitted."""
         emitted = 0
+        if state.cursor == 0 and self.plan.param_gather and state.gather is None:
+            state.gather = self._bucket_op(stage, self.plan.param_gather[stage], None, "param-gather")
         while state.cursor < len(state.order) and self._ready(stage, state.order[state.cursor]):
             is_fwd, mb, chunk = state.order[state.cursor]
             if is_fwd:
-                self.forward(stage, mb, chunk)
+                self.forward(stage, mb, chunk, state.gather if state.cursor == 0 else None)
             else:
                 own = self._own_buckets(stage, chunk)
                 overlap = bool(self.plan.overlap_grad_reduce and state.last_backward[chunk] == state.cursor and own)
@@ -227,7 +234,7 @@ class _Builder:
         return emitted
 
     def finish(self, stage: int, state: _StageState) -> None:
-        """Gradient buckets not overlapped with backward, the optimizer, ZeRO's parameter gather."""
+        """Gradient buckets not overlapped with backward, then the optimizer."""
         plan = self.plan
         if not plan.overlap_grad_reduce:
             last = self.last_compute[stage]
@@ -239,14 +246,13 @@ class _Builder:
         optimizer_s = plan.optimizer_s[stage] if plan.optimizer_s else 0.0
         if optimizer_s or state.buckets:
             self._compute(stage, _Work("optimizer", "optimizer", optimizer_s, 1), state.buckets)
-        if plan.param_gather:
-            self._bucket_op(stage, plan.param_gather[stage], self.last_compute[stage], "param-gather")
 
 
 @dataclass(slots=True)
 class _StageState:
     order: list[tuple[bool, int, int]]
     cursor: int = 0
+    gather: int | None = None
     buckets: list[int] = field(default_factory=list)
     last_backward: dict[int, int] = field(default_factory=dict)
 

@@ -1,0 +1,197 @@
+"""Simulated training step: the analytic model's costs laid out as an op graph and run (layer L6).
+
+:func:`training_plan` asks the analytic training engine (:mod:`fabricsim.engine.analytic`) for the
+per-micro-batch work of the slowest stage (compute, recompute, exposed TP/CP/EP collectives), the
+pipeline transfer, the data-parallel gradient reduction, ZeRO gathers and the optimizer step, and
+turns them into a :class:`~fabricsim.workload.training_graph.TrainingPlan`: no cost is re-derived
+here. Every pipeline stage gets the slowest stage's costs, as in the analytic closed form, so
+with no variability and an uncontended network the two paths differ only where the closed form
+approximates the schedule (the bubble, the overlap of the last gradient buckets).
+
+Communication ops carry both their analytic time and a payload (op, bytes, group, stride) so a
+flow-level network model can re-time them; TP collectives are split per pass (forward; backward
+and recompute), gradient reduction into Megatron-LM's 40M-parameter buckets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fabricsim.engine import analytic
+from fabricsim.engine.analytic import GRAD_BUCKET_PARAMS, StageWork, TrainingEstimate
+from fabricsim.engine.simulate import CommTimer, SimulationResult, simulate
+from fabricsim.engine.variability import TailResult, TimerFactory, Variability, monte_carlo
+from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
+from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param
+from fabricsim.workload import training as work
+from fabricsim.workload.graph import CommPayload, OpGraph, Stream
+from fabricsim.workload.training import TrainingOptions
+from fabricsim.workload.training_graph import ChunkCosts, TrainingPlan, Transfer, build_training_graph
+
+MAX_UNFOLDED_REPLICAS = 64  # data-parallel replicas simulated one by one when variability is on
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingCase:
+    """One training question: model, system, layout, batch and sequence (and framework options)."""
+
+    model: ModelSpec
+    system: SystemSpec
+    layout: ParallelLayout
+    global_batch: int
+    seq_len: int
+    options: TrainingOptions = TrainingOptions()
+
+
+def _link_class(system: SystemSpec, ranks: int, stride: int) -> str:
+    """``scale-out`` when GPUs 0, stride, ... (ranks of them) span more than one scale-up domain."""
+    return "scale-out" if (ranks - 1) * stride >= system.scale_up.domain_gpus else "scale-up"
+
+
+def _payload(case: TrainingCase, op: str, size_bytes: float, group: tuple[int, int]) -> CommPayload | None:
+    ranks, stride = group
+    if ranks <= 1 or size_bytes <= 0:
+        return None
+    return CommPayload(op, int(size_bytes + 0.5), ranks, stride, _link_class(case.system, ranks, stride))
+
+
+def _passes(layout: ParallelLayout) -> int:
+    return 3 if layout.recompute is Recompute.FULL else 2
+
+
+def _tp_transfers(case: TrainingCase, stage: StageWork, sizes: work.CommSizes, layers: int) -> tuple[Transfer, ...]:
+    """Per pass (forward or backward-with-recompute share) TP, CP and EP communication."""
+    layout = case.layout
+    t = layout.tensor_parallel
+    out: list[Transfer] = []
+    share = 1.0 / _passes(layout)
+    if stage.tp_comm_s > 0:
+        ops = ("all-gather", "reduce-scatter") if layout.sequence_parallel else ("all-reduce",)
+        timeable = not case.options.overlap_tp_comm  # exposed remainder only: keep the analytic time
+        for op in ops:
+            payload = _payload(case, op, sizes.tensor_bytes, (t, 1)) if timeable else None
+            out.append(Transfer(stage.tp_comm_s * share / len(ops), f"tp-{op}", payload, 2 * layers, Stream.TP_COMM))
+    if stage.cp_comm_s > 0:  # already the part the attention compute does not hide
+        out.append(Transfer(stage.cp_comm_s * share, "cp-exchange", None, 1, Stream.CP_COMM))
+    if stage.ep_comm_s > 0:
+        stride = t * layout.context_parallel
+        payload = _payload(case, "all-to-all", sizes.expert_bytes, (layout.expert_parallel, stride))
+        out.append(Transfer(stage.ep_comm_s * share, "ep-all-to-all", payload, 2 * layers, Stream.EP_COMM))
+    return tuple(out)
+
+
+def _scaled(transfers: tuple[Transfer, ...], factor: float) -> tuple[Transfer, ...]:
+    return tuple(
+        Transfer(x.time_s * factor, x.category, x.payload, round(x.repeat * factor), x.stream) for x in transfers
+    )
+
+
+def _chunks(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[ChunkCosts, ...]:
+    layout = case.layout
+    stage = ctx.stage_work(layout, case.seq_len)
+    sizes = work.comm_sizes(ctx.dims, layout, case.seq_len, (0.0, 0.0, 0.0))
+    v = layout.virtual_stages
+    layers = max(1, work.largest_stage(ctx.dims, layout.pipeline_parallel).layers // v)
+    per_pass = _tp_transfers(case, stage, sizes, layers)
+    backward = _scaled(per_pass, _passes(layout) - 1)
+    chunk = ChunkCosts(
+        forward_s=stage.forward_s / v,
+        backward_s=(stage.backward_s + stage.recompute_s) / v,
+        forward_comm=_scaled(per_pass, 1.0 / v) if v > 1 else per_pass,
+        backward_comm=_scaled(backward, 1.0 / v) if v > 1 else backward,
+        layers=layers,
+    )
+    return (chunk,) * (layout.pipeline_parallel * v)
+
+
+def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple[Transfer, ...], Transfer | None]:
+    """Gradient buckets of one model chunk and the ZeRO parameter all-gather of one rank."""
+    layout = case.layout
+    dp, ep, v = layout.data_parallel, layout.expert_parallel, layout.virtual_stages
+    if dp == 1:
+        return (), None
+    stride = layout.tensor_parallel * layout.context_parallel
+    dense, expert = analytic._stage_params(ctx, layout)  # the analytic path's own parameter split
+    grad = gradient_bytes_per_param(layout.dtype)
+    op = "all-reduce" if layout.zero_stage == 0 else "reduce-scatter"
+    buckets: list[Transfer] = []
+    gather_s = 0.0
+    for params, group in ((dense, (dp, stride)), (expert, (dp // ep, stride * ep))):
+        if params <= 0 or group[0] <= 1:
+            continue
+        count = max(1, math.ceil(params / v / GRAD_BUCKET_PARAMS))
+        total_s = ctx.comm.time_s(analytic.RS if op != "all-reduce" else analytic.AR, params * grad, *group)
+        payload = _payload(case, op, params * grad / v / count, group)
+        buckets += [Transfer(total_s / v / count, f"dp-{op}", payload, 1, Stream.DP_COMM)] * count
+        if layout.zero_stage >= 1:
+            gather_s += ctx.comm.time_s(analytic.AG, params * WEIGHT_BYTES, *group)
+    gather = Transfer(gather_s, "dp-all-gather", None, 1, Stream.DP_COMM) if gather_s else None
+    return tuple(buckets), gather
+
+
+def training_plan(case: TrainingCase) -> tuple[TrainingPlan, TrainingEstimate]:
+    """The op-graph plan of ``case`` and the analytic estimate it was built from."""
+    layout = case.layout
+    estimate = analytic.estimate_training(
+        case.model, case.system, layout, case.global_batch, case.seq_len, case.options
+    )
+    ctx = analytic.training_context(case.model, case.system, case.options)
+    p2p = None
+    if layout.pipeline_parallel > 1:
+        sizes = work.comm_sizes(ctx.dims, layout, case.seq_len, (0.0, 0.0, 0.0))
+        stride = layout.tensor_parallel * layout.context_parallel * layout.data_parallel
+        payload = _payload(case, "send-recv", sizes.pipeline_bytes, (2, stride))
+        p2p = Transfer(ctx.comm.send_recv_s(sizes.pipeline_bytes, stride), "pp-send-recv", payload, 1, Stream.PP_SEND)
+    buckets, gather = _reduction(case, ctx)
+    notes = ["every stage takes the slowest stage's costs (as the analytic closed form)"]
+    if layout.zero_stage == 3:
+        notes.append("ZeRO-3 per-micro-batch gathers are kept as the analytic exposed time")
+    plan = TrainingPlan(
+        pipeline_parallel=layout.pipeline_parallel,
+        virtual_stages=layout.virtual_stages,
+        micro_batches=estimate.microbatches,
+        chunks=_chunks(case, ctx),
+        p2p=p2p,
+        grad_buckets=(buckets,) * (layout.pipeline_parallel * layout.virtual_stages),
+        param_gather=(gather,) * layout.pipeline_parallel if gather else (),
+        optimizer_s=(estimate.time.optimizer_s,) * layout.pipeline_parallel,
+        tensor_parallel=layout.tensor_parallel,
+        data_parallel=layout.data_parallel,
+        overlap_grad_reduce=case.options.overlap_grad_reduce,
+        notes=tuple(notes),
+    )
+    return plan, estimate
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSimulation:
+    """A simulated step next to the analytic estimate it started from; ``tail`` with variability."""
+
+    estimate: TrainingEstimate
+    graph: OpGraph
+    result: SimulationResult
+    tail: TailResult | None
+
+    @property
+    def step_time_s(self) -> float:
+        return self.result.step_time_s
+
+
+def simulate_training(
+    case: TrainingCase, timers: TimerFactory, variability: Variability | None = None
+) -> TrainingSimulation:
+    """Simulate one step of ``case``; ``timers(None)`` times payloads (None: analytic times kept).
+
+    With active ``variability``, up to :data:`MAX_UNFOLDED_REPLICAS` data-parallel replicas are
+    simulated one by one (the folding is reported in ``graph.folded``) and ``tail`` holds the
+    Monte-Carlo step times.
+    """
+    plan, estimate = training_plan(case)
+    active = variability is not None and variability.active
+    replicas = min(plan.data_parallel, MAX_UNFOLDED_REPLICAS) if active else 1
+    graph = build_training_graph(plan, replicas)
+    timer: CommTimer | None = timers(None)
+    result = simulate(graph, timer)
+    tail = monte_carlo(graph, timers, variability) if active and variability is not None else None
+    return TrainingSimulation(estimate, graph, result, tail)
