@@ -16,7 +16,7 @@ and recompute), gradient reduction into Megatron-LM's 40M-parameter buckets.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fabricsim.engine import analytic
 from fabricsim.engine.analytic import GRAD_BUCKET_PARAMS, StageWork, TrainingEstimate
@@ -41,7 +41,7 @@ class TrainingCase:
     layout: ParallelLayout
     global_batch: int
     seq_len: int
-    options: TrainingOptions = TrainingOptions()
+    options: TrainingOptions = field(default_factory=TrainingOptions)
 
 
 def _link_class(system: SystemSpec, ranks: int, stride: int) -> str:
