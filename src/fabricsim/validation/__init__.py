@@ -13,7 +13,9 @@ from fabricsim.errors import unknown_name
 from fabricsim.validation.base import SuiteResult, ValidationEntry
 
 # suite name -> "module:function" (relative to fabricsim.validation)
-SUITES: dict[str, str] = {}
+SUITES: dict[str, str] = {
+    "collectives": "collectives:run",
+}
 
 
 def run_suite(name: str) -> SuiteResult:
