@@ -6,9 +6,14 @@ library, and returns an immutable result whose ``to_json()`` is the JSON contrac
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 from fabricsim import catalog, collectives, validation
+from fabricsim import sweep as sweeps
 from fabricsim.errors import FabricsimError, unknown_name
-from fabricsim.metrics import CollectiveResult
+from fabricsim.metrics import CollectiveResult, SweepSummary
 from fabricsim.units import parse_size, to_GBps
 
 
@@ -57,3 +62,42 @@ def collective(op: str, *, system: str, gpus: int, size: str | int, algorithm: s
 def validate(suite: str = "all") -> dict[str, object]:
     """Run published-measurement suites; JSON ``{suites: [{name, entries, mean_abs_error}]}``."""
     return {"suites": [result.to_json() for result in validation.run_suites(suite)]}
+
+
+def sweep_runners() -> dict[sweeps.TaskKind, Callable[..., Any]]:
+    """The ONE registry of sweep task kinds: kind -> the public function a task of that kind calls.
+
+    Sweep (L8) cannot import this module (L9), so :func:`sweep` injects this registry. A task's
+    parameters are the function's keyword arguments (its signature is the spec schema). Adding a
+    kind is one line here, e.g. ``sweeps.TaskKind.TRAIN: train``.
+    """
+    return {sweeps.TaskKind.COLLECTIVE: collective}
+
+
+def sweep(
+    spec: str | Path,
+    *,
+    db: str | Path | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    export: str | Path | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> SweepSummary:
+    """Run every task of the YAML sweep ``spec`` not yet in the SQLite store ``db``; export if asked.
+
+    ``db`` defaults to ``<spec name>.sqlite`` in the current folder; ``executor`` is ``local`` (a
+    process pool of ``workers`` processes, default: all CPUs) or ``ray`` (join ``address`` or start a
+    local Ray). ``export`` writes the spec's rows to ``.csv`` or ``.parquet``. ``on_progress(completed,
+    total)`` is called as tasks finish. Re-running a killed sweep completes it; each task is stored once.
+    """
+    runners = sweep_runners()
+    tasks = sweeps.expand(sweeps.load_spec(spec), runners)
+    options = sweeps.SweepOptions(
+        db_path=Path(db) if db is not None else Path(Path(spec).stem + ".sqlite"),
+        executor=sweeps.parse_executor(executor),
+        workers=sweeps.default_workers() if workers is None else workers,
+        address=address,
+        export_path=None if export is None else Path(export),
+    )
+    return sweeps.run_sweep(tasks, runners, options, on_progress)

@@ -83,3 +83,19 @@ def validation_tables(payload: dict[str, Any]) -> Any:
             )
         tables.append(table)
     return Group(*tables)
+
+
+def sweep_table(summary: dict[str, Any]) -> Table:
+    """Summary of one ``fabricsim sweep`` run (done/failed = computed now; skipped = already stored)."""
+    return key_value_table(
+        f"sweep: {summary['tasks_total']} tasks",
+        [
+            ("done", str(summary["tasks_done"])),
+            ("skipped (already stored)", str(summary["tasks_skipped"])),
+            ("failed", str(summary["tasks_failed"])),
+            ("elapsed", format_seconds(summary["elapsed_s"])),
+            ("executor", f"{summary['executor']} ({summary['workers']} workers)"),
+            ("store", str(summary["db"])),
+            ("export", str(summary["export"] or "-")),
+        ],
+    )

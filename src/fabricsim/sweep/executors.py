@@ -1,0 +1,201 @@
+"""Where sweep tasks run (layer L8): a local process pool (default) or a Ray cluster.
+
+Both executors have one method, :meth:`map_unordered`, that applies a picklable one-argument function
+to every item and yields the results as they complete, keeping only a bounded window of items in
+flight (so a million-task sweep never queues a million futures, and a killed sweep loses little).
+
+The local pool uses the ``forkserver`` start method: workers are forked from a clean single-threaded
+server, never from the driver, whose progress-bar and pool-manager threads make ``fork`` unsafe.
+Ray is an optional extra: it is imported only when the Ray executor is entered. An address that does
+not accept a TCP connection within :data:`RAY_CONNECT_TIMEOUT_S` is reported at once as a user error
+(``ray.init`` itself would retry for minutes).
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from enum import StrEnum
+from itertools import islice
+from typing import Any, Protocol
+
+from fabricsim.errors import FabricsimError, unknown_name
+
+RAY_CONNECT_TIMEOUT_S = 3.0  # a reachable head node answers a TCP connect in milliseconds
+WINDOW_PER_WORKER = 2  # items in flight per worker: one running, one queued
+LOCAL_START_METHOD = "forkserver"
+
+
+class ExecutorKind(StrEnum):
+    LOCAL = "local"
+    RAY = "ray"
+
+
+class Executor(Protocol):
+    """Runs ``fn`` over items, yielding results in completion order."""
+
+    workers: int
+
+    def map_unordered(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]: ...
+
+
+def parse_executor(name: str) -> ExecutorKind:
+    try:
+        return ExecutorKind(name)
+    except ValueError:
+        raise unknown_name("executor", name, [k.value for k in ExecutorKind]) from None
+
+
+def _windowed(
+    submit: Callable[[Any], Any],
+    wait_any: Callable[[set[Any]], tuple[Any, set[Any]]],
+    items: Iterable[Any],
+    window: int,
+) -> Iterator[Any]:
+    """Keep ``window`` submissions in flight; yield each finished handle and top the window up."""
+    source = iter(items)
+    pending = {submit(item) for item in islice(source, window)}
+    while pending:
+        done, pending = wait_any(pending)
+        yield from done
+        for item in islice(source, len(done)):
+            pending.add(submit(item))
+
+
+class LocalExecutor:
+    """A ``concurrent.futures`` process pool with a fixed number of workers."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> LocalExecutor:
+        context = multiprocessing.get_context(LOCAL_START_METHOD)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def map_unordered(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("LocalExecutor used outside its 'with' block")
+
+        def wait_any(pending: set[Future[Any]]) -> tuple[set[Future[Any]], set[Future[Any]]]:
+            done, rest = wait(pending, return_when=FIRST_COMPLETED)
+            return done, set(rest)
+
+        for future in _windowed(lambda item: pool.submit(fn, item), wait_any, items, self.workers * WINDOW_PER_WORKER):
+            yield future.result()
+
+
+def _call(fn: Callable[[Any], Any], item: Any) -> Any:
+    return fn(item)
+
+
+def _import_ray() -> Any:
+    try:
+        return importlib.import_module("ray")
+    except ImportError:
+        raise FabricsimError("executor", "ray is not installed", "pip install 'fabricsim[ray]'") from None
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of a ``host:port`` or ``ray://host:port`` address; None for auto/local."""
+    bare = address.removeprefix("ray://")
+    if bare in ("auto", "local"):
+        return None
+    host, sep, port = bare.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise FabricsimError(
+            "address", f"cannot parse Ray address {address!r}", "use HOST:PORT, ray://HOST:PORT or auto"
+        )
+    return host, int(port)
+
+
+def check_reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """Raise a user error unless the Ray head at ``address`` accepts a TCP connection in ``timeout_s``."""
+    target = _host_port(address)
+    if target is None:
+        return
+    try:
+        with socket.create_connection(target, timeout=timeout_s):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise FabricsimError(
+            "address",
+            f"Ray cluster at {address} is unreachable ({reason})",
+            "start it with 'ray start --head' or fix --address",
+        ) from None
+
+
+class RayExecutor:
+    """Tasks as Ray remote calls: joins a running cluster (``address``) or starts a local one."""
+
+    def __init__(self, workers: int, address: str | None = None) -> None:
+        self.workers = workers
+        self.address = address
+        self._ray: Any = None
+        self._owned = False
+
+    def __enter__(self) -> RayExecutor:
+        if self.address is not None:
+            check_reachable(self.address)
+        ray = _import_ray()
+        if not ray.is_initialized():
+            self._connect(ray)
+        self._ray = ray
+        return self
+
+    def _connect(self, ray: Any) -> None:
+        try:
+            if self.address is None:
+                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(address=self.address, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            where = self.address or "a local Ray instance"
+            raise FabricsimError("address", f"cannot start or join {where}: {' '.join(str(exc).split())}") from None
+        self._owned = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._owned and self._ray is not None:
+            self._ray.shutdown()
+        self._ray = None
+        self._owned = False
+
+    def map_unordered(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        ray = self._ray
+        if ray is None:
+            raise RuntimeError("RayExecutor used outside its 'with' block")
+        remote = ray.remote(_call)
+        fn_ref = ray.put(fn)
+
+        def wait_any(pending: set[Any]) -> tuple[list[Any], set[Any]]:
+            done, rest = ray.wait(list(pending), num_returns=1)
+            return done, set(rest)
+
+        window = self._cluster_cpus(ray) * WINDOW_PER_WORKER
+        for ref in _windowed(lambda item: remote.remote(fn_ref, item), wait_any, items, window):
+            yield ray.get(ref)
+
+    def _cluster_cpus(self, ray: Any) -> int:
+        return max(1, int(ray.cluster_resources().get("CPU", self.workers)))
+
+
+def make_executor(kind: ExecutorKind, workers: int, address: str | None) -> LocalExecutor | RayExecutor:
+    """The executor of ``kind``; ``address`` is only meaningful for Ray."""
+    if workers < 1:
+        raise FabricsimError("workers", f"must be at least 1, got {workers}", "e.g. --workers 2")
+    if kind is ExecutorKind.LOCAL:
+        if address is not None:
+            raise FabricsimError("address", "only used with --executor ray", "drop --address or add --executor ray")
+        return LocalExecutor(workers)
+    return RayExecutor(workers, address)
