@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabricsim.collectives.ops import CollectiveOp
+from fabricsim.collectives import CollectiveOp
 from fabricsim.engine.comm import CollectiveTimes
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.compute import (
@@ -28,7 +28,7 @@ from fabricsim.transformer.compute import (
     ShardShape,
     device_rates,
     layer_forward_times,
-    logits_forward_s,
+    logits_times_s,
 )
 from fabricsim.transformer.constants import (
     FRAMEWORK_MEMORY_BYTES,
@@ -263,13 +263,14 @@ def _stage_work(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> S
     shape = _shape(ctx, layout, seq_len)
     stage = work.largest_stage(dims, layout.pipeline_parallel)
     sizes = work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0))
-    forward = recompute = tp = cp = ep = 0.0
+    forward = backward = recompute = tp = cp = ep = 0.0
     for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True)):
         if count == 0:
             continue
         times = layer_forward_times(dims, rates, shape, moe)
         tp_layer, cp_layer = _layer_comm_s(ctx, layout, sizes, times)
         forward += count * times.total_s
+        backward += count * times.backward_s
         recompute += count * _recompute_s(times, layout.recompute)
         tp += count * tp_layer
         cp += count * cp_layer
@@ -277,13 +278,13 @@ def _stage_work(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> S
             passes = 6.0 if layout.recompute is Recompute.FULL else 4.0
             stride = layout.tensor_parallel * layout.context_parallel
             ep += count * passes * ctx.comm.time_s(A2A, sizes.expert_bytes, layout.expert_parallel, stride)
-    logits = logits_forward_s(dims, rates, shape)
+    logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
+    share = 1.0
     if layout.pipeline_parallel > 1:  # the last stage has floor(L/pp) layers plus the output layer
-        last = dims.layers // layout.pipeline_parallel
-        per_layer = forward / stage.layers
-        logits = max(0.0, last * per_layer + logits - forward)
-    forward += logits
-    return StageWork(forward, 2.0 * forward, recompute, tp, cp, ep)
+        last_layers = dims.layers // layout.pipeline_parallel
+        extra = last_layers * (forward + backward) / stage.layers + logits_fwd + logits_bwd - (forward + backward)
+        share = max(0.0, extra) / (logits_fwd + logits_bwd)
+    return StageWork(forward + share * logits_fwd, backward + share * logits_bwd, recompute, tp, cp, ep)
 
 
 def check_layout(model: ModelSpec | ModelDims, layout: ParallelLayout, global_batch: int, seq_len: int) -> int:

@@ -10,7 +10,7 @@ so a layout sweep pays for each distinct (op, size, group) once.
 from __future__ import annotations
 
 from fabricsim import collectives
-from fabricsim.collectives.ops import Algorithm, CollectiveOp
+from fabricsim.collectives import Algorithm, CollectiveOp
 from fabricsim.specs import SystemSpec
 
 

@@ -9,8 +9,9 @@ kernels (LayerNorm, bias-dropout-add, GeLU/SwiGLU, softmax) are bandwidth bound:
 in HBM; causal blocks skipped; ``FLASH_ATTENTION_PEAK_FRACTION`` of peak) or *unfused* (two batched
 GEMMs and a fused scale-mask-softmax + dropout over the s x s score matrix in HBM, as Megatron-LM
 ran in 2021-22). FP8 applies to the linear-layer GEMMs only; attention and element-wise kernels
-run in 16-bit. The backward pass of every op costs twice its forward (two GEMMs per forward GEMM;
-element-wise gradients move about twice the bytes).
+run in 16-bit. Backward: every GEMM becomes two (data and weight gradient) -> 2x; flash attention's
+backward runs 5 matmuls for the forward's 2 -> 2.5x (Dao 2023, sec. 3.1.2); element-wise kernels
+are charged the bytes their gradient kernels move (listed below), about 1.2-1.5x the forward's.
 
 Constants: :mod:`fabricsim.transformer.constants`.
 """
@@ -30,13 +31,14 @@ from fabricsim.transformer.constants import (
 from fabricsim.transformer.flops import ModelDims
 
 ACTIVATION_BYTES = 2.0  # 16-bit activations (bf16/fp16), also under FP8 recipes
-# Bytes per element moved by the element-wise kernels of one layer's forward pass.
-LAYERNORM_BYTES = 4.0  # read + write, 16-bit (x2 per layer)
-BIAS_DROPOUT_ADD_BYTES = 7.0  # read input and residual, write output (16-bit) and 1-byte mask (x2)
-GELU_BYTES = 4.0  # read + write the 4h intermediate
-SWIGLU_BYTES = 6.0  # read gate and up, write product
-SOFTMAX_DROPOUT_BYTES = 9.0  # scale-mask-softmax (read + write) and dropout (read, write, mask)
-CROSS_ENTROPY_BYTES = 10.0  # read 16-bit logits, fp32 softmax write and read
+# Bytes per element moved by the element-wise kernels of one layer: (forward, backward).
+LAYERNORM_BYTES = (4.0, 6.0)  # fwd read x, write y; bwd read x and dy, write dx (x2 per layer)
+BIAS_DROPOUT_ADD_BYTES = (7.0, 5.0)  # fwd read input and residual, write output and 1-byte mask; bwd dy, mask -> dx
+GELU_BYTES = (4.0, 6.0)  # fwd read + write the 4h intermediate; bwd read x and dy, write dx
+SWIGLU_BYTES = (6.0, 10.0)  # fwd read gate and up, write product; bwd read gate, up, dy, write two grads
+SOFTMAX_DROPOUT_BYTES = (9.0, 11.0)  # scale-mask-softmax + dropout: fwd r/w + mask; bwd dropout (5) + softmax (6)
+CROSS_ENTROPY_BYTES = (10.0, 6.0)  # fwd read 16-bit logits, write and read fp32 softmax; bwd read softmax, write grad
+FLASH_BACKWARD_FACTOR = 2.5  # backward matmuls over forward matmuls of fused attention
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,15 +97,22 @@ class ShardShape:
 
 @dataclass(frozen=True, slots=True)
 class LayerTimes:
-    """Forward seconds of one layer on one GPU, by kind of work."""
+    """Seconds of one layer on one GPU for one micro-batch, by kind of work (forward unless named)."""
 
     linear_s: float
     attention_s: float
     elementwise_s: float
+    attention_backward_s: float
+    elementwise_backward_s: float
 
     @property
     def total_s(self) -> float:
+        """Forward seconds."""
         return self.linear_s + self.attention_s + self.elementwise_s
+
+    @property
+    def backward_s(self) -> float:
+        return 2.0 * self.linear_s + self.attention_backward_s + self.elementwise_backward_s
 
 
 def _attention_linear_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float) -> float:
@@ -134,45 +143,54 @@ def _mlp_linear_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens
     return routed + shared + router
 
 
-def _attention_core_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> float:
+def _attention_core_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> tuple[float, float]:
     heads = shape.micro_batch * dims.heads / shape.tensor_parallel
     queries = shape.seq_len / shape.context_parallel
     keys = float(shape.seq_len)
     flops = 2.0 * heads * queries * keys * (dims.qk_head_dim + dims.v_head_dim)
     if shape.flash_attention:
         causal_flops = flops / 2.0
-        return causal_flops / (rates.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION) + KERNEL_OVERHEAD_S
+        forward = causal_flops / (rates.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION) + KERNEL_OVERHEAD_S
+        return forward, FLASH_BACKWARD_FACTOR * forward
     attention_rates = DeviceRates(rates.attention_peak_flops, rates.attention_peak_flops, rates.hbm_Bps, 2.0)
     scores = gemm_time_s(attention_rates, queries, keys, dims.qk_head_dim, heads)
     values = gemm_time_s(attention_rates, queries, dims.v_head_dim, keys, heads)
-    softmax = memory_time_s(rates, SOFTMAX_DROPOUT_BYTES * heads * queries * keys, kernels=2.0)
-    return scores + values + softmax
+    elements = heads * queries * keys
+    forward = scores + values + memory_time_s(rates, SOFTMAX_DROPOUT_BYTES[0] * elements, kernels=2.0)
+    backward = 2.0 * (scores + values) + memory_time_s(rates, SOFTMAX_DROPOUT_BYTES[1] * elements, kernels=2.0)
+    return forward, backward
 
 
-def _elementwise_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float, moe: bool) -> float:
+def _elementwise_s(
+    dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float, moe: bool
+) -> tuple[float, float]:
+    """(forward, backward) seconds of LayerNorms, bias-dropout-adds and the MLP activation."""
     t = shape.tensor_parallel
     replicated_tokens = tokens / t if shape.sequence_parallel else tokens
-    per_token_hidden = 2.0 * LAYERNORM_BYTES + 2.0 * BIAS_DROPOUT_ADD_BYTES
     width = (dims.experts_per_token + dims.shared_experts) * dims.expert_ffn if moe else dims.ffn
     act_bytes = SWIGLU_BYTES if dims.gated else GELU_BYTES
-    moved = replicated_tokens * per_token_hidden * dims.hidden + tokens * act_bytes * width / t
-    return memory_time_s(rates, moved, kernels=5.0)
+    times = []
+    for i in (0, 1):
+        per_token_hidden = 2.0 * LAYERNORM_BYTES[i] + 2.0 * BIAS_DROPOUT_ADD_BYTES[i]
+        moved = replicated_tokens * per_token_hidden * dims.hidden + tokens * act_bytes[i] * width / t
+        times.append(memory_time_s(rates, moved, kernels=5.0))
+    return times[0], times[1]
 
 
 def layer_forward_times(dims: ModelDims, rates: DeviceRates, shape: ShardShape, moe: bool) -> LayerTimes:
     """Forward seconds of one (dense or MoE) layer for one micro-batch on one GPU."""
     tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
     linear = _attention_linear_s(dims, rates, shape, tokens) + _mlp_linear_s(dims, rates, shape, tokens, moe)
-    return LayerTimes(
-        linear_s=linear,
-        attention_s=_attention_core_s(dims, rates, shape),
-        elementwise_s=_elementwise_s(dims, rates, shape, tokens, moe),
-    )
+    attention_fwd, attention_bwd = _attention_core_s(dims, rates, shape)
+    elementwise_fwd, elementwise_bwd = _elementwise_s(dims, rates, shape, tokens, moe)
+    return LayerTimes(linear, attention_fwd, elementwise_fwd, attention_bwd, elementwise_bwd)
 
 
-def logits_forward_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> float:
-    """Forward seconds of the output layer and the vocabulary-parallel cross entropy on one GPU."""
+def logits_times_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> tuple[float, float]:
+    """(forward, backward) seconds of the output layer and vocabulary-parallel cross entropy on one GPU."""
     tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
     vocab_local = dims.vocab / shape.tensor_parallel
     gemm = gemm_time_s(rates, tokens, vocab_local, dims.hidden)
-    return gemm + memory_time_s(rates, CROSS_ENTROPY_BYTES * tokens * vocab_local, kernels=3.0)
+    forward = gemm + memory_time_s(rates, CROSS_ENTROPY_BYTES[0] * tokens * vocab_local, kernels=3.0)
+    backward = 2.0 * gemm + memory_time_s(rates, CROSS_ENTROPY_BYTES[1] * tokens * vocab_local, kernels=1.0)
+    return forward, backward

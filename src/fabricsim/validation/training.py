@@ -7,10 +7,10 @@ their software did, applied to all rows of a paper alike:
 
 * Megatron SC'21 (Narayanan et al.): fp16, full activation recomputation, no sequence
   parallelism, unfused attention (2021: no flash attention), gradient all-reduce after the
-  backward pass (Megatron's local DDP, not overlapped), micro-batch 1, and the interleaved
-  schedule the paper used for its end-to-end runs (sec. 5.1) with 2 model chunks per GPU where
-  the stage's layer count allows it. The metric is achieved hardware TFLOP/s per GPU as the paper
-  counts it (its 96·B·s·l·h² formula; our hardware FLOPs equal it for these models).
+  backward pass (Megatron's local DDP, not overlapped), micro-batch 1 and the plain 1F1B schedule
+  (Megatron-LM's default; Table 1 does not list micro-batch or model chunks per row, so no row
+  gets its own). The metric is achieved hardware TFLOP/s per GPU as the paper counts it (its
+  96·B·s·l·h² formula; our hardware FLOPs equal it for these models).
 * Korthikanti et al. 2022: fp16, sequence parallelism + selective recomputation, unfused
   attention, data-parallel size 1, and calculon's transcription of the configurations
   (22B: micro-batch 4, 175B and 530B: 3 model chunks, 1T: 1). Metrics: MFU and iteration time.
@@ -37,7 +37,6 @@ KORTHIKANTI_OPTIONS = TrainingOptions(flash_attention=False, overlap_grad_reduce
 # calculon-ai/calculon validation/seqsel/tab5/*_seqsel.json @ caa4b11f (micro-batch, model chunks)
 KORTHIKANTI_SCHEDULE = {"22b": (4, 1), "175b": (1, 3), "530b": (1, 3), "1t": (1, 1)}
 # Dimensions of the Korthikanti models, from the MFU rows of the same file (the time rows omit them).
-MEGATRON_CHUNKS = 2
 GPT3_175B = {"hidden_size": 12288, "num_layers": 96, "attention_heads": 96}
 
 
@@ -56,13 +55,6 @@ def gpt_model(name: str, workload: dict[str, Any]) -> ModelSpec:
     )
 
 
-def megatron_chunks(layers: int, pipeline_parallel: int) -> int:
-    """Model chunks per GPU for the SC'21 runs: 2 when pp > 1 and each stage's layers split in two."""
-    if pipeline_parallel > 1 and (layers // pipeline_parallel) % MEGATRON_CHUNKS == 0:
-        return MEGATRON_CHUNKS
-    return 1
-
-
 def _megatron_estimate(workload: dict[str, Any]) -> TrainingEstimate:
     dims = {**GPT3_175B, **workload}
     model = gpt_model("gpt", dims)
@@ -71,7 +63,6 @@ def _megatron_estimate(workload: dict[str, Any]) -> TrainingEstimate:
         tensor_parallel=tp,
         pipeline_parallel=pp,
         data_parallel=dp,
-        virtual_stages=megatron_chunks(model.num_hidden_layers, pp),
         recompute=Recompute.FULL,
         dtype="fp16",
     )
