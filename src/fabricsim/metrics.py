@@ -63,3 +63,53 @@ class SweepSummary:
             "workers": self.workers,
             "export": self.export,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class TrainResult:
+    """One training-step estimate (``fabricsim train``). ``time_breakdown_s`` adds up to
+    ``step_time_s``; ``memory_breakdown_bytes`` adds up to ``memory_per_gpu_bytes`` (most loaded GPU).
+    Model FLOPs exclude recomputation (MFU); hardware FLOPs include it (HFU)."""
+
+    model: str
+    system: str
+    gpus: int
+    global_batch: int
+    seq_len: int
+    microbatches: int
+    step_time_s: float
+    tokens_per_s: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    mfu: float
+    hfu: float
+    fits: bool
+    memory_per_gpu_bytes: float
+    memory_capacity_bytes: float
+    memory_breakdown_bytes: tuple[tuple[str, float], ...]
+    time_breakdown_s: tuple[tuple[str, float], ...]
+    layout: tuple[tuple[str, object], ...]
+    fidelity: str = "analytic"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "system": self.system,
+            "gpus": self.gpus,
+            "global_batch": self.global_batch,
+            "seq_len": self.seq_len,
+            "microbatches": self.microbatches,
+            "step_time_s": self.step_time_s,
+            "tokens_per_s": self.tokens_per_s,
+            "model_tflops_per_gpu": self.model_tflops_per_gpu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "fits": self.fits,
+            "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
+            "memory_capacity_bytes": self.memory_capacity_bytes,
+            "memory_breakdown_bytes": dict(self.memory_breakdown_bytes),
+            "time_breakdown_s": dict(self.time_breakdown_s),
+            "layout": dict(self.layout),
+            "fidelity": self.fidelity,
+        }
