@@ -26,7 +26,9 @@ class EventLoop:
     """Schedule callbacks at simulated times and run them in time order."""
 
     def __init__(self) -> None:
-        self._heap: list[_Event] = []
+        # heap entries are (time_s, priority, seq, event) tuples: compared in C, ~3x faster than
+        # comparing the dataclasses; seq is unique, so the event itself is never compared
+        self._heap: list[tuple[float, int, int, _Event]] = []
         self._seq = 0
         self.now_s = 0.0
         self.events_run = 0
@@ -41,8 +43,8 @@ class EventLoop:
         if time_s < self.now_s:
             raise ValueError(f"cannot schedule at {time_s} s, before now ({self.now_s} s)")
         event = _Event(time_s, priority, self._seq, callback)
+        heapq.heappush(self._heap, (time_s, priority, self._seq, event))
         self._seq += 1
-        heapq.heappush(self._heap, event)
         return event
 
     @staticmethod
@@ -52,8 +54,8 @@ class EventLoop:
     def run(self, until_s: float = float("inf")) -> float:
         """Run events in order until none are left or the next one is after ``until_s``."""
         heap = self._heap
-        while heap and heap[0].time_s <= until_s:
-            event = heapq.heappop(heap)
+        while heap and heap[0][0] <= until_s:
+            event = heapq.heappop(heap)[3]
             if event.cancelled:
                 continue
             self.now_s = event.time_s
@@ -63,4 +65,4 @@ class EventLoop:
 
     @property
     def pending(self) -> int:
-        return sum(1 for e in self._heap if not e.cancelled)
+        return sum(1 for entry in self._heap if not entry[3].cancelled)
