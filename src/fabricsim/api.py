@@ -13,7 +13,8 @@ from typing import Any
 from fabricsim import catalog, collectives, validation
 from fabricsim import sweep as sweeps
 from fabricsim.errors import FabricsimError, unknown_name
-from fabricsim.metrics import CollectiveResult, SweepSummary
+from fabricsim.engine import analytic
+from fabricsim.metrics import CollectiveResult, SweepSummary, TrainResult
 from fabricsim.units import parse_size, to_GBps
 
 
@@ -56,6 +57,76 @@ def collective(op: str, *, system: str, gpus: int, size: str | int, algorithm: s
         time_s=est.time_s,
         algbw_GBps=to_GBps(algbw),
         busbw_GBps=to_GBps(algbw * collectives.bus_factor(operation, gpus)),
+    )
+
+
+def train(
+    model: str,
+    system: str,
+    gpus: int,
+    global_batch: int,
+    seq_len: int,
+    *,
+    tp: int | None = None,
+    pp: int | None = None,
+    dp: int | None = None,
+    cp: int | None = None,
+    ep: int | None = None,
+    vpp: int | None = None,
+    micro_batch: int | None = None,
+    zero: int | None = None,
+    recompute: str | None = None,
+    sequence_parallel: bool | None = None,
+    dtype: str | None = None,
+) -> TrainResult:
+    """Estimate one training step of ``model`` on ``gpus`` GPUs of ``system`` (analytic fidelity).
+
+    Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
+    gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
+    sequence parallelism when tp > 1, bf16). Invalid layouts raise FabricsimError naming the field;
+    a layout that does not fit is a result with ``fits`` False.
+    """
+    model_spec = catalog.load_model(model)
+    system_spec = catalog.load_system(system)
+    system_spec.check_gpu_count(gpus)
+    for field, value in (("global-batch", global_batch), ("seq-len", seq_len)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise FabricsimError(field, f"must be a positive integer, got {value!r}")
+    layout = analytic.resolve_layout(
+        gpus,
+        model_spec,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        data_parallel=dp,
+        context_parallel=cp,
+        expert_parallel=ep,
+        virtual_stages=vpp,
+        micro_batch_size=micro_batch,
+        zero_stage=zero,
+        recompute=recompute,
+        sequence_parallel=sequence_parallel,
+        dtype=dtype,
+    )
+    estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len)
+    return TrainResult(
+        model=model_spec.name,
+        system=system_spec.name,
+        gpus=gpus,
+        global_batch=global_batch,
+        seq_len=seq_len,
+        microbatches=estimate.microbatches,
+        step_time_s=estimate.step_time_s,
+        tokens_per_s=estimate.tokens_per_s,
+        model_tflops_per_gpu=estimate.model_flops_per_gpu_s / 1e12,
+        hardware_tflops_per_gpu=estimate.hardware_flops_per_gpu_s / 1e12,
+        mfu=estimate.mfu,
+        hfu=estimate.hfu,
+        fits=estimate.fits,
+        memory_per_gpu_bytes=estimate.memory_per_gpu_bytes,
+        memory_capacity_bytes=estimate.memory_capacity_bytes,
+        memory_breakdown_bytes=tuple(estimate.memory.as_dict().items()),
+        time_breakdown_s=tuple(estimate.time.as_dict().items()),
+        layout=tuple(layout.as_dict().items()),
     )
 
 

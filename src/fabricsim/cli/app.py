@@ -12,7 +12,7 @@ import sys
 import click
 import typer
 
-from fabricsim.cli import catalog_cmd, collective_cmd, sweep_cmd, validate_cmd
+from fabricsim.cli import catalog_cmd, collective_cmd, sweep_cmd, train_cmd, validate_cmd
 from fabricsim.errors import FabricsimError
 
 app = typer.Typer(
@@ -26,6 +26,7 @@ app.command("collective", no_args_is_help=True)(collective_cmd.collective)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.command("validate")(validate_cmd.validate)
 app.command("sweep", no_args_is_help=True)(sweep_cmd.sweep)
+app.command("train", no_args_is_help=True)(train_cmd.train)
 
 
 def _one_line(text: str) -> str:

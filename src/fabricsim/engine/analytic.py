@@ -287,6 +287,11 @@ def _stage_work(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> S
     return StageWork(forward + share * logits_fwd, backward + share * logits_bwd, recompute, tp, cp, ep)
 
 
+def resolve_layout(gpus: int, model: ModelSpec, **given: object) -> ParallelLayout:
+    """A layout with defaults for the unset fields (see :func:`fabricsim.workload.training.resolve_layout`)."""
+    return work.resolve_layout(gpus, model_dims(model), **given)
+
+
 def check_layout(model: ModelSpec | ModelDims, layout: ParallelLayout, global_batch: int, seq_len: int) -> int:
     """Raise ``FabricsimError`` (naming the field) unless the layout can run; return micro-batches per step."""
     dims = model if isinstance(model, ModelDims) else model_dims(model)

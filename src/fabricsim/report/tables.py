@@ -99,3 +99,37 @@ def sweep_table(summary: dict[str, Any]) -> Table:
             ("export", str(summary["export"] or "-")),
         ],
     )
+
+
+def train_table(result: dict[str, Any]) -> Any:
+    """Layout, step time, MFU/HFU, and the time and memory breakdowns of a ``train`` result."""
+    from rich.console import Group
+
+    layout = result["layout"]
+    layout_text = " ".join(f"{key}={value}" for key, value in layout.items())
+    fits = "yes" if result["fits"] else "NO"
+    summary = key_value_table(
+        f"{result.get('model', '')} on {result['gpus']} GPUs of {result.get('system', '')}",
+        [
+            ("layout", layout_text),
+            ("step time", format_seconds(result["step_time_s"])),
+            ("tokens/s", f"{result['tokens_per_s']:,.0f}"),
+            ("MFU / HFU", f"{result['mfu'] * 100:.1f}% / {result['hfu'] * 100:.1f}%"),
+            ("TFLOP/s per GPU", f"{result['model_tflops_per_gpu']:.1f} model, {result['hardware_tflops_per_gpu']:.1f} hw"),
+            ("memory per GPU", f"{format_bytes(result['memory_per_gpu_bytes'])} of "
+             f"{format_bytes(result['memory_capacity_bytes'])} (fits: {fits})"),
+            ("fidelity", str(result.get("fidelity", "analytic"))),
+        ],
+    )
+    step = result["step_time_s"]
+    times = Table(title="time per step", title_justify="left")
+    for column in ("part", "time", "share"):
+        times.add_column(column, justify="left" if column == "part" else "right")
+    for key, value in result["time_breakdown_s"].items():
+        times.add_row(key.removesuffix("_s"), format_seconds(value), f"{value / step * 100:.1f}%")
+    memory = Table(title="memory per GPU", title_justify="left")
+    for column in ("part", "bytes"):
+        memory.add_column(column, justify="left" if column == "part" else "right")
+    for key, value in result["memory_breakdown_bytes"].items():
+        memory.add_row(key, format_bytes(value))
+    return Group(summary, times, memory)

@@ -1,0 +1,53 @@
+"""``fabricsim train``: estimate one training step of a model on a catalog system."""
+
+from __future__ import annotations
+
+import typer
+
+from fabricsim.cli.common import JSON_OPTION, emit
+
+
+def train(
+    model: str = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json"),
+    system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
+    gpus: int = typer.Option(..., "--gpus", help="number of GPUs"),
+    global_batch: int = typer.Option(..., "--global-batch", help="sequences per optimizer step"),
+    seq_len: int = typer.Option(..., "--seq-len", help="tokens per sequence"),
+    tp: int | None = typer.Option(None, "--tp", help="tensor-parallel size (default 1)"),
+    pp: int | None = typer.Option(None, "--pp", help="pipeline-parallel stages (default 1)"),
+    dp: int | None = typer.Option(None, "--dp", help="data-parallel size (default gpus/(tp*pp*cp))"),
+    cp: int | None = typer.Option(None, "--cp", help="context-parallel size (default 1)"),
+    ep: int | None = typer.Option(None, "--ep", help="expert-parallel size, a divisor of dp (default 1)"),
+    vpp: int | None = typer.Option(None, "--vpp", help="model chunks per GPU, interleaved schedule (default 1)"),
+    micro_batch: int | None = typer.Option(None, "--micro-batch", help="sequences per micro-batch (default 1)"),
+    zero: int | None = typer.Option(None, "--zero", help="ZeRO stage 0|1|2|3 (default 1 for MoE, else 0)"),
+    recompute: str | None = typer.Option(None, "--recompute", help="none | selective | full (default none)"),
+    sequence_parallel: bool | None = typer.Option(
+        None, "--sequence-parallel/--no-sequence-parallel", help="sequence parallelism (default on when tp > 1)"
+    ),
+    dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16)"),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Step time, MFU/HFU, memory per GPU and where the time goes, for one parallel layout."""
+    from fabricsim import api
+    from fabricsim.report.tables import train_table
+
+    result = api.train(
+        model,
+        system,
+        gpus,
+        global_batch,
+        seq_len,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        ep=ep,
+        vpp=vpp,
+        micro_batch=micro_batch,
+        zero=zero,
+        recompute=recompute,
+        sequence_parallel=sequence_parallel,
+        dtype=dtype,
+    )
+    emit(result.to_json(), as_json, train_table)
