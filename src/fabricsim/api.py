@@ -12,8 +12,8 @@ from typing import Any
 
 from fabricsim import catalog, collectives, validation
 from fabricsim import sweep as sweeps
-from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.engine import analytic
+from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.metrics import CollectiveResult, SweepSummary, TrainResult
 from fabricsim.units import parse_size, to_GBps
 

@@ -108,6 +108,8 @@ def train_table(result: dict[str, Any]) -> Any:
     layout = result["layout"]
     layout_text = " ".join(f"{key}={value}" for key, value in layout.items())
     fits = "yes" if result["fits"] else "NO"
+    hw_tflops = result["hardware_tflops_per_gpu"]
+    capacity = format_bytes(result["memory_capacity_bytes"])
     summary = key_value_table(
         f"{result.get('model', '')} on {result['gpus']} GPUs of {result.get('system', '')}",
         [
@@ -115,9 +117,8 @@ def train_table(result: dict[str, Any]) -> Any:
             ("step time", format_seconds(result["step_time_s"])),
             ("tokens/s", f"{result['tokens_per_s']:,.0f}"),
             ("MFU / HFU", f"{result['mfu'] * 100:.1f}% / {result['hfu'] * 100:.1f}%"),
-            ("TFLOP/s per GPU", f"{result['model_tflops_per_gpu']:.1f} model, {result['hardware_tflops_per_gpu']:.1f} hw"),
-            ("memory per GPU", f"{format_bytes(result['memory_per_gpu_bytes'])} of "
-             f"{format_bytes(result['memory_capacity_bytes'])} (fits: {fits})"),
+            ("TFLOP/s per GPU", f"{result['model_tflops_per_gpu']:.1f} model, {hw_tflops:.1f} hardware"),
+            ("memory per GPU", f"{format_bytes(result['memory_per_gpu_bytes'])} of {capacity} (fits: {fits})"),
             ("fidelity", str(result.get("fidelity", "analytic"))),
         ],
     )

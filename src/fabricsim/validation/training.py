@@ -77,7 +77,7 @@ def megatron_entries() -> list[ValidationEntry]:
     for row in load_entries(MEGATRON_FILE):
         estimate = _megatron_estimate(row["workload"])
         layout = estimate.layout
-        detail = f"tp{layout.tensor_parallel} pp{layout.pipeline_parallel} dp{layout.data_parallel} vpp{layout.virtual_stages}"
+        detail = f"tp{layout.tensor_parallel} pp{layout.pipeline_parallel} dp{layout.data_parallel}"
         entries.append(
             ValidationEntry(
                 id=row["id"],
