@@ -90,9 +90,12 @@ def bus_factor(op: CollectiveOp, ranks: int) -> float:
     """nccl-tests ``busbw / algbw`` for ``op`` on ``ranks`` ranks (reference 1.11).
 
     all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; broadcast, reduce,
-    send-recv 1. A single rank moves nothing over the bus: 0 for the n-dependent factors.
+    send-recv 1. A single rank moves nothing over any bus, so its factor is 0 for every op
+    (nccl-tests would report a local copy as broadcast/send-recv busbw).
     """
     n = ranks
+    if n <= 1:
+        return 0.0
     if op is CollectiveOp.ALL_REDUCE:
         return 2.0 * (n - 1) / n
     if op in (CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL):

@@ -1,0 +1,37 @@
+"""The versioned NCCL constants file."""
+
+import pytest
+
+from fabricsim.collectives.nccl import constants
+from fabricsim.errors import FabricsimError
+
+
+def test_constants_load_with_si_units():
+    nccl = constants()
+    assert nccl.version == "2.30.7"
+    assert nccl.base_latency_s["ring"]["Simple"] == pytest.approx(8.4e-6)
+    assert nccl.hw_latency_s["nvlink"]["nvls"]["Simple"] == pytest.approx(25e-6)
+    assert nccl.hw_latency_s["net"]["tree"]["LL"] == pytest.approx(5e-6)
+    assert nccl.ll_max_single_node_Bps["hopper"] == pytest.approx(141e9)
+    assert nccl.ll_max_multi_node_Bps["amd"]["two_nodes"] == pytest.approx(22.5e9)
+    assert nccl.nvls_efficiency["hopper"] == 0.85
+    assert nccl.nvlink_link_Bps["hopper"] == pytest.approx(20.6e9)
+    assert nccl.nvls_chunk_bytes == (16384, 32768, 65536, 131072)
+    assert constants() is nccl
+
+
+def test_tree_correction_interpolates_between_powers_of_two():
+    nccl = constants()
+    at = 64 * 2**11  # index 11
+    assert nccl.tree_correction_factor("Simple", at) == pytest.approx(0.5)
+    assert nccl.tree_correction_factor("Simple", at * 2**0.5) == pytest.approx(0.5)
+    assert nccl.tree_correction_factor("LL", 64 * 2**12.5) == pytest.approx(0.4)
+    assert nccl.tree_correction_factor("LL", 64 * 2**13.5) == pytest.approx(0.45)
+    assert nccl.tree_correction_factor("LL128", 1.0) == 1.0
+    assert nccl.tree_correction_factor("Simple", 2.0**60) == pytest.approx(0.9)
+
+
+def test_unknown_version_is_a_user_error():
+    with pytest.raises(FabricsimError) as info:
+        constants("1.0")
+    assert info.value.field == "nccl_version"
