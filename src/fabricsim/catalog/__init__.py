@@ -70,6 +70,13 @@ def read_yaml(path: Path, field: str) -> dict[str, Any]:
 
 
 def _locate(kind: str, name_or_path: str, field: str) -> Path:
+    try:
+        return _locate_path(kind, name_or_path, field)
+    except OSError as exc:  # e.g. a name too long for the file system
+        raise FabricsimError(field, f"unusable name or path ({exc.strerror})", "give a catalog name or a file") from None
+
+
+def _locate_path(kind: str, name_or_path: str, field: str) -> Path:
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml", ".json") or candidate.exists():
         if not candidate.is_file():
