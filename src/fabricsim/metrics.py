@@ -6,7 +6,7 @@ with units in the key names. Rendering (tables) lives in ``report``; files in ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +113,44 @@ class TrainResult:
             "layout": dict(self.layout),
             "fidelity": self.fidelity,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedTrainResult:
+    """A training step from the event-driven engine (``fabricsim train --fidelity simulate|flow``).
+
+    ``train`` is the ``fabricsim train`` contract with the simulated step time (and the rates that
+    follow from it) and a breakdown of the critical rank that adds up to it. With variability on,
+    ``step_time_s_p50``/``step_time_s_p99`` are Monte-Carlo percentiles over ``seeds`` runs
+    (``step_time_s`` stays the no-variability time). ``exposed_comm_s`` is communication not
+    hidden behind compute, per collective category, per GPU; ``folded`` says what symmetry the
+    engine used. ``simulation`` (not serialised) holds the op graph and timeline for traces.
+    """
+
+    train: TrainResult
+    analytic_step_time_s: float
+    step_time_s_p50: float | None
+    step_time_s_p99: float | None
+    seeds: int
+    exposed_comm_s: tuple[tuple[str, float], ...]
+    comm_busy_s: tuple[tuple[str, float], ...]
+    folded: tuple[tuple[str, int], ...]
+    simulated_ops: int
+    simulation: object = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, object]:
+        out = self.train.to_json()
+        out.update(
+            {
+                "analytic_step_time_s": self.analytic_step_time_s,
+                "exposed_comm_s": dict(self.exposed_comm_s),
+                "comm_busy_s": dict(self.comm_busy_s),
+                "folded": dict(self.folded),
+                "simulated_ops": self.simulated_ops,
+            }
+        )
+        if self.step_time_s_p50 is not None:
+            out.update(
+                {"step_time_s_p50": self.step_time_s_p50, "step_time_s_p99": self.step_time_s_p99, "seeds": self.seeds}
+            )
+        return out
