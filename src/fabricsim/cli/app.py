@@ -15,6 +15,14 @@ import typer
 from fabricsim.cli import catalog_cmd, collective_cmd, sweep_cmd, train_cmd, validate_cmd
 from fabricsim.errors import FabricsimError
 
+try:  # typer >= 0.2x raises the exceptions of its own vendored click, not click's
+    from typer._click import exceptions as _typer_click
+
+    _USAGE_ERRORS: tuple[type[Exception], ...] = (click.UsageError, _typer_click.UsageError)
+    _CLICK_ERRORS: tuple[type[Exception], ...] = (click.ClickException, _typer_click.ClickException)
+except ImportError:  # pragma: no cover - older typer uses click itself
+    _USAGE_ERRORS, _CLICK_ERRORS = (click.UsageError,), (click.ClickException,)
+
 app = typer.Typer(
     name="fabricsim",
     help="Predict, explain and plan training and serving of very large models on GPU clusters.",
@@ -40,15 +48,17 @@ def main(argv: list[str] | None = None) -> int:
     except FabricsimError as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except click.UsageError as exc:
-        print(f"error: {_one_line(exc.format_message())}", file=sys.stderr)
+    except _USAGE_ERRORS as exc:
+        message = _one_line(exc.format_message())
+        if message:  # empty when help was printed for a bare command
+            print(f"error: {message}", file=sys.stderr)
         return 2
-    except click.exceptions.Exit as exc:
+    except (click.exceptions.Exit, typer.Exit) as exc:
         return exc.exit_code
-    except click.Abort:
+    except (click.Abort, typer.Abort):
         print("error: aborted", file=sys.stderr)
         return 130
-    except click.ClickException as exc:
+    except _CLICK_ERRORS as exc:
         print(f"error: {_one_line(exc.format_message())}", file=sys.stderr)
         return 2
     return 0
