@@ -315,7 +315,7 @@ def _memory(ctx: TrainingContext, layout: ParallelLayout, seq_len: int, microbat
     states = state_bytes(dense, expert, (layout.zero_stage, dp, max(1, dp // ep)), layout.dtype)
     weights = states.weights
     stage = work.largest_stage(dims, layout.pipeline_parallel)
-    if layout.zero_stage == 3:  # two layers gathered at a time (current + prefetched)
+    if layout.zero_stage == 3 and dp > 1:  # two layers gathered at a time (current + prefetched)
         weights += 2.0 * WEIGHT_BYTES * (dense + expert) / max(1, stage.layers)
     shape = _shape(ctx, layout, seq_len)
     per_mb = stage.dense_layers * layer_activation_bytes(dims, shape, layout.recompute, False)

@@ -94,10 +94,12 @@ def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayou
     pp = values.get("pipeline_parallel", 1)
     cp = values.get("context_parallel", 1)
     if "data_parallel" not in values:
-        denominator = tp * pp * cp if all(isinstance(x, int) and x > 0 for x in (tp, pp, cp)) else 0
-        if not denominator or gpus % denominator:
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (tp, pp, cp)):
+            ParallelLayout(**{**values, "data_parallel": 1}).validate_basic()  # names the bad field
+        denominator = tp * pp * cp
+        if gpus % denominator:
             raise FabricsimError(
-                "dp", f"tp*pp*cp = {denominator} does not divide gpus = {gpus}", "set --dp or change tp/pp/cp"
+                "tp", f"tp*pp*cp = {denominator} does not divide gpus = {gpus}", "choose tp, pp and cp dividing --gpus"
             )
         values["data_parallel"] = gpus // denominator
     values.setdefault("zero_stage", 1 if dims.experts else 0)
@@ -109,7 +111,13 @@ def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayou
             raise FabricsimError(
                 "recompute", f"unknown mode {values['recompute']!r}", "use none, selective or full"
             ) from None
-    return ParallelLayout(**values)  # type: ignore[arg-type]
+    layout = ParallelLayout(**values)  # type: ignore[arg-type]
+    layout.validate_basic()
+    if layout.gpus != gpus:
+        raise FabricsimError(
+            "layout", f"tp*pp*dp*cp = {layout.gpus} but gpus = {gpus}", "make the product of the degrees equal --gpus"
+        )
+    return layout
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,95 @@
+"""The analytic training engine: breakdowns, memory, large dense and MoE models at scale."""
+
+import math
+
+import pytest
+
+from fabricsim.catalog import load_model, load_system
+from fabricsim.engine.analytic import check_layout, estimate_training, resolve_layout, training_memory
+from fabricsim.errors import FabricsimError
+from fabricsim.specs import ParallelLayout, Recompute
+
+A100 = load_system("dgx-a100")
+H100 = load_system("dgx-h100")
+NVL72 = load_system("gb200-nvl72")
+GPT3 = load_model("gpt3-175b")
+
+
+def test_breakdown_adds_up_and_metrics_are_consistent() -> None:
+    layout = ParallelLayout(tensor_parallel=8, pipeline_parallel=16, data_parallel=8, recompute=Recompute.FULL)
+    est = estimate_training(GPT3, A100, layout, 1536, 2048)
+    assert math.isclose(sum(est.time.as_dict().values()), est.step_time_s, rel_tol=1e-12)
+    assert math.isclose(sum(est.memory.as_dict().values()), est.memory_per_gpu_bytes, rel_tol=1e-12)
+    assert est.hfu > est.mfu > 0.2
+    assert est.tokens_per_s == pytest.approx(1536 * 2048 / est.step_time_s)
+    assert est.time.pipeline_bubble_s > 0 and est.time.tp_comm_s > 0 and est.time.dp_comm_s > 0
+
+
+def test_memory_only_matches_the_full_estimate() -> None:
+    layout = ParallelLayout(tensor_parallel=8, pipeline_parallel=8, data_parallel=2, zero_stage=1)
+    est = estimate_training(GPT3, H100, layout, 256, 2048)
+    assert training_memory(GPT3, H100, layout, 256, 2048) == est.memory
+
+
+def test_too_big_is_a_result_not_an_error() -> None:
+    est = estimate_training(GPT3, H100, ParallelLayout(tensor_parallel=8, data_parallel=1), 8, 2048)
+    assert not est.fits and est.memory_per_gpu_bytes > est.memory_capacity_bytes
+
+
+def test_invalid_layout_raises() -> None:
+    with pytest.raises(FabricsimError):
+        check_layout(GPT3, ParallelLayout(tensor_parallel=7, data_parallel=1), 7, 2048)
+
+
+@pytest.mark.parametrize(
+    ("system", "gpus", "given"),
+    [
+        (H100, 3072, {"tensor_parallel": 8, "pipeline_parallel": 64, "recompute": "selective"}),
+        (NVL72, 4608, {"tensor_parallel": 8, "pipeline_parallel": 32, "recompute": "selective"}),
+    ],
+)
+def test_megatron_1t_at_thousands_of_gpus(system, gpus: int, given: dict) -> None:
+    model = load_model("megatron-1t")
+    layout = resolve_layout(gpus, model, **given)
+    est = estimate_training(model, system, layout, gpus, 2048)
+    assert est.fits and 0.2 < est.mfu < 0.8
+    assert est.time.dp_comm_s > 0
+
+
+@pytest.mark.parametrize(
+    ("system", "gpus", "given"),
+    [
+        (H100, 2048, {"pipeline_parallel": 16, "expert_parallel": 64, "recompute": "full"}),
+        (NVL72, 2304, {"pipeline_parallel": 8, "expert_parallel": 32, "recompute": "full"}),
+    ],
+)
+def test_deepseek_v3_with_expert_parallelism(system, gpus: int, given: dict) -> None:
+    model = load_model("deepseek-v3")
+    layout = resolve_layout(gpus, model, **given)
+    est = estimate_training(model, system, layout, 4 * gpus, 4096)
+    assert est.time.ep_comm_s > 0 and est.step_time_s > 0
+    assert est.fits
+    assert 0.05 < est.mfu < 0.8
+
+
+def test_context_parallel_and_zero3() -> None:
+    model = load_model("llama3-70b")
+    layout = ParallelLayout(
+        tensor_parallel=8, context_parallel=4, data_parallel=4, zero_stage=3, sequence_parallel=True
+    )
+    est = estimate_training(model, H100, layout, 64, 32768)
+    assert est.time.cp_comm_s >= 0 and est.step_time_s > 0
+    zero0 = estimate_training(
+        model,
+        H100,
+        ParallelLayout(tensor_parallel=8, context_parallel=4, data_parallel=4, sequence_parallel=True),
+        64,
+        32768,
+    )
+    assert est.memory.optimizer_states < zero0.memory.optimizer_states
+
+
+def test_identical_across_runs() -> None:
+    layout = ParallelLayout(tensor_parallel=4, pipeline_parallel=4, data_parallel=4, virtual_stages=2)
+    first = estimate_training(GPT3, H100, layout, 256, 2048)
+    assert estimate_training(load_model("gpt3-175b"), load_system("dgx-h100"), layout, 256, 2048) == first

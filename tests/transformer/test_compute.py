@@ -1,0 +1,55 @@
+"""Roofline + GEMM-efficiency compute model."""
+
+from fabricsim.catalog import load_model, load_system
+from fabricsim.transformer.compute import (
+    ShardShape,
+    device_rates,
+    gemm_efficiency,
+    gemm_time_s,
+    layer_forward_times,
+)
+from fabricsim.transformer.constants import GEMM_PEAK_FRACTION
+from fabricsim.transformer.flops import model_dims
+
+H100 = load_system("dgx-h100").device
+
+
+def test_efficiency_grows_with_size_and_is_bounded() -> None:
+    small, large = gemm_efficiency(2048, 256, 1024), gemm_efficiency(8192, 8192, 8192)
+    assert small < large < GEMM_PEAK_FRACTION
+
+
+def test_gemm_time_at_least_flops_over_peak_and_bytes_over_bandwidth() -> None:
+    rates = device_rates(H100, "bf16")
+    m = n = k = 4096
+    time_s = gemm_time_s(rates, m, n, k)
+    assert time_s >= 2 * m * n * k / H100.peak("bf16")
+    skinny = gemm_time_s(rates, 1, 8192, 8192)
+    assert skinny >= (8192 * 8192 * 2) / H100.hbm_bandwidth_Bps
+
+
+def test_fp8_speeds_up_gemms_only() -> None:
+    dims = model_dims(load_model("llama3-70b"))
+    shape = ShardShape(1, 8192, 8, 1, 1, True, True)
+    bf16 = layer_forward_times(dims, device_rates(H100, "bf16"), shape, False)
+    fp8 = layer_forward_times(dims, device_rates(H100, "fp8"), shape, False)
+    assert fp8.linear_s < 0.6 * bf16.linear_s
+    assert fp8.attention_s == bf16.attention_s
+    assert fp8.elementwise_s == bf16.elementwise_s
+
+
+def test_high_tensor_parallelism_is_less_efficient_per_flop() -> None:
+    dims = model_dims(load_model("llama3-8b"))
+    rates = device_rates(H100, "bf16")
+    tp1 = layer_forward_times(dims, rates, ShardShape(1, 4096, 1, 1, 1, False, True), False)
+    tp8 = layer_forward_times(dims, rates, ShardShape(1, 4096, 8, 1, 1, False, True), False)
+    assert tp8.linear_s * 8 > tp1.linear_s * 1.02
+
+
+def test_unfused_attention_pays_for_the_score_matrix() -> None:
+    dims = model_dims(load_model("gpt3-175b"))
+    rates = device_rates(H100, "bf16")
+    flash = layer_forward_times(dims, rates, ShardShape(1, 2048, 8, 1, 1, True, True), False)
+    unfused = layer_forward_times(dims, rates, ShardShape(1, 2048, 8, 1, 1, True, False), False)
+    assert unfused.attention_s > flash.attention_s
+    assert unfused.attention_backward_s > unfused.attention_s
