@@ -180,8 +180,9 @@ def load_model(name_or_path: str) -> ModelSpec:
         data = {_HF_ALIASES.get(k, k): v for k, v in data.items()}
         known = set(ModelSpec.model_fields) | {"n_routed_experts"}
         data = {k: v for k, v in data.items() if k in known}
-        data.setdefault("name", Path(origin).parent.name or "config")
-        if "intermediate_size" not in data and "hidden_size" in data:
+        if data.get("name") == Path(origin).stem == "config":  # name a config.json after its folder
+            data["name"] = Path(origin).parent.name or "config"
+        if "intermediate_size" not in data and isinstance(data.get("hidden_size"), int):
             data["intermediate_size"] = 4 * int(data["hidden_size"])
     data["sources"] = sources
     return _build(ModelSpec, data, "model", origin)
