@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from fabricsim.engine import analytic
 from fabricsim.engine.analytic import GRAD_BUCKET_PARAMS, StageWork, TrainingEstimate
 from fabricsim.engine.simulate import CommTimer, SimulationResult, simulate
@@ -195,3 +197,49 @@ def simulate_training(
     result = simulate(graph, timer)
     tail = monte_carlo(graph, timers, variability) if active and variability is not None else None
     return TrainingSimulation(estimate, graph, result, tail)
+
+
+_BREAKDOWN_KEYS = {"tp": "tp_comm_s", "cp": "cp_comm_s", "ep": "ep_comm_s", "pp": "pp_comm_s", "dp": "dp_comm_s"}
+
+
+def _union_length(starts: np.ndarray, ends: np.ndarray) -> float:
+    """Total length (s) of the union of intervals."""
+    if starts.size == 0:
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], np.maximum.accumulate(ends[order])
+    gaps = np.maximum(s[1:] - e[:-1], 0.0)
+    return float(e[-1] - s[0] - gaps.sum())
+
+
+def step_breakdown(sim: TrainingSimulation) -> dict[str, float]:
+    """Seconds of the simulated step on its critical rank (the one that finishes last), adding up to
+    the step time: compute by kind, exposed communication by parallelism (the time communication
+    is in flight and compute is not, split over categories by their own exposed time), and idle
+    time (pipeline bubble and waiting on other stages)."""
+    graph, timeline = sim.graph, sim.result.timeline
+    ops = graph.ops
+    rank = ops[int(np.argmax(timeline.end_s))].rank
+    mine = np.array([i for i, op in enumerate(ops) if op.rank == rank])
+    comm = np.array([ops[i].is_comm for i in mine])
+    start, end = timeline.start_s[mine], timeline.end_s[mine]
+    out = {"forward_compute_s": 0.0, "backward_compute_s": 0.0, "optimizer_s": 0.0}
+    for i, duration in zip(mine[~comm].tolist(), (end - start)[~comm].tolist(), strict=True):
+        key = {"forward": "forward_compute_s", "backward": "backward_compute_s"}.get(ops[i].category, "optimizer_s")
+        out[key] += duration
+    busy = _union_length(start, end)
+    exposed_total = busy - _union_length(start[~comm], end[~comm])
+    per_category = {k: v for k, v in sim.result.comm.exposed_s.items() if v > 0}
+    weights = dict.fromkeys(_BREAKDOWN_KEYS.values(), 0.0)
+    for category, value in per_category.items():
+        weights[_BREAKDOWN_KEYS.get(category.split("-")[0], "dp_comm_s")] += value
+    total_weight = sum(weights.values())
+    for key, weight in weights.items():
+        out[key] = exposed_total * weight / total_weight if total_weight else 0.0
+    out["pipeline_bubble_s"] = sim.step_time_s - busy
+    analytic_time = sim.estimate.time  # backward ops include recompute: split it the analytic way
+    backward_and_recompute = analytic_time.backward_compute_s + analytic_time.recompute_s
+    share = analytic_time.recompute_s / backward_and_recompute if backward_and_recompute else 0.0
+    out["recompute_s"] = out["backward_compute_s"] * share
+    out["backward_compute_s"] -= out["recompute_s"]
+    return out
