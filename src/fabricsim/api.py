@@ -6,6 +6,7 @@ library, and returns an immutable result whose ``to_json()`` is the JSON contrac
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,12 @@ from typing import Any
 from fabricsim import catalog, collectives, validation
 from fabricsim import sweep as sweeps
 from fabricsim.engine import analytic
+from fabricsim.engine.flow_timer import flow_timers
+from fabricsim.engine.simulate_training import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
+from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError, unknown_name
-from fabricsim.metrics import CollectiveResult, SweepSummary, TrainResult
+from fabricsim.metrics import CollectiveResult, SimulatedTrainResult, SweepSummary, TrainResult
+from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.units import parse_size, to_GBps
 
 
@@ -172,3 +177,91 @@ def sweep(
         export_path=None if export is None else Path(export),
     )
     return sweeps.run_sweep(tasks, runners, options, on_progress)
+
+
+FIDELITIES = ("analytic", "simulate", "flow")
+
+
+def _layout_from_json(layout: dict[str, object]) -> ParallelLayout:
+    """The inverse of ``ParallelLayout.as_dict`` (short CLI names back to the spec)."""
+    return ParallelLayout(
+        tensor_parallel=int(layout["tp"]),  # type: ignore[arg-type]
+        pipeline_parallel=int(layout["pp"]),  # type: ignore[arg-type]
+        data_parallel=int(layout["dp"]),  # type: ignore[arg-type]
+        context_parallel=int(layout["cp"]),  # type: ignore[arg-type]
+        expert_parallel=int(layout["ep"]),  # type: ignore[arg-type]
+        virtual_stages=int(layout["vpp"]),  # type: ignore[arg-type]
+        micro_batch_size=int(layout["micro_batch"]),  # type: ignore[arg-type]
+        zero_stage=int(layout["zero"]),  # type: ignore[arg-type]
+        recompute=Recompute(layout["recompute"]),
+        sequence_parallel=bool(layout["sequence_parallel"]),
+        dtype=str(layout["dtype"]),
+    )
+
+
+def simulate_train(
+    model: str,
+    system: str,
+    gpus: int,
+    global_batch: int,
+    seq_len: int,
+    *,
+    fidelity: str = "simulate",
+    variability: Variability | None = None,
+    **layout: Any,
+) -> SimulatedTrainResult:
+    """One training step through the event-driven engine; same inputs as :func:`train`.
+
+    ``fidelity`` is ``simulate`` (collectives timed by the analytic collective model on an
+    uncontended fabric) or ``flow`` (timed by the flow-level network model on the system's
+    topology, every group of a kind communicating at once, ECMP routing). ``variability`` adds
+    seeded stragglers, jitter and ECMP re-hashing and gives P50/P99 step times.
+    ``layout`` takes :func:`train`'s keywords (tp, pp, dp, ...).
+    """
+    if fidelity not in ("simulate", "flow"):
+        raise unknown_name("fidelity", fidelity, ("simulate", "flow"))
+    if variability is not None:
+        variability.validate()
+    base = train(model, system, gpus, global_batch, seq_len, **layout)
+    case = TrainingCase(
+        catalog.load_model(model),
+        catalog.load_system(system),
+        _layout_from_json(dict(base.layout)),
+        global_batch,
+        seq_len,
+    )
+    rehash = variability is not None and variability.ecmp_rehash
+    if rehash and fidelity != "flow":
+        raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")
+    seed = variability.seed if variability is not None else 0
+    timers = flow_timers(case.system, gpus, rehash, seed) if fidelity == "flow" else (lambda run: None)
+    sim = simulate_training(case, timers, variability)
+    return _simulated_result(base, sim, fidelity)
+
+
+def _simulated_result(base: TrainResult, sim: TrainingSimulation, fidelity: str) -> SimulatedTrainResult:
+    ratio = sim.estimate.step_time_s / sim.step_time_s
+    train_result = dataclasses.replace(
+        base,
+        step_time_s=sim.step_time_s,
+        tokens_per_s=base.tokens_per_s * ratio,
+        model_tflops_per_gpu=base.model_tflops_per_gpu * ratio,
+        hardware_tflops_per_gpu=base.hardware_tflops_per_gpu * ratio,
+        mfu=base.mfu * ratio,
+        hfu=base.hfu * ratio,
+        time_breakdown_s=tuple(step_breakdown(sim).items()),
+        fidelity=fidelity,
+    )
+    tail = sim.tail
+    return SimulatedTrainResult(
+        train=train_result,
+        analytic_step_time_s=sim.estimate.step_time_s,
+        step_time_s_p50=tail.p50_s if tail is not None else None,
+        step_time_s_p99=tail.p99_s if tail is not None else None,
+        seeds=len(tail.samples_s) if tail is not None else 0,
+        exposed_comm_s=tuple(sim.result.comm.exposed_s.items()),
+        comm_busy_s=tuple(sim.result.comm.busy_s.items()),
+        folded=tuple(sim.result.folded.items()),
+        simulated_ops=sim.result.ops,
+        simulation=sim,
+    )
