@@ -134,3 +134,19 @@ def train_table(result: dict[str, Any]) -> Any:
     for key, value in result["memory_breakdown_bytes"].items():
         memory.add_row(key, format_bytes(value))
     return Group(summary, times, memory)
+
+
+def simulated_train_table(result: dict[str, Any]) -> Any:
+    """``train_table`` plus the simulation's extras: analytic step, tails, exposed comm, folding."""
+    from rich.console import Group
+
+    rows = [("analytic step time", format_seconds(result["analytic_step_time_s"]))]
+    if "step_time_s_p50" in result:
+        p50, p99 = format_seconds(result["step_time_s_p50"]), format_seconds(result["step_time_s_p99"])
+        rows.append(("step time P50 / P99", f"{p50} / {p99} ({result['seeds']} seeds)"))
+    for category, seconds in result["exposed_comm_s"].items():
+        busy = result["comm_busy_s"].get(category, 0.0)
+        rows.append((f"exposed {category}", f"{format_seconds(seconds)} of {format_seconds(busy)} per GPU"))
+    rows.append(("simulated ops", f"{result['simulated_ops']:,}"))
+    rows.append(("folded", ", ".join(f"{k}={v}" for k, v in result["folded"].items())))
+    return Group(train_table(result), key_value_table("simulation", rows))
