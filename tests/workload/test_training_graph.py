@@ -79,7 +79,7 @@ def test_gradient_buckets_overlap_with_the_last_backward():
 def test_unfolding_replicas_changes_nothing_without_variability():
     plan = _dp_plan(True)
     folded, unfolded = build_training_graph(plan), build_training_graph(plan, replicas=4)
-    assert folded.folded["data_parallel_replicas_folded"] == 4
+    assert folded.folded["data_parallel_replicas_folded"] == 3
     assert unfolded.folded["data_parallel_replicas_simulated"] == 4
     assert len(unfolded.ops) == 4 * len(folded.ops)
     assert _makespan(plan, 4) == pytest.approx(_makespan(plan))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from fabricsim.cli import fidelity as fidelity_flags
 from fabricsim.cli.common import JSON_OPTION, emit
 
 
@@ -27,11 +28,25 @@ def train(
     ),
     dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16)"),
     as_json: bool = JSON_OPTION,
+    fidelity: str = fidelity_flags.FIDELITY_OPTION,
+    trace: str | None = fidelity_flags.TRACE_OPTION,
+    seeds: int | None = fidelity_flags.SEEDS_OPTION,
+    straggler: str | None = fidelity_flags.STRAGGLER_OPTION,
+    jitter: float = fidelity_flags.JITTER_OPTION,
+    link_jitter: float = fidelity_flags.LINK_JITTER_OPTION,
+    ecmp_rehash: bool = fidelity_flags.ECMP_OPTION,
+    seed: int = fidelity_flags.SEED_OPTION,
 ) -> None:
     """Step time, MFU/HFU, memory per GPU and where the time goes, for one parallel layout."""
     from fabricsim import api
     from fabricsim.report.tables import train_table
 
+    flags = fidelity_flags.SimulationFlags(fidelity, trace, seeds, straggler, jitter, link_jitter, ecmp_rehash, seed)
+    if flags.wants_engine:  # --fidelity simulate|flow, --trace or variability: the event-driven engine
+        layout = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "micro_batch": micro_batch}
+        layout |= {"zero": zero, "recompute": recompute, "sequence_parallel": sequence_parallel, "dtype": dtype}
+        fidelity_flags.run_train(flags, (model, system, gpus, global_batch, seq_len), layout, as_json)
+        return
     result = api.train(
         model,
         system,

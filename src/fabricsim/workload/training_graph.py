@@ -285,7 +285,7 @@ def build_training_graph(plan: TrainingPlan, replicas: int = 1) -> OpGraph:
     graph = OpGraph()
     graph.folded = {
         "tensor_parallel_ranks_in_lock_step": plan.tensor_parallel,
-        "data_parallel_replicas_folded": plan.data_parallel if replicas == 1 else plan.data_parallel - replicas,
+        "data_parallel_replicas_folded": plan.data_parallel - replicas,
         "data_parallel_replicas_simulated": replicas,
         "pipeline_stages_simulated": p,
     }
