@@ -7,6 +7,7 @@ from fabricsim.engine.simulate import resolve_durations
 from fabricsim.engine.variability import Variability, monte_carlo, perturbed
 from fabricsim.errors import FabricsimError
 from fabricsim.workload.graph import CommPayload, Op, OpGraph, RankClass, Stream
+from fabricsim.workload.training_graph import ChunkCosts, TrainingPlan, Transfer, build_training_graph
 
 
 def _replicas(replicas: int, members: int = 1, steps: int = 20) -> OpGraph:
@@ -75,3 +76,34 @@ def test_runs_are_seeded_and_reproducible():
 def test_bad_values_are_user_errors(v):
     with pytest.raises(FabricsimError):
         v.validate()
+
+
+def _training_graph(data_parallel: int) -> OpGraph:
+    """A 4-stage, 8-micro-batch pipeline of TP-8 stages whose DP replicas all-reduce at the end."""
+    bucket = Transfer(
+        0.05, "dp-all-reduce", CommPayload("all-reduce", 1 << 26, data_parallel, 32), stream=Stream.DP_COMM
+    )
+    chunks = tuple(ChunkCosts(0.1, 0.2, layers=4) for _ in range(4))
+    plan = TrainingPlan(
+        4,
+        1,
+        8,
+        chunks,
+        grad_buckets=((bucket,),) * 4,
+        optimizer_s=(0.01,) * 4,
+        tensor_parallel=8,
+        data_parallel=data_parallel,
+    )
+    return build_training_graph(plan, replicas=data_parallel)
+
+
+def test_training_step_p99_grows_with_data_parallel_replicas():
+    """Max-of-many: at fixed per-GPU kernel jitter, more GPUs meeting in the gradient all-reduce
+    make the slowest replica, hence the P50 and P99 step, later."""
+    v = Variability(compute_jitter=0.05, seeds=40, seed=11)
+    tails = {dp: monte_carlo(_training_graph(dp), lambda seed: None, v) for dp in (1, 4, 16)}
+    for tail in tails.values():
+        assert tail.p99_s >= tail.p50_s >= tail.nominal_s
+    assert tails[1].nominal_s == pytest.approx(tails[16].nominal_s)
+    assert tails[1].p99_s < tails[4].p99_s < tails[16].p99_s
+    assert tails[1].p50_s < tails[4].p50_s < tails[16].p50_s
