@@ -7,7 +7,8 @@ part of the data-parallel gradient reduction (and ZeRO gathers), and the optimiz
 
     step = m·t_microbatch + (pp-1)/vpp·t_stage + dp_exposed + optimizer
 
-The breakdown in :class:`TimeBreakdown` adds up to ``step_time_s`` exactly. Work that depends only
+The breakdown in :class:`TimeBreakdown` adds up to ``step_time_s`` exactly. Results are immutable
+named tuples (cheaper to build than frozen dataclasses on this hot path). Work that depends only
 on (model, system, options) or on the per-layer shape is cached, so a planner sweeping millions
 of layouts pays mostly for the arithmetic of the composition.
 
@@ -18,6 +19,7 @@ Public entry points: :func:`estimate_training` (full estimate), :func:`training_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fabricsim.collectives import CollectiveOp
 from fabricsim.engine.comm import CollectiveTimes
@@ -31,6 +33,7 @@ from fabricsim.transformer.compute import (
     logits_times_s,
 )
 from fabricsim.transformer.constants import (
+    ADAM_STATE_BYTES_PER_PARAM,
     FRAMEWORK_MEMORY_BYTES,
     OPTIMIZER_BYTES_PER_PARAM_UPDATE,
 )
@@ -40,10 +43,9 @@ from fabricsim.transformer.memory import (
     gradient_bytes_per_param,
     layer_activation_bytes,
     logits_activation_bytes,
-    state_bytes,
 )
 from fabricsim.workload import training as work
-from fabricsim.workload.pipeline import bubble_stage_times, in_flight_microbatches, p2p_transfers_per_microbatch
+from fabricsim.workload.pipeline import in_flight_microbatches, p2p_transfers_per_microbatch
 from fabricsim.workload.training import TrainingOptions
 
 # Megatron-LM DistributedDataParallelConfig default bucket: 40M parameters (max(40M, 1M x dp)).
@@ -52,8 +54,7 @@ GRAD_BUCKET_PARAMS = 40.0e6
 AR, AG, RS, A2A = CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL
 
 
-@dataclass(frozen=True, slots=True)
-class TimeBreakdown:
+class TimeBreakdown(NamedTuple):
     """Seconds of one step by cause; the fields add up to the step time."""
 
     forward_compute_s: float
@@ -83,11 +84,10 @@ class TimeBreakdown:
         )
 
     def as_dict(self) -> dict[str, float]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return self._asdict()
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryBreakdown:
+class MemoryBreakdown(NamedTuple):
     """Bytes on the most loaded GPU by kind."""
 
     weights: float
@@ -101,11 +101,10 @@ class MemoryBreakdown:
         return self.weights + self.gradients + self.optimizer_states + self.activations + self.framework
 
     def as_dict(self) -> dict[str, float]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return self._asdict()
 
 
-@dataclass(frozen=True, slots=True)
-class TrainingEstimate:
+class TrainingEstimate(NamedTuple):
     """Everything the analytic engine predicts for one (model, system, layout, batch, sequence)."""
 
     layout: ParallelLayout
@@ -165,10 +164,24 @@ class StageWork:
     ep_comm_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class StageEntry:
+    """Per-shape quantities of the slowest stage (independent of dp, vpp, ZeRO and the batch)."""
+
+    work: StageWork
+    dense_params: float
+    expert_params: float
+    layers: int
+    activation_per_microbatch: float
+    logits_activation: float
+    recompute_working: float
+    p2p_bytes: float
+
+
 class TrainingContext:
     """Per-(model, system, options) precomputation and caches; no I/O."""
 
-    __slots__ = ("_rates", "_stage_cache", "comm", "dims", "options", "system")
+    __slots__ = ("_dp_cache", "_flops", "_peaks", "_rates", "_stage_cache", "comm", "dims", "options", "system")
 
     def __init__(self, model: ModelSpec, system: SystemSpec, options: TrainingOptions) -> None:
         self.dims: ModelDims = model_dims(model)
@@ -176,7 +189,10 @@ class TrainingContext:
         self.options = options
         self.comm = CollectiveTimes(system)
         self._rates: dict[str, DeviceRates] = {}
-        self._stage_cache: dict[tuple, StageWork] = {}
+        self._peaks: dict[str, float] = {}
+        self._flops: dict[tuple[int, int, Recompute], tuple[float, float]] = {}
+        self._stage_cache: dict[tuple, StageEntry] = {}
+        self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
 
     def rates(self, dtype: str) -> DeviceRates:
         rates = self._rates.get(dtype)
@@ -184,7 +200,25 @@ class TrainingContext:
             rates = self._rates[dtype] = device_rates(self.system.device, dtype)
         return rates
 
-    def stage_work(self, layout: ParallelLayout, seq_len: int) -> StageWork:
+    def peak_flops(self, dtype: str) -> float:
+        peak = self._peaks.get(dtype)
+        if peak is None:
+            peak = self._peaks[dtype] = self.system.device.peak(dtype)
+        return peak
+
+    def flops(self, global_batch: int, seq_len: int, recompute: Recompute) -> tuple[float, float]:
+        """(model, hardware) FLOPs of one step."""
+        key = (global_batch, seq_len, recompute)
+        flops = self._flops.get(key)
+        if flops is None:
+            flops = self._flops[key] = (
+                model_flops_per_step(self.dims, global_batch, seq_len),
+                hardware_flops_per_step(self.dims, global_batch, seq_len, recompute),
+            )
+        return flops
+
+    def stage(self, layout: ParallelLayout, seq_len: int) -> StageEntry:
+        """Everything about the slowest stage that depends on the per-GPU shape only (cached)."""
         key = (
             layout.tensor_parallel,
             layout.pipeline_parallel,
@@ -196,19 +230,39 @@ class TrainingContext:
             layout.dtype,
             seq_len,
         )
-        work_ = self._stage_cache.get(key)
-        if work_ is None:
-            work_ = self._stage_cache[key] = _stage_work(self, layout, seq_len)
-        return work_
+        entry = self._stage_cache.get(key)
+        if entry is None:
+            entry = self._stage_cache[key] = _stage_entry(self, layout, seq_len)
+        return entry
+
+    def stage_work(self, layout: ParallelLayout, seq_len: int) -> StageWork:
+        return self.stage(layout, seq_len).work
+
+    def data_parallel_s(self, layout: ParallelLayout, entry: StageEntry) -> tuple[float, float, float]:
+        """(exposed DP reduction + gathers per step, ZeRO-3 exposed per micro-batch, optimizer) seconds."""
+        key = (id(entry), layout.data_parallel, layout.zero_stage)
+        times = self._dp_cache.get(key)
+        if times is None:
+            params = (entry.dense_params, entry.expert_params)
+            times = self._dp_cache[key] = (
+                _dp_exposed_s(self, layout, entry.work, params),
+                _zero3_exposed_s(self, layout, entry.work, params),
+                _optimizer_s(self, layout, params),
+            )
+        return times
 
 
 _CONTEXTS: dict[tuple[int, int, TrainingOptions], tuple[ModelSpec, SystemSpec, TrainingContext]] = {}
 _CONTEXT_LIMIT = 64
+_DEFAULT_OPTIONS = TrainingOptions()
 
 
 def training_context(model: ModelSpec, system: SystemSpec, options: TrainingOptions | None = None) -> TrainingContext:
     """The cached :class:`TrainingContext` of (model, system, options) (memoised by identity)."""
-    options = options or TrainingOptions()
+    options = options or _DEFAULT_OPTIONS
+    last = _LAST_CONTEXT[0]
+    if last is not None and last[0] is model and last[1] is system and last[2] is options:
+        return last[3]
     key = (id(model), id(system), options)
     entry = _CONTEXTS.get(key)
     if entry is None or entry[0] is not model or entry[1] is not system:
@@ -216,7 +270,11 @@ def training_context(model: ModelSpec, system: SystemSpec, options: TrainingOpti
             _CONTEXTS.clear()
         entry = (model, system, TrainingContext(model, system, options))
         _CONTEXTS[key] = entry
+    _LAST_CONTEXT[0] = (model, system, options, entry[2])
     return entry[2]
+
+
+_LAST_CONTEXT: list[tuple[ModelSpec, SystemSpec, TrainingOptions, TrainingContext] | None] = [None]
 
 
 def _shape(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> ShardShape:
@@ -308,26 +366,49 @@ def _stage_params(ctx: TrainingContext, layout: ParallelLayout) -> tuple[float, 
     return dense, expert
 
 
-def _memory(ctx: TrainingContext, layout: ParallelLayout, seq_len: int, microbatches: int) -> MemoryBreakdown:
+def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> StageEntry:
     dims = ctx.dims
-    dense, expert = _stage_params(ctx, layout)
-    dp, ep = layout.data_parallel, layout.expert_parallel
-    states = state_bytes(dense, expert, (layout.zero_stage, dp, max(1, dp // ep)), layout.dtype)
-    weights = states.weights
     stage = work.largest_stage(dims, layout.pipeline_parallel)
-    if layout.zero_stage == 3 and dp > 1:  # two layers gathered at a time (current + prefetched)
-        weights += 2.0 * WEIGHT_BYTES * (dense + expert) / max(1, stage.layers)
     shape = _shape(ctx, layout, seq_len)
     per_mb = stage.dense_layers * layer_activation_bytes(dims, shape, layout.recompute, False)
     per_mb += stage.moe_layers * layer_activation_bytes(dims, shape, layout.recompute, True)
-    first = in_flight_microbatches(layout.pipeline_parallel, layout.virtual_stages, microbatches) * per_mb
-    last = per_mb + logits_activation_bytes(dims, shape)
-    activations = first if layout.pipeline_parallel > 1 and first > last else max(first, last)
-    if layout.pipeline_parallel == 1:
-        activations = first + logits_activation_bytes(dims, shape)
+    working = 0.0
     if layout.recompute is Recompute.FULL:  # one layer's activations rebuilt during its backward
-        activations += layer_activation_bytes(dims, shape, Recompute.NONE, stage.moe_layers > 0)
-    return MemoryBreakdown(weights, states.gradients, states.optimizer, activations, FRAMEWORK_MEMORY_BYTES)
+        working = layer_activation_bytes(dims, shape, Recompute.NONE, stage.moe_layers > 0)
+    dense, expert = _stage_params(ctx, layout)
+    return StageEntry(
+        work=_stage_work(ctx, layout, seq_len),
+        dense_params=dense,
+        expert_params=expert,
+        layers=stage.layers,
+        activation_per_microbatch=per_mb,
+        logits_activation=logits_activation_bytes(dims, shape),
+        recompute_working=working,
+        p2p_bytes=work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0)).pipeline_bytes,
+    )
+
+
+def _memory(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> MemoryBreakdown:
+    """Bytes on the most loaded GPU: model states after ZeRO sharding, activations of the in-flight
+    micro-batches on stage 0 (or one micro-batch plus the logits on the last stage), overhead."""
+    dp, zero = layout.data_parallel, layout.zero_stage
+    edp = max(1, dp // layout.expert_parallel)
+    dense, expert = entry.dense_params, entry.expert_params
+    sharded = dense / dp + expert / edp
+    unsharded = dense + expert
+    weights = WEIGHT_BYTES * (sharded if zero >= 3 else unsharded)
+    if zero == 3 and dp > 1:  # two layers gathered at a time (current + prefetched)
+        weights += 2.0 * WEIGHT_BYTES * unsharded / max(1, entry.layers)
+    gradients = gradient_bytes_per_param(layout.dtype) * (sharded if zero >= 2 else unsharded)
+    optimizer = ADAM_STATE_BYTES_PER_PARAM * (sharded if zero >= 1 else unsharded)
+    pp = layout.pipeline_parallel
+    first = in_flight_microbatches(pp, layout.virtual_stages, microbatches) * entry.activation_per_microbatch
+    if pp == 1:
+        activations = first + entry.logits_activation
+    else:
+        activations = max(first, entry.activation_per_microbatch + entry.logits_activation)
+    activations += entry.recompute_working
+    return MemoryBreakdown(weights, gradients, optimizer, activations, FRAMEWORK_MEMORY_BYTES)
 
 
 def training_memory(
@@ -336,7 +417,7 @@ def training_memory(
     """Memory per GPU only (bytes by kind), for pruning layouts before timing them."""
     ctx = training_context(model, system)
     microbatches = work.check_layout(ctx.dims, layout, layout.gpus, global_batch, seq_len)
-    return _memory(ctx, layout, seq_len, microbatches)
+    return _memory(layout, ctx.stage(layout, seq_len), microbatches)
 
 
 def _dp_exposed_s(ctx: TrainingContext, layout: ParallelLayout, stage: StageWork, params: tuple[float, float]) -> float:
@@ -382,17 +463,15 @@ def _optimizer_s(ctx: TrainingContext, layout: ParallelLayout, params: tuple[flo
     return (dense + expert) * OPTIMIZER_BYTES_PER_PARAM_UPDATE / ctx.rates(layout.dtype).hbm_Bps
 
 
-def _time(ctx: TrainingContext, layout: ParallelLayout, seq_len: int, microbatches: int) -> TimeBreakdown:
-    stage = ctx.stage_work(layout, seq_len)
-    params = _stage_params(ctx, layout)
+def _time(ctx: TrainingContext, layout: ParallelLayout, entry: StageEntry, microbatches: int) -> TimeBreakdown:
+    stage = entry.work
     m = microbatches
     pp, vpp = layout.pipeline_parallel, layout.virtual_stages
     p2p = 0.0
     if pp > 1:
-        sizes = work.comm_sizes(ctx.dims, layout, seq_len, (0.0, 0.0, 0.0))
         stride = layout.tensor_parallel * layout.context_parallel * layout.data_parallel
-        p2p = p2p_transfers_per_microbatch(pp, vpp) * ctx.comm.send_recv_s(sizes.pipeline_bytes, stride)
-    zero3 = _zero3_exposed_s(ctx, layout, stage, params)
+        p2p = p2p_transfers_per_microbatch(pp, vpp) * ctx.comm.send_recv_s(entry.p2p_bytes, stride)
+    dp_s, zero3, optimizer_s = ctx.data_parallel_s(layout, entry)
     per_mb = stage.forward_s + stage.backward_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
     per_mb += stage.ep_comm_s + zero3
     return TimeBreakdown(
@@ -403,9 +482,9 @@ def _time(ctx: TrainingContext, layout: ParallelLayout, seq_len: int, microbatch
         cp_comm_s=m * stage.cp_comm_s,
         ep_comm_s=m * stage.ep_comm_s,
         pp_comm_s=m * p2p,
-        pipeline_bubble_s=bubble_stage_times(pp, vpp) * per_mb,
-        dp_comm_s=m * zero3 + _dp_exposed_s(ctx, layout, stage, params),
-        optimizer_s=_optimizer_s(ctx, layout, params),
+        pipeline_bubble_s=(pp - 1) / vpp * per_mb,  # bubble_stage_times(pp, vpp), inlined
+        dp_comm_s=m * zero3 + dp_s,
+        optimizer_s=optimizer_s,
     )
 
 
@@ -420,22 +499,23 @@ def estimate_training(
     """Analytic estimate of one training step (no I/O, no catalog look-ups).
 
     Raises ``FabricsimError`` for an invalid layout; a layout that does not fit in memory is a
-    result with ``fits`` False. Cost: a few µs per layout once the context's caches are warm.
+    result with ``fits`` False. Cost: ~10-20 µs per layout once the context's caches are warm.
     """
     ctx = training_context(model, system, options)
     microbatches = work.check_layout(ctx.dims, layout, layout.gpus, global_batch, seq_len)
-    time = _time(ctx, layout, seq_len, microbatches)
-    dims = ctx.dims
+    entry = ctx.stage(layout, seq_len)
+    time = _time(ctx, layout, entry, microbatches)
+    model_flops, hardware_flops = ctx.flops(global_batch, seq_len, layout.recompute)
     return TrainingEstimate(
         layout=layout,
         global_batch=global_batch,
         seq_len=seq_len,
         microbatches=microbatches,
         step_time_s=time.total_s,
-        model_flops=model_flops_per_step(dims, global_batch, seq_len),
-        hardware_flops=hardware_flops_per_step(dims, global_batch, seq_len, layout.recompute),
-        peak_flops_per_gpu=system.device.peak(layout.dtype),
+        model_flops=model_flops,
+        hardware_flops=hardware_flops,
+        peak_flops_per_gpu=ctx.peak_flops(layout.dtype),
         time=time,
-        memory=_memory(ctx, layout, seq_len, microbatches),
+        memory=_memory(layout, entry, microbatches),
         memory_capacity_bytes=system.device.hbm_capacity_bytes,
     )

@@ -21,6 +21,7 @@ from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.flops import ModelDims
 
 DTYPES = ("bf16", "fp16", "fp8")
+ZERO_STAGES = (0, 1, 2, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,44 +46,54 @@ def _divides(field: str, value: int, total: int, what: str) -> None:
 
 def check_layout(dims: ModelDims, layout: ParallelLayout, gpus: int, global_batch: int, seq_len: int) -> int:
     """Raise :class:`FabricsimError` naming the field for an impossible layout; return micro-batches per step."""
-    layout.validate_basic()
+    tp, pp, dp, cp = layout.tensor_parallel, layout.pipeline_parallel, layout.data_parallel, layout.context_parallel
+    ep, vpp, mb = layout.expert_parallel, layout.virtual_stages, layout.micro_batch_size
+    for value in (tp, pp, dp, cp, ep, vpp, mb):  # fast path of validate_basic, which names the bad field
+        if type(value) is not int or value < 1:
+            layout.validate_basic()
+    if layout.zero_stage not in ZERO_STAGES:
+        layout.validate_basic()
     if layout.dtype not in DTYPES:
         raise FabricsimError("dtype", f"unsupported training dtype {layout.dtype!r}", "use bf16, fp16 or fp8")
-    if layout.gpus != gpus:
+    if tp * pp * dp * cp != gpus:
         raise FabricsimError(
             "layout", f"tp*pp*dp*cp = {layout.gpus} but gpus = {gpus}", "make the product of the degrees equal --gpus"
         )
-    _divides("tp", layout.tensor_parallel, dims.heads, "the attention heads")
-    _divides("tp", layout.tensor_parallel, dims.hidden, "the hidden size")
-    if dims.kv_heads % layout.tensor_parallel and layout.tensor_parallel % dims.kv_heads:
-        raise FabricsimError(
-            "tp", f"{layout.tensor_parallel} and the {dims.kv_heads} KV heads do not divide each other"
-        )
-    chunks = layout.pipeline_parallel * layout.virtual_stages
-    if chunks > dims.layers:
-        raise FabricsimError("pp", f"pp*vpp = {chunks} exceeds the {dims.layers} layers", "use fewer pipeline stages")
-    if layout.expert_parallel > 1:
-        if not dims.experts:
-            raise FabricsimError("ep", "expert parallelism needs an MoE model", "use --ep 1 for a dense model")
-        _divides("ep", layout.expert_parallel, dims.experts, "the experts")
-        _divides("ep", layout.expert_parallel, layout.data_parallel, "the data-parallel size")
-    if seq_len < 1 or seq_len % layout.context_parallel:
-        raise FabricsimError("cp", f"{layout.context_parallel} does not divide the sequence length {seq_len}")
-    if global_batch < 1:
+    if dims.heads % tp or dims.hidden % tp or (dims.kv_heads % tp and tp % dims.kv_heads):
+        _check_tensor_parallel(dims, tp)
+    if pp * vpp > dims.layers:
+        raise FabricsimError("pp", f"pp*vpp = {pp * vpp} exceeds the {dims.layers} layers", "use fewer pipeline stages")
+    if ep > 1:
+        _check_expert_parallel(dims, ep, dp)
+    if seq_len < 1 or seq_len % cp:
+        raise FabricsimError("cp", f"{cp} does not divide the sequence length {seq_len}")
+    if type(global_batch) is not int or global_batch < 1:
         raise FabricsimError("global-batch", f"must be a positive integer, got {global_batch}")
-    per_step = layout.data_parallel * layout.micro_batch_size
-    if global_batch % per_step:
+    if global_batch % (dp * mb):
         raise FabricsimError(
             "global-batch",
-            f"{global_batch} is not divisible by dp x micro-batch = {per_step}",
+            f"{global_batch} is not divisible by dp x micro-batch = {dp * mb}",
             "choose a global batch that is a multiple of dp x micro-batch",
         )
-    microbatches = global_batch // per_step
-    if layout.virtual_stages > 1 and microbatches % layout.pipeline_parallel:
+    microbatches = global_batch // (dp * mb)
+    if vpp > 1 and microbatches % pp:
         raise FabricsimError(
             "vpp", f"the interleaved schedule needs micro-batches ({microbatches}) divisible by pp", "use --vpp 1"
         )
     return microbatches
+
+
+def _check_tensor_parallel(dims: ModelDims, tp: int) -> None:
+    _divides("tp", tp, dims.heads, "the attention heads")
+    _divides("tp", tp, dims.hidden, "the hidden size")
+    raise FabricsimError("tp", f"{tp} and the {dims.kv_heads} KV heads do not divide each other")
+
+
+def _check_expert_parallel(dims: ModelDims, ep: int, dp: int) -> None:
+    if not dims.experts:
+        raise FabricsimError("ep", "expert parallelism needs an MoE model", "use --ep 1 for a dense model")
+    _divides("ep", ep, dims.experts, "the experts")
+    _divides("ep", ep, dp, "the data-parallel size")
 
 
 def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayout:
