@@ -15,7 +15,7 @@ import time
 from fabricsim.catalog import load_model, load_system
 from fabricsim.engine.analytic import _CONTEXTS, estimate_training
 from fabricsim.errors import FabricsimError
-from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 
 GPUS = 3072
 GLOBAL_BATCH = 3072
@@ -44,7 +44,7 @@ def layouts(model_layers: int) -> list[ParallelLayout]:
     return found
 
 
-def sweep(model, system, candidates: list[ParallelLayout]) -> tuple[int, float]:  # noqa: ANN001
+def sweep(model: ModelSpec, system: SystemSpec, candidates: list[ParallelLayout]) -> tuple[int, float]:
     start = time.process_time()
     done = 0
     for layout in candidates:
