@@ -21,7 +21,7 @@ def run_json(capsys, *args):
 
 def test_json_contract(capsys):
     result = run_json(capsys, "all-reduce", "--system", "dgx-h100", "--gpus", "8", "--size", "1GiB")
-    assert CONTRACT_KEYS <= set(result)
+    assert set(result) >= CONTRACT_KEYS
     assert result["size_bytes"] == 2**30 and result["gpus"] == 8
     assert result["algbw_GBps"] == pytest.approx(2**30 / result["time_s"] / 1e9)
     assert result["busbw_GBps"] == pytest.approx(result["algbw_GBps"] * 1.75)
@@ -30,8 +30,6 @@ def test_json_contract(capsys):
 
 def test_json_is_deterministic(capsys):
     args = ("all-gather", "--system", "dgx-a100", "--gpus", "64", "--size", "512MB")
-    first = capsys.readouterr() or None
-    del first
     main(["collective", *args, "--json"])
     one = capsys.readouterr().out
     main(["collective", *args, "--json"])

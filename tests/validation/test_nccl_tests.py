@@ -14,7 +14,8 @@ TOLERANCE = 0.10
 H100_ROWS = [
     row
     for row in measured_rows()
-    if row["id"].startswith("nccl-dgxc-h100x8-allreduce-") and 16 * 2**20 <= row["workload"]["message_bytes"] <= 16 * 2**30
+    if row["id"].startswith("nccl-dgxc-h100x8-allreduce-")
+    and 16 * 2**20 <= row["workload"]["message_bytes"] <= 16 * 2**30
 ]
 
 

@@ -73,7 +73,7 @@ def _locate(kind: str, name_or_path: str, field: str) -> Path:
     try:
         return _locate_path(kind, name_or_path, field)
     except OSError as exc:  # e.g. a name too long for the file system
-        raise FabricsimError(field, f"unusable name or path ({exc.strerror})", "give a catalog name or a file") from None
+        raise FabricsimError(field, f"unusable name or path ({exc.strerror})", "give a name or a file") from None
 
 
 def _locate_path(kind: str, name_or_path: str, field: str) -> Path:
