@@ -83,6 +83,8 @@ def _nvls_reason(op: CollectiveOp, group: Group) -> str | None:
         return "NVLS needs at least 2 ranks per scale-up domain"
     if group.domains > 1 and op is not AR:
         return f"NCCL runs NVLS {op.value} across domains only through CollNet"
+    if op is not AR and group.ranks_per_domain > constants().nvls_max_arity:
+        return f"NCCL runs NVLS {op.value} on at most {constants().nvls_max_arity} ranks per domain"
     return None
 
 

@@ -40,6 +40,7 @@ class NcclConstants:
     nvls_efficiency: MappingProxyType
     nvls_channels: int
     nvls_chunk_bytes: tuple[int, ...]
+    nvls_max_arity: int
     nvls_pipeline_stages: int
     nvls_step_hops: int
     nvlink_link_Bps: MappingProxyType
@@ -97,6 +98,7 @@ def constants(version: str = DEFAULT_VERSION) -> NcclConstants:
         nvls_efficiency=_freeze(raw["nvls_efficiency"]),
         nvls_channels=int(_value(raw, "nvls_channels")),
         nvls_chunk_bytes=tuple(int(c) for c in _value(raw, "nvls_chunk_bytes")),
+        nvls_max_arity=int(_value(raw, "nvls_max_arity")),
         nvls_pipeline_stages=int(_value(raw, "nvls_pipeline_stages")),
         nvls_step_hops=int(_value(raw, "nvls_step_hops")),
         nvlink_link_Bps=_freeze(raw["nvlink_link_GBps"], _GBPS),
