@@ -124,3 +124,16 @@ def test_send_recv_and_all_to_all_run_direct():
     assert a2a.algorithm is Algorithm.DIRECT
     # half the data leaves the node over a 50 GB/s NIC share
     assert a2a.time_s == pytest.approx(GiB * 8 / 16 / 50e9, rel=0.01)
+
+
+def test_nvls_all_gather_limited_to_nccl_arity():
+    nvl72 = group("gb200-nvl72", 64)
+    assert Algorithm.NVLS in runnable(AR, nvl72)
+    assert Algorithm.NVLS not in runnable(CollectiveOp.ALL_GATHER, nvl72)
+    assert Algorithm.NVLS in runnable(CollectiveOp.ALL_GATHER, group("gb200-nvl72", 32))
+
+
+def test_large_multi_node_all_reduce_prefers_log_latency_algorithms():
+    g = group("dgx-h100", 1024)
+    assert estimate(AR, GiB, g).algorithm in (Algorithm.NVLS, Algorithm.TREE)
+    assert estimate(AR, 4 * MiB, group("dgx-a100", 1024)).algorithm is Algorithm.TREE
