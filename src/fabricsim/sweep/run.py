@@ -71,7 +71,8 @@ def _execute(
     advance: Callable[[int], None],
 ) -> _Counts:
     counts = _Counts()
-    executor = make_executor(options.executor, options.workers, options.address)
+    modules = tuple(sorted({runner.__module__ for runner in runners.values()}))
+    executor = make_executor(options.executor, options.workers, options.address, modules)
     work = partial(run_chunk, dict(runners))
     with executor:
         for outcomes in executor.map_unordered(work, _chunks(todo, chunk_size(len(todo), executor.workers))):

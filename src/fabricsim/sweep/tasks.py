@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, did_you_mean
 from fabricsim.sweep.spec import SweepSpec, TaskBlock, TaskKind
 
 Runner = Callable[..., Any]
@@ -88,12 +88,14 @@ def params_model(kind: TaskKind, runner: Runner) -> type[BaseModel]:
 
 
 def _params_error(path: str, kind: TaskKind, model: type[BaseModel], exc: ValidationError) -> FabricsimError:
-    first = exc.errors()[0]
+    errors = exc.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])  # typos first
     key = str(first["loc"][0]) if first["loc"] else ""
     where = f"{path}.{key}" if key else path
     known = ", ".join(model.model_fields)
     if first["type"] == "extra_forbidden":
-        return FabricsimError(where, f"unknown parameter for a {kind.value} task", f"known: {known}")
+        hint = did_you_mean(key, model.model_fields)
+        return FabricsimError(where, f"unknown parameter for a {kind.value} task", hint)
     if first["type"] == "missing":
         return FabricsimError(where, f"required by a {kind.value} task but missing", f"parameters: {known}")
     return FabricsimError(where, f"{first['msg']} (got {first.get('input')!r})", "fix the value in the spec")
