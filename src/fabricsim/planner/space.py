@@ -1,0 +1,197 @@
+"""The space of training layouts a plan searches, and its divisibility rules (layer L8).
+
+A :class:`TrainSpace` names the values allowed per dimension (``None``: every value the model,
+the GPU count, the batch and the sequence allow). :func:`train_groups` walks the valid part of
+the space as *groups* -- layouts sharing (tp, pp, cp, ep, dtype, sequence parallel, recompute) --
+and gives per group the micro-batch sizes (ascending, so memory grows along them) and, per
+micro-batch size, the (ZeRO stage, virtual stages) variants. Divisibility is settled here, before
+anything is costed:
+
+* tp divides the GPUs, the attention heads and the hidden size (and matches the KV heads);
+* pp divides gpus/tp and is at most the layer count; cp divides gpus/(tp·pp) and the sequence;
+  dp = gpus/(tp·pp·cp) divides the global batch; ep divides dp and the experts (MoE only);
+* the micro-batch divides global_batch/dp;
+* interleaving (vpp > 1) needs pp > 1, layers divisible by pp·vpp (Megatron-LM's rule) and the
+  micro-batch count divisible by pp;
+* redundant layouts are skipped: sequence parallelism needs tp > 1 and ZeRO stages need dp > 1
+  (with dp = 1 every stage is the same layout as stage 0).
+
+Order is canonical (ascending values, :data:`RECOMPUTE_ORDER`), so searches are deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from fabricsim.errors import FabricsimError
+from fabricsim.specs import Dtype, ParallelLayout, Recompute, SystemSpec
+from fabricsim.transformer.flops import ModelDims
+from fabricsim.workload.training import DTYPES, ZERO_STAGES
+
+RECOMPUTE_ORDER = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainSpace:
+    """Allowed values per layout dimension; ``None`` means every valid value."""
+
+    tensor_parallel: tuple[int, ...] | None = None
+    pipeline_parallel: tuple[int, ...] | None = None
+    context_parallel: tuple[int, ...] | None = None
+    expert_parallel: tuple[int, ...] | None = None
+    virtual_stages: tuple[int, ...] | None = None
+    micro_batch_size: tuple[int, ...] | None = None
+    zero_stage: tuple[int, ...] | None = None
+    recompute: tuple[Recompute, ...] | None = None
+    sequence_parallel: tuple[bool, ...] | None = None
+    dtype: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrainProblem:
+    """What is trained where: model dimensions, system, GPUs, batch (sequences) and sequence length (tokens)."""
+
+    dims: ModelDims
+    system: SystemSpec
+    gpus: int
+    global_batch: int
+    seq_len: int
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Layouts sharing the per-GPU shape except micro-batch, ZeRO stage and virtual stages."""
+
+    tensor_parallel: int
+    pipeline_parallel: int
+    context_parallel: int
+    data_parallel: int
+    expert_parallel: int
+    dtype: str
+    sequence_parallel: bool
+    recompute: Recompute
+
+    def layout(self, micro_batch: int, zero: int, virtual_stages: int) -> ParallelLayout:
+        return ParallelLayout(
+            self.tensor_parallel,
+            self.pipeline_parallel,
+            self.data_parallel,
+            self.context_parallel,
+            self.expert_parallel,
+            virtual_stages,
+            micro_batch,
+            zero,
+            self.recompute,
+            self.sequence_parallel,
+            self.dtype,
+        )
+
+
+def divisors(n: int) -> tuple[int, ...]:
+    """Positive divisors of ``n`` in ascending order (trial division, O(sqrt n))."""
+    small, large = [], []
+    i = 1
+    while i * i <= n:
+        if n % i == 0:
+            small.append(i)
+            if i * i != n:
+                large.append(n // i)
+        i += 1
+    return tuple(small + large[::-1])
+
+
+def _allowed(values: tuple[int, ...], given: tuple | None) -> tuple:
+    return values if given is None else tuple(v for v in values if v in set(given))
+
+
+def default_dtypes(system: SystemSpec) -> tuple[str, ...]:
+    """bf16, plus fp8 where the device has native FP8 tensor cores (else fp8 would run at bf16 speed)."""
+    return ("bf16", "fp8") if Dtype.FP8 in system.device.peak_flops else ("bf16",)
+
+
+def tensor_options(problem: TrainProblem, space: TrainSpace) -> tuple[int, ...]:
+    dims = problem.dims
+    valid = tuple(
+        t
+        for t in divisors(problem.gpus)
+        if dims.heads % t == 0 and dims.hidden % t == 0 and (dims.kv_heads % t == 0 or t % dims.kv_heads == 0)
+    )
+    return _allowed(valid, space.tensor_parallel)
+
+
+def _expert_options(problem: TrainProblem, space: TrainSpace, dp: int) -> tuple[int, ...]:
+    experts = problem.dims.experts
+    if not experts:
+        return _allowed((1,), space.expert_parallel)
+    return _allowed(tuple(e for e in divisors(dp) if experts % e == 0), space.expert_parallel)
+
+
+def _degrees(problem: TrainProblem, space: TrainSpace) -> Iterator[tuple[int, int, int, int, int]]:
+    """(tp, pp, cp, dp, ep) tuples that pass every divisibility rule."""
+    for tp in tensor_options(problem, space):
+        per_tp = problem.gpus // tp
+        pps = _allowed(tuple(p for p in divisors(per_tp) if p <= problem.dims.layers), space.pipeline_parallel)
+        for pp in pps:
+            per_pp = per_tp // pp
+            cps = _allowed(tuple(c for c in divisors(per_pp) if problem.seq_len % c == 0), space.context_parallel)
+            for cp in cps:
+                dp = per_pp // cp
+                if problem.global_batch % dp:
+                    continue
+                for ep in _expert_options(problem, space, dp):
+                    yield tp, pp, cp, dp, ep
+
+
+def train_groups(problem: TrainProblem, space: TrainSpace) -> Iterator[Group]:
+    """Every group of valid layouts, in canonical order."""
+    dtypes = tuple(d for d in (space.dtype or default_dtypes(problem.system)) if d in DTYPES)
+    recomputes = _allowed(RECOMPUTE_ORDER, space.recompute)
+    for tp, pp, cp, dp, ep in _degrees(problem, space):
+        sps = _allowed((False, True) if tp > 1 else (False,), space.sequence_parallel)
+        for dtype in dtypes:
+            for sp in sps:
+                for recompute in recomputes:
+                    yield Group(tp, pp, cp, dp, ep, dtype, sp, recompute)
+
+
+def micro_batches(problem: TrainProblem, space: TrainSpace, group: Group) -> tuple[int, ...]:
+    """Micro-batch sizes dividing global_batch/dp, ascending (activation memory grows along them)."""
+    return _allowed(divisors(problem.global_batch // group.data_parallel), space.micro_batch_size)
+
+
+def zero_options(space: TrainSpace, group: Group) -> tuple[int, ...]:
+    """ZeRO stages, most sharded first (least memory first); only stage 0 when dp = 1."""
+    stages = _allowed(ZERO_STAGES, space.zero_stage)
+    if group.data_parallel == 1:
+        return stages[:1] if 0 in stages else ()
+    return tuple(sorted(stages, reverse=True))
+
+
+def virtual_options(problem: TrainProblem, space: TrainSpace, group: Group, microbatches: int) -> tuple[int, ...]:
+    """Virtual stages per GPU, ascending (stage-0 activation memory grows with them)."""
+    pp, layers = group.pipeline_parallel, problem.dims.layers
+    valid = [1]
+    if pp > 1 and microbatches % pp == 0:
+        valid += [v for v in divisors(layers // pp) if v > 1 and layers % (pp * v) == 0] if layers % pp == 0 else []
+    return _allowed(tuple(valid), space.virtual_stages)
+
+
+def check_space(problem: TrainProblem, space: TrainSpace) -> None:
+    """Raise :class:`FabricsimError` naming the first dimension that leaves no valid layout."""
+    if not tensor_options(problem, space):
+        raise FabricsimError(
+            "tp", f"no allowed tensor-parallel size divides {problem.gpus} GPUs and the model's heads/hidden size"
+        )
+    if not any(True for _ in _degrees(problem, space)):
+        raise FabricsimError(
+            "layout",
+            f"no (tp, pp, cp, dp) with tp*pp*cp*dp = {problem.gpus} satisfies the constraints and divides "
+            f"the global batch {problem.global_batch}",
+            "relax --tp/--pp/--cp/--ep or change --gpus/--global-batch",
+        )
+    for name, given in (("dtype", space.dtype), ("zero", space.zero_stage), ("recompute", space.recompute)):
+        if given is not None and not given:
+            raise FabricsimError(name, "no allowed value")
+    if space.dtype is not None and not any(d in DTYPES for d in space.dtype):
+        raise FabricsimError("dtype", f"no trainable dtype among {list(space.dtype)}", "use bf16, fp16 or fp8")
