@@ -7,6 +7,7 @@ with units in the key names. Rendering (tables) lives in ``report``; files in ``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,3 +155,60 @@ class SimulatedTrainResult:
                 {"step_time_s_p50": self.step_time_s_p50, "step_time_s_p99": self.step_time_s_p99, "seeds": self.seeds}
             )
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    """One ranked plan: its result (``train`` or ``infer`` contract) and why it loses to rank 1."""
+
+    rank: int
+    result: Any  # TrainResult | SimulatedTrainResult | InferResult: anything with to_json()
+    reasons: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"rank": self.rank, **self.result.to_json(), "why": list(self.reasons)}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    """A layout search (``fabricsim plan train|infer``).
+
+    ``evaluated``: valid layouts assessed (each timed, or rejected by a bound); ``feasible``: those
+    that fit in memory (and meet the SLO for ``infer``); ``costed``: those the engine priced;
+    ``pruned``: rejected per reason before costing. ``elapsed_s`` is wall time -- the only field
+    that differs between identical runs. With nothing feasible, ``plans`` is empty and
+    ``smallest_memory_per_gpu_bytes`` says how much the least hungry layout needs.
+    """
+
+    kind: str
+    model: str
+    system: str
+    gpus: int
+    objective: str
+    evaluated: int
+    feasible: int
+    costed: int
+    pruned: tuple[tuple[str, int], ...]
+    elapsed_s: float
+    plans: tuple[PlanEntry, ...]
+    smallest_memory_per_gpu_bytes: float | None = None
+    smallest_memory_layout: tuple[tuple[str, object], ...] | None = None
+    refined: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "model": self.model,
+            "system": self.system,
+            "gpus": self.gpus,
+            "objective": self.objective,
+            "evaluated": self.evaluated,
+            "feasible": self.feasible,
+            "costed": self.costed,
+            "pruned": dict(self.pruned),
+            "refined": self.refined,
+            "elapsed_s": self.elapsed_s,
+            "smallest_memory_per_gpu_bytes": self.smallest_memory_per_gpu_bytes,
+            "smallest_memory_layout": dict(self.smallest_memory_layout) if self.smallest_memory_layout else None,
+            "plans": [plan.to_json() for plan in self.plans],
+        }
