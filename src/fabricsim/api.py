@@ -7,18 +7,19 @@ library, and returns an immutable result whose ``to_json()`` is the JSON contrac
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fabricsim import catalog, collectives, validation
+from fabricsim import catalog, collectives, planner, validation
 from fabricsim import sweep as sweeps
 from fabricsim.engine import analytic
 from fabricsim.engine.flow_timer import flow_timers
 from fabricsim.engine.simulate_training import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
 from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError, unknown_name
-from fabricsim.metrics import CollectiveResult, SimulatedTrainResult, SweepSummary, TrainResult
+from fabricsim.metrics import CollectiveResult, PlanEntry, PlanResult, SimulatedTrainResult, SweepSummary, TrainResult
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.units import parse_size, to_GBps
 
@@ -113,12 +114,17 @@ def train(
         dtype=dtype,
     )
     estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len)
+    return _train_result(model_spec.name, system_spec.name, estimate)
+
+
+def _train_result(model: str, system: str, estimate: analytic.TrainingEstimate) -> TrainResult:
+    """The ``train`` JSON contract of one analytic estimate."""
     return TrainResult(
-        model=model_spec.name,
-        system=system_spec.name,
-        gpus=gpus,
-        global_batch=global_batch,
-        seq_len=seq_len,
+        model=model,
+        system=system,
+        gpus=estimate.gpus,
+        global_batch=estimate.global_batch,
+        seq_len=estimate.seq_len,
         microbatches=estimate.microbatches,
         step_time_s=estimate.step_time_s,
         tokens_per_s=estimate.tokens_per_s,
@@ -131,7 +137,7 @@ def train(
         memory_capacity_bytes=estimate.memory_capacity_bytes,
         memory_breakdown_bytes=tuple(estimate.memory.as_dict().items()),
         time_breakdown_s=tuple(estimate.time.as_dict().items()),
-        layout=tuple(layout.as_dict().items()),
+        layout=tuple(estimate.layout.as_dict().items()),
     )
 
 
@@ -265,3 +271,71 @@ def _simulated_result(base: TrainResult, sim: TrainingSimulation, fidelity: str)
         simulated_ops=sim.result.ops,
         simulation=sim,
     )
+
+
+def plan_train(
+    model: str,
+    system: str,
+    gpus: int,
+    global_batch: int,
+    seq_len: int,
+    *,
+    top: int = 5,
+    objective: str = "tokens-per-s",
+    refine: int = 0,
+    constraints: dict[str, object] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> PlanResult:
+    """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
+
+    ``objective``: ``tokens-per-s`` (same ranking as ``step-time`` at a fixed batch) or ``memory``.
+    ``constraints`` limits dimensions with :func:`train`'s layout keywords, each one value or a
+    list (``{"tp": [4, 8], "recompute": "full"}``); unset dimensions take every valid value.
+    ``refine`` re-times the first K plans with the event-driven engine (fidelity ``simulate``).
+    Constraints that leave no valid layout raise FabricsimError; when nothing fits in memory the
+    result has no plans and the smallest memory need. ``on_progress(done, total)`` reports progress.
+    """
+    model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
+    system_spec.check_gpu_count(gpus)
+    for field, value in (("global-batch", global_batch), ("seq-len", seq_len), ("top", top)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise FabricsimError(field, f"must be a positive integer, got {value!r}")
+    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+        raise FabricsimError("refine", f"must be 0 or a positive integer, got {refine!r}")
+    goal = planner.parse_train_objective(objective)
+    space = planner.train_space(constraints or {})
+    question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len)
+    start = time.perf_counter()
+    search = planner.search_train(question, space, planner.PlanSettings(top, goal), on_progress)
+    search = planner.refine_search(question, search, refine, goal)
+    return _train_plan_result(question, search, goal, time.perf_counter() - start)
+
+
+def _train_plan_result(
+    question: planner.TrainQuestion, search: planner.TrainSearch, goal: planner.TrainObjective, elapsed_s: float
+) -> PlanResult:
+    names = (question.model.name, question.system.name)
+    smallest = search.smallest_memory_layout
+    return PlanResult(
+        kind="train",
+        model=names[0],
+        system=names[1],
+        gpus=question.gpus,
+        objective=goal.value,
+        evaluated=search.evaluated,
+        feasible=search.feasible,
+        costed=search.costed,
+        pruned=(("memory", search.pruned_memory), ("time_bound", search.pruned_time)),
+        elapsed_s=elapsed_s,
+        plans=tuple(_plan_entry(rank, *names, plan) for rank, plan in enumerate(search.plans, 1)),
+        smallest_memory_per_gpu_bytes=search.smallest_memory_bytes if smallest else None,
+        smallest_memory_layout=tuple(smallest.as_dict().items()) if smallest else None,
+        refined=sum(plan.simulation is not None for plan in search.plans),
+    )
+
+
+def _plan_entry(rank: int, model: str, system: str, plan: planner.TrainPlan) -> PlanEntry:
+    result: TrainResult | SimulatedTrainResult = _train_result(model, system, plan.estimate)
+    if plan.simulation is not None:
+        result = _simulated_result(result, plan.simulation, "simulate")
+    return PlanEntry(rank, result, plan.reasons)

@@ -1,1 +1,33 @@
-"""fabricsim.planner"""
+"""Search over parallel layouts: what is the best way to run this model on this cluster (layer L8).
+
+``search_train`` walks every valid training layout (TP, PP, DP, CP, EP, virtual stages,
+micro-batch, ZeRO stage, recomputation, sequence parallelism, dtype), prunes by divisibility and by
+memory before costing, ranks by an objective and explains why the runners-up lose;
+``refine_search`` re-times the best plans with the event-driven engine.
+The library never prints: long searches report through an ``on_progress(done, total)`` callback.
+"""
+
+from fabricsim.planner.refine import refine_search
+from fabricsim.planner.space import TrainSpace, train_space
+from fabricsim.planner.train import (
+    PlanSettings,
+    TrainObjective,
+    TrainPlan,
+    TrainQuestion,
+    TrainSearch,
+    parse_train_objective,
+    search_train,
+)
+
+__all__ = [
+    "PlanSettings",
+    "TrainObjective",
+    "TrainPlan",
+    "TrainQuestion",
+    "TrainSearch",
+    "TrainSpace",
+    "parse_train_objective",
+    "refine_search",
+    "search_train",
+    "train_space",
+]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 
 from fabricsim.engine.analytic import TrainingEstimate, estimate_training, training_context, training_memory
 from fabricsim.engine.simulate_training import TrainingSimulation
@@ -39,7 +39,7 @@ from fabricsim.transformer.flops import model_dims
 Progress = Callable[[int, int], None]
 
 
-class TrainObjective(str, Enum):
+class TrainObjective(StrEnum):
     """What "best" means: highest tokens/s (= shortest step at a fixed batch) or least memory per GPU."""
 
     TOKENS_PER_S = "tokens-per-s"
