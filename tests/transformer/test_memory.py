@@ -69,4 +69,4 @@ def test_zero_stages_shard_states() -> None:
     assert stages[2].gradients == pytest.approx(4 * params / 8)
     assert stages[3].weights == pytest.approx(2 * params / 8)
     assert [s.total for s in stages] == sorted((s.total for s in stages), reverse=True)
-    assert state_bytes(params, 0.0, (0, 1, 1), "fp16").gradients == pytest.approx(2 * params)
+    assert state_bytes(params, 0.0, (0, 1, 1), "fp16").gradients == pytest.approx(4 * params)

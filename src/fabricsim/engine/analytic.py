@@ -361,7 +361,7 @@ def _stage_params(ctx: TrainingContext, layout: ParallelLayout) -> tuple[float, 
     dims = ctx.dims
     stage = work.largest_stage(dims, layout.pipeline_parallel)
     dense, expert = work.stage_parameters(dims, stage, layout.tensor_parallel, layout.expert_parallel)
-    if layout.pipeline_parallel == 1 and dims.output_params and dims.embedding_params:
+    if layout.pipeline_parallel == 1 and not dims.tied_embeddings:  # one GPU holds both ends
         dense += min(dims.embedding_params, dims.output_params) / layout.tensor_parallel
     return dense, expert
 
@@ -412,10 +412,15 @@ def _memory(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> Mem
 
 
 def training_memory(
-    model: ModelSpec, system: SystemSpec, layout: ParallelLayout, global_batch: int, seq_len: int
+    model: ModelSpec,
+    system: SystemSpec,
+    layout: ParallelLayout,
+    global_batch: int,
+    seq_len: int,
+    options: TrainingOptions | None = None,
 ) -> MemoryBreakdown:
     """Memory per GPU only (bytes by kind), for pruning layouts before timing them."""
-    ctx = training_context(model, system)
+    ctx = training_context(model, system, options)
     microbatches = work.check_layout(ctx.dims, layout, layout.gpus, global_batch, seq_len)
     return _memory(layout, ctx.stage(layout, seq_len), microbatches)
 

@@ -51,6 +51,7 @@ class ModelDims:
     router_params: int
     embedding_params: int
     output_params: int
+    tied_embeddings: bool
     mla: bool
 
     @property
@@ -90,6 +91,7 @@ def model_dims(model: ModelSpec) -> ModelDims:
         router_params=counts.router_per_layer,
         embedding_params=counts.embedding,
         output_params=counts.output if counts.output else counts.embedding,
+        tied_embeddings=not counts.output,
         mla=model.is_mla,
     )
 

@@ -1,8 +1,9 @@
 """Memory per GPU of a training step: model states and activations (layer L4).
 
 Model states (mixed-precision Adam, Rajbhandari et al., ZeRO, SC'20): 16-bit weights (2 B),
-gradients (4 B fp32 main grads for bf16/fp8 as Megatron-LM accumulates them; 2 B for fp16) and
-12 B of optimizer state (fp32 master, m, v). ZeRO stage 1 shards the optimizer state over the
+gradients (4 B: Megatron-LM accumulates and reduces fp32 "main" gradients; the 18 B/parameter this
+gives matches the parameter + optimizer memory of Korthikanti et al. 2022, Fig. 1) and 12 B of
+optimizer state (fp32 master, m, v). ZeRO stage 1 shards the optimizer state over the
 data-parallel group, stage 2 also the gradients, stage 3 (FSDP) also the weights; expert
 parameters are sharded over the expert-data-parallel group (dp / ep) instead.
 
@@ -26,8 +27,9 @@ WEIGHT_BYTES = 2.0  # 16-bit model weights (FP8 recipes keep 16-bit weights and 
 
 
 def gradient_bytes_per_param(dtype: str) -> float:
-    """fp16 keeps 16-bit gradients; bf16/fp8 accumulate and reduce fp32 main gradients (Megatron-LM)."""
-    return 2.0 if dtype == "fp16" else 4.0
+    """Bytes per gradient for every training dtype: fp32 main gradients (Megatron-LM), also reduced in fp32."""
+    del dtype  # the same for bf16, fp16 and fp8 recipes
+    return 4.0
 
 
 @dataclass(frozen=True, slots=True)

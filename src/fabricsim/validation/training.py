@@ -41,7 +41,7 @@ GPT3_175B = {"hidden_size": 12288, "num_layers": 96, "attention_heads": 96}
 
 
 def gpt_model(name: str, workload: dict[str, Any]) -> ModelSpec:
-    """A GPT model of the row's dimensions (GeLU MLP of 4h, vocabulary 51200)."""
+    """A Megatron GPT model of the row's dimensions (GeLU MLP of 4h, vocabulary 51200, tied embeddings)."""
     hidden = int(workload["hidden_size"])
     return ModelSpec(
         name=name,
@@ -52,6 +52,7 @@ def gpt_model(name: str, workload: dict[str, Any]) -> ModelSpec:
         vocab_size=int(workload.get("vocab_size", VOCAB)),
         hidden_act="gelu",
         max_position_embeddings=SEQ_LEN,
+        tie_word_embeddings=True,  # Megatron-LM GPT shares the input and output embedding
     )
 
 

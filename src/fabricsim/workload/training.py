@@ -156,7 +156,7 @@ def stage_parameters(
     dense_layer = dims.attention_params + 2 * dims.hidden
     dense = stage.dense_layers * (dense_layer + dims.dense_mlp_params)
     dense += stage.moe_layers * (dense_layer + dims.router_params + dims.shared_experts * dims.expert_params)
-    dense += max(dims.embedding_params, dims.output_params)
+    dense += max(dims.embedding_params, dims.output_params)  # stage 0 or the last stage (tied: a copy)
     expert = stage.moe_layers * dims.experts / expert_parallel * dims.expert_params
     return dense / tensor_parallel, expert / tensor_parallel
 
