@@ -1,0 +1,144 @@
+"""Analytic fast path for one static batch of inference: TTFT, TPOT, throughput, memory (layer L6).
+
+A batch of ``batch`` sequences per replica is prefilled together (TTFT = one prefill step of
+``batch x input_len`` tokens with its quadratic attention), then decoded for ``output_len - 1``
+steps; TPOT is the mean decode step, averaged exactly over ``DECODE_SAMPLES`` context lengths
+spread from ``input_len`` to ``input_len + output_len`` (the step time is piecewise linear in the
+context, so this is the trapezoid rule on a convex function). Throughput counts every replica.
+``batch=None`` takes the largest batch whose paged KV fits the KV budget of
+:func:`fabricsim.workload.inference.kv_budget_per_gpu`. A batch that does not fit is reported with
+``fits=False`` and its numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.transformer.constants import FRAMEWORK_MEMORY_BYTES
+from fabricsim.transformer.inference import StepWork, prefill_attention_pairs
+from fabricsim.transformer.kv_cache import kv_bytes_per_token_per_gpu, max_sequences, paged_tokens
+from fabricsim.workload.inference import (
+    CommunicationModel,
+    InferenceLayout,
+    KvBudgetPolicy,
+    StepParts,
+    activation_workspace_bytes,
+    kv_budget_per_gpu,
+    step_coefficients,
+    step_time,
+    weight_memory_per_gpu,
+)
+
+DECODE_SAMPLES = 33
+
+
+@dataclass(frozen=True, slots=True)
+class InferScenario:
+    """One static-batch inference question."""
+
+    model: ModelSpec
+    system: SystemSpec
+    layout: InferenceLayout
+    input_len: int
+    output_len: int
+    batch: int | None = None
+    kv_policy: KvBudgetPolicy = KvBudgetPolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class InferEstimate:
+    ttft_s: float
+    tpot_s: float
+    e2e_latency_s: float
+    batch: int
+    output_tokens_per_s: float
+    kv_cache_bytes: float
+    memory_per_gpu_bytes: float
+    memory_capacity_bytes: float
+    weights_per_gpu_bytes: float
+    fits: bool
+    prefill: StepParts
+    decode: StepParts
+
+
+def kv_bytes_per_token_gpu(scenario: InferScenario) -> float:
+    layout = scenario.layout
+    return kv_bytes_per_token_per_gpu(scenario.model, layout.kv_dtype, layout.tensor_parallel, layout.pipeline_parallel)
+
+
+def largest_batch(scenario: InferScenario) -> int:
+    """Largest batch per replica whose paged KV (input + output tokens each) fits the KV budget;
+    each attention-DP rank holds its own sequences."""
+    budget = kv_budget_per_gpu(scenario.model, scenario.system, scenario.layout, scenario.kv_policy)
+    per_rank = max_sequences(budget, kv_bytes_per_token_gpu(scenario), scenario.input_len + scenario.output_len)
+    return per_rank * scenario.layout.attention_data_parallel
+
+
+def _decode_parts(scenario: InferScenario, batch: int, coeffs, comm: CommunicationModel) -> StepParts:
+    start, output = scenario.input_len, scenario.output_len
+    if output <= 1:
+        return StepParts(0.0, 0.0, 0.0)
+    contexts = np.linspace(start + 1, start + output - 1, min(DECODE_SAMPLES, output - 1))
+    parts = [
+        step_time(
+            coeffs,
+            comm,
+            StepWork(tokens=batch, decode_pairs=batch * float(n), logits_tokens=batch, kv_tokens_read=batch * float(n)),
+        )
+        for n in contexts
+    ]
+    return StepParts(
+        float(np.mean([p.linear_s for p in parts])),
+        float(np.mean([p.attention_s for p in parts])),
+        float(np.mean([p.communication_s for p in parts])),
+    )
+
+
+def _prefill_parts(scenario: InferScenario, batch: int, coeffs, comm: CommunicationModel) -> StepParts:
+    """The batch's prompts in ``ceil(batch x input_len / max_step_tokens)`` equal chunks of whole
+    prompts (chunked prefill keeps the activations of one step bounded)."""
+    prompt_tokens = batch * scenario.input_len
+    chunks = max(1, -(-prompt_tokens // scenario.kv_policy.max_step_tokens))
+    pairs = batch * prefill_attention_pairs(scenario.input_len, 0.0)
+    one = step_time(
+        coeffs,
+        comm,
+        StepWork(tokens=prompt_tokens / chunks, prefill_pairs=pairs / chunks, logits_tokens=batch / chunks),
+    )
+    return StepParts(chunks * one.linear_s, chunks * one.attention_s, chunks * one.communication_s)
+
+
+def infer_estimate(scenario: InferScenario) -> InferEstimate:
+    """TTFT, TPOT, end-to-end latency and throughput of one static batch (seconds, tokens/s)."""
+    model, system, layout = scenario.model, scenario.system, scenario.layout
+    batch = largest_batch(scenario) if scenario.batch is None else scenario.batch
+    fits_budget = batch >= 1
+    batch = max(batch, 1)
+    coeffs = step_coefficients(model, system, layout)
+    comm = CommunicationModel(system, layout, model)
+    prefill = _prefill_parts(scenario, batch, coeffs, comm)
+    decode = _decode_parts(scenario, batch, coeffs, comm)
+    e2e = prefill.total_s + (scenario.output_len - 1) * decode.total_s
+    per_rank = -(-batch // layout.attention_data_parallel)
+    kv = per_rank * paged_tokens(scenario.input_len + scenario.output_len) * kv_bytes_per_token_gpu(scenario)
+    weights = weight_memory_per_gpu(model, layout).total_bytes
+    workspace = activation_workspace_bytes(model, layout, scenario.kv_policy.max_step_tokens)
+    memory = weights + kv + workspace + FRAMEWORK_MEMORY_BYTES
+    capacity = system.device.hbm_capacity_bytes
+    return InferEstimate(
+        ttft_s=prefill.total_s,
+        tpot_s=decode.total_s,
+        e2e_latency_s=e2e,
+        batch=batch,
+        output_tokens_per_s=layout.replicas * batch * scenario.output_len / e2e,
+        kv_cache_bytes=kv,
+        memory_per_gpu_bytes=memory,
+        memory_capacity_bytes=capacity,
+        weights_per_gpu_bytes=weights,
+        fits=fits_budget and memory <= capacity,
+        prefill=prefill,
+        decode=decode,
+    )

@@ -1,0 +1,156 @@
+"""Serving request streams: length distributions, Poisson arrivals, trace files (layer L5).
+
+A stream is three aligned numpy arrays: arrival times (s, sorted), input and output lengths (tokens).
+Lengths come from a DIST string:
+
+* ``512`` -- every request has 512 tokens;
+* ``uniform:LO,HI`` -- integers uniform in [LO, HI];
+* ``lognormal:MEAN,SIGMA`` -- log-normal with the given mean (tokens) and log-space sigma, rounded
+  and clipped to [1, the model's context];
+* ``normal:MEAN,STD`` -- normal, rounded and clipped the same way.
+
+Traces are CSV (with a header) or JSON Lines with, per request, an arrival time in seconds and the
+input and output lengths; accepted column names: ``arrival_s|arrival_time|timestamp``,
+``input_len|input_tokens|prompt_len``, ``output_len|output_tokens|completion_len``. A row that
+cannot be read is a :class:`FabricsimError` naming its line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fabricsim.errors import FabricsimError
+
+ARRIVAL_KEYS = ("arrival_s", "arrival_time", "timestamp")
+INPUT_KEYS = ("input_len", "input_tokens", "prompt_len")
+OUTPUT_KEYS = ("output_len", "output_tokens", "completion_len")
+
+
+@dataclass(frozen=True)
+class RequestStream:
+    """Aligned arrays: ``arrival_s`` (sorted, s), ``input_len`` and ``output_len`` (tokens)."""
+
+    arrival_s: np.ndarray
+    input_len: np.ndarray
+    output_len: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+
+@dataclass(frozen=True, slots=True)
+class LengthDist:
+    kind: str
+    a: float
+    b: float = 0.0
+
+    @property
+    def upper_bound(self) -> float:
+        """Largest length the distribution can produce before clipping (inf if unbounded)."""
+        if self.kind == "fixed":
+            return self.a
+        if self.kind == "uniform":
+            return self.b
+        return math.inf
+
+
+def parse_length_dist(text: str, field: str) -> LengthDist:
+    """Parse a DIST string (see module docstring)."""
+    raw = str(text).strip().lower()
+    fix = "use an integer, uniform:LO,HI, lognormal:MEAN,SIGMA or normal:MEAN,STD"
+    try:
+        if ":" not in raw:
+            value = int(raw)
+            if value < 1:
+                raise ValueError
+            return LengthDist("fixed", value)
+        kind, args = raw.split(":", 1)
+        a, b = (float(v) for v in args.split(","))
+    except ValueError:
+        raise FabricsimError(field, f"cannot parse length distribution {text!r}", fix) from None
+    if kind == "uniform" and 1 <= a <= b:
+        return LengthDist(kind, math.ceil(a), math.floor(b))
+    if kind in ("lognormal", "normal") and a >= 1 and b >= 0:
+        return LengthDist(kind, a, b)
+    raise FabricsimError(field, f"bad length distribution {text!r}", fix)
+
+
+def sample_lengths(dist: LengthDist, rng: np.random.Generator, count: int, limit: int) -> np.ndarray:
+    """``count`` lengths (int64) drawn from ``dist``, clipped to [1, ``limit``]."""
+    if dist.kind == "fixed":
+        values = np.full(count, dist.a)
+    elif dist.kind == "uniform":
+        values = rng.integers(int(dist.a), int(dist.b) + 1, size=count)
+    elif dist.kind == "lognormal":
+        mu = math.log(dist.a) - dist.b**2 / 2.0
+        values = np.rint(rng.lognormal(mu, dist.b, size=count))
+    else:
+        values = np.rint(rng.normal(dist.a, dist.b, size=count))
+    return np.clip(values, 1, limit).astype(np.int64)
+
+
+def poisson_stream(rate_per_s: float, count: int, lengths: tuple[LengthDist, LengthDist],
+                   limits: tuple[int, int], seed: int) -> RequestStream:
+    """``count`` requests with exponential inter-arrival gaps of mean ``1 / rate_per_s`` (Poisson),
+    first arrival at the first gap; ``rate_per_s = inf`` puts every arrival at t = 0 (offline)."""
+    rng = np.random.default_rng(seed)
+    arrivals = np.zeros(count) if math.isinf(rate_per_s) else np.cumsum(rng.exponential(1.0 / rate_per_s, size=count))
+    return RequestStream(
+        arrival_s=arrivals,
+        input_len=sample_lengths(lengths[0], rng, count, limits[0]),
+        output_len=sample_lengths(lengths[1], rng, count, limits[1]),
+    )
+
+
+def _pick(row: dict[str, object], keys: tuple[str, ...], line: int) -> object:
+    for key in keys:
+        if key in row and row[key] not in (None, ""):
+            return row[key]
+    raise FabricsimError("trace", f"line {line}: missing {keys[0]} (or {', '.join(keys[1:])})",
+                         "each row needs arrival time, input and output lengths")
+
+
+def _row_values(row: object, line: int) -> tuple[float, int, int]:
+    if not isinstance(row, dict):
+        raise FabricsimError("trace", f"line {line}: not a record", "write one JSON object per line")
+    try:
+        arrival = float(_pick(row, ARRIVAL_KEYS, line))  # type: ignore[arg-type]
+        inp = int(float(_pick(row, INPUT_KEYS, line)))  # type: ignore[arg-type]
+        out = int(float(_pick(row, OUTPUT_KEYS, line)))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise FabricsimError("trace", f"line {line}: unreadable values {row!r}", "use numbers") from None
+    if not math.isfinite(arrival) or arrival < 0 or inp < 1 or out < 1:
+        raise FabricsimError("trace", f"line {line}: arrival must be >= 0 and lengths >= 1", "fix that row")
+    return arrival, inp, out
+
+
+def _rows(text: str, jsonl: bool) -> list[tuple[int, object]]:
+    if jsonl:
+        rows: list[tuple[int, object]] = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((number, json.loads(line)))
+            except json.JSONDecodeError:
+                raise FabricsimError("trace", f"line {number}: not valid JSON", "one JSON object per line") from None
+        return rows
+    reader = csv.DictReader(io.StringIO(text))
+    return [(reader.line_num, {k.strip(): (v or "").strip() for k, v in row.items() if k}) for row in reader]
+
+
+def parse_trace(text: str, jsonl: bool) -> RequestStream:
+    """A request stream from trace text (CSV with header, or JSON Lines), sorted by arrival."""
+    values = [_row_values(row, line) for line, row in _rows(text, jsonl)]
+    if not values:
+        raise FabricsimError("trace", "no requests in the trace", "add rows")
+    array = np.array(values, dtype=float)
+    order = np.argsort(array[:, 0], kind="stable")
+    array = array[order]
+    return RequestStream(array[:, 0].copy(), array[:, 1].astype(np.int64), array[:, 2].astype(np.int64))

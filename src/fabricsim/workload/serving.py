@@ -1,0 +1,392 @@
+"""Request-level serving simulation on :class:`fabricsim.des.EventLoop` (layer L5).
+
+Each model replica runs a vLLM-style continuous-batching scheduler (Kwon et al., SOSP'23; vLLM v1
+chunked prefill): every step takes all running decode sequences (one token each), then continues
+partially prefilled prompts and admits waiting requests, chunking prompts so that a step never
+exceeds ``token_budget`` tokens (``max_num_batched_tokens``). KV blocks are allocated on demand;
+when the cache overflows, the newest running request is preempted and recomputed later (vLLM's
+default ``recompute`` preemption). ``reserve_full=True`` instead admits a request only when the
+blocks for its whole prompt + output are free and never preempts (TensorRT-LLM's default
+``GUARANTEED_NO_EVICT`` capacity scheduler). A router sends each arrival to the replica with the
+fewest outstanding requests (ties: lowest index). With disaggregation, prefill replicas only
+prefill; a finished prompt's KV crosses the fabric (an alpha-beta fit of
+:func:`fabricsim.workload.inference.collective_time_s` send/recv, per GPU shard, in parallel) to
+the least-loaded decode replica, which decodes it.
+
+Per step the work is O(running prefills + admissions + completions): decode contexts are not
+walked token by token -- a running sum of contexts grows by the number of decode sequences each
+step, and each sequence's finish step is known when it starts decoding (a heap).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from fabricsim.des import EventLoop
+from fabricsim.transformer.inference import StepWork
+from fabricsim.transformer.kv_cache import KV_BLOCK_TOKENS, paged_tokens
+from fabricsim.workload.requests import RequestStream
+
+StepTimer = Callable[[StepWork], float]
+
+
+class Role(StrEnum):
+    MIXED = "mixed"
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """One replica's scheduler: ``token_budget`` tokens and ``max_batch`` running sequences per step,
+    ``kv_capacity_tokens`` KV token slots, ``reserve_full`` as TensorRT-LLM's no-evict policy."""
+
+    kv_capacity_tokens: int
+    token_budget: int = 8192
+    max_batch: int = 1024
+    reserve_full: bool = False
+    block_tokens: int = KV_BLOCK_TOKENS
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    """Replicas and their roles; ``transfer_s(tokens)`` is the KV hand-off time P -> D (seconds)."""
+
+    scheduler: SchedulerConfig
+    timer: StepTimer
+    mixed: int = 1
+    prefill: int = 0
+    decode: int = 0
+    transfer_s: Callable[[int], float] | None = None
+
+
+class _Table:
+    """Per-request mutable state (Python lists: fastest scalar access)."""
+
+    def __init__(self, stream: RequestStream) -> None:
+        n = len(stream)
+        self.arrival = stream.arrival_s.tolist()
+        self.prompt = stream.input_len.tolist()
+        self.out_left = stream.output_len.tolist()
+        self.first = [math.nan] * n
+        self.finish = [math.nan] * n
+        self.token = [-1] * n
+        self.start = [0] * n
+        self.preemptions = 0
+        self.next_token = 0
+
+    def new_token(self, rid: int) -> int:
+        self.next_token += 1
+        self.token[rid] = self.next_token
+        return self.next_token
+
+
+class Replica:
+    """One model replica's scheduler state; steps are events on the shared loop."""
+
+    def __init__(self, role: Role, config: ClusterConfig, table: _Table, sim: ServingSimulation) -> None:
+        self.role, self.cfg, self.timer = role, config.scheduler, config.timer
+        self.table, self.sim, self.loop = table, sim, sim.loop
+        self.waiting: deque[int] = deque()
+        self.prefilling: deque[list[int]] = deque()
+        self.heap: list[tuple[int, int, int]] = []
+        self.running: list[tuple[int, int]] = []
+        self.n_running = self.n_dec = self.sum_ctx = self.kv_used = self.step_no = 0
+        self.busy = False
+        self._plan: list[tuple[list[int], int]] = []
+
+    @property
+    def outstanding(self) -> int:
+        return len(self.waiting) + self.n_running
+
+    def enqueue(self, rid: int) -> None:
+        self.waiting.append(rid)
+        self.kick()
+
+    def kick(self) -> None:
+        """Start a step once the events of this instant are in (so simultaneous arrivals batch)."""
+        if not self.busy:
+            self.busy = True
+            self.loop.schedule(0.0, self._start_step, priority=1)
+
+    def _kv_need(self, rid: int) -> int:
+        t = self.table
+        if self.cfg.reserve_full:
+            tokens = t.prompt[rid] if self.role == Role.PREFILL else t.prompt[rid] + t.out_left[rid]
+            return paged_tokens(tokens, self.cfg.block_tokens)
+        return t.prompt[rid] + (self.role == Role.DECODE) + self.cfg.block_tokens // 2
+
+    def _admit(self, rid: int) -> None:
+        t = self.table
+        tok = t.new_token(rid)
+        self.running.append((rid, tok))
+        self.n_running += 1
+        self.kv_used += self._kv_need(rid)
+        if self.role == Role.DECODE:
+            self._join_decode(rid, self.step_no - 1)
+        else:
+            self.prefilling.append([rid, 0])
+
+    def _join_decode(self, rid: int, step: int) -> None:
+        t = self.table
+        self.n_dec += 1
+        self.sum_ctx += t.prompt[rid] + 1
+        t.start[rid] = step
+        heapq.heappush(self.heap, (step + t.out_left[rid] - 1, rid, t.token[rid]))
+
+    def _admit_waiting(self, budget: int) -> None:
+        """Admit waiting requests while the step has prompt budget, batch slots and KV."""
+        cfg, cap, t = self.cfg, self.cfg.kv_capacity_tokens, self.table
+        decode_role = self.role == Role.DECODE
+        while self.waiting and self.n_running < cfg.max_batch and (budget > 0 or decode_role):
+            rid = self.waiting[0]
+            if self.n_running and self.kv_used + self._kv_need(rid) > cap:
+                break
+            self.waiting.popleft()
+            self._admit(rid)
+            budget -= 0 if decode_role else t.prompt[rid]
+
+    def _start_step(self) -> None:
+        prompt = self.table.prompt
+        budget = self.cfg.token_budget - self.n_dec
+        if self.waiting:
+            self._admit_waiting(budget - sum(prompt[e[0]] - e[1] for e in self.prefilling))
+        plan: list[tuple[list[int], int]] = []
+        tokens = pairs = prior = done_prompts = 0
+        for entry in self.prefilling:
+            if budget <= 0:
+                break
+            done = entry[1]
+            chunk = min(prompt[entry[0]] - done, budget)
+            plan.append((entry, chunk))
+            budget -= chunk
+            tokens += chunk
+            prior += done
+            pairs += chunk * done + chunk * (chunk + 1) // 2
+            done_prompts += done + chunk == prompt[entry[0]]
+        if not plan and not self.n_dec:
+            self.busy = False
+            return
+        self.busy = True
+        self._plan = plan
+        work = StepWork(tokens=self.n_dec + tokens, prefill_pairs=pairs, decode_pairs=self.sum_ctx,
+                        logits_tokens=self.n_dec + done_prompts, kv_tokens_read=self.sum_ctx + prior)
+        self.loop.schedule(self.timer(work), self._end_step)
+
+    def _end_step(self) -> None:
+        t, step, now = self.table, self.step_no, self.loop.now_s
+        self.sum_ctx += self.n_dec
+        if not self.cfg.reserve_full:
+            self.kv_used += self.n_dec
+        heap = self.heap
+        while heap and heap[0][0] <= step:
+            _, rid, tok = heapq.heappop(heap)
+            if t.token[rid] == tok:
+                self._finish_decode(rid, now)
+        for entry, chunk in self._plan:
+            entry[1] += chunk
+            if entry[1] == t.prompt[entry[0]]:
+                self.prefilling.remove(entry)
+                self._prefilled(entry[0], step, now)
+        if not self.cfg.reserve_full:
+            self._preempt_overflow(step)
+        self.step_no += 1
+        self._start_step()
+
+    def _finish_decode(self, rid: int, now: float) -> None:
+        t = self.table
+        self.n_dec -= 1
+        ctx = t.prompt[rid] + t.out_left[rid]
+        self.sum_ctx -= ctx
+        self._release(rid, ctx)
+        t.finish[rid] = now
+
+    def _release(self, rid: int, ctx: int) -> None:
+        t = self.table
+        self.kv_used -= self._kv_need(rid) if self.cfg.reserve_full else ctx + self.cfg.block_tokens // 2
+        self.n_running -= 1
+        t.token[rid] = -1
+
+    def _prefilled(self, rid: int, step: int, now: float) -> None:
+        t = self.table
+        if math.isnan(t.first[rid]):
+            t.first[rid] = now
+        if self.role == Role.PREFILL:
+            self.sim.hand_off(self, rid)
+        elif t.out_left[rid] <= 1:
+            self._release(rid, t.prompt[rid])
+            t.finish[rid] = now
+        else:
+            self.kv_used += not self.cfg.reserve_full
+            self._join_decode(rid, step)
+
+    def release_transferred(self, rid: int) -> None:
+        """The KV of a prefilled request has reached its decode replica: free it here."""
+        self._release(rid, self.table.prompt[rid])
+        self.kick()
+
+    def _preempt_overflow(self, step: int) -> None:
+        t = self.table
+        while self.kv_used > self.cfg.kv_capacity_tokens and self.n_running > 1:
+            rid, tok = self.running.pop()
+            if t.token[rid] != tok:
+                continue
+            if any(e[0] == rid for e in self.prefilling):
+                self.prefilling = deque(e for e in self.prefilling if e[0] != rid)
+                ctx = t.prompt[rid]
+            else:
+                generated = 1 + step - t.start[rid]
+                ctx = t.prompt[rid] + generated
+                self.n_dec -= 1
+                self.sum_ctx -= ctx
+                t.prompt[rid] = ctx
+                t.out_left[rid] -= generated
+            self._release(rid, ctx)
+            t.preemptions += 1
+            if self.role == Role.DECODE:
+                self.sim.route_prefill(rid)
+            else:
+                self.waiting.appendleft(rid)
+
+
+@dataclass(frozen=True)
+class ServingOutcome:
+    """Per-request times (s): arrival, first token, finish; lengths as requested; preemptions."""
+
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    output_len: np.ndarray
+    preemptions: int
+    steps: int
+    events: int
+
+
+class ServingSimulation:
+    """Replicas behind a router on one event loop."""
+
+    def __init__(self, stream: RequestStream, config: ClusterConfig) -> None:
+        self.stream, self.config = stream, config
+        self.loop = EventLoop()
+        self.table = _Table(stream)
+        make = lambda role, count: [Replica(role, config, self.table, self) for _ in range(count)]  # noqa: E731
+        self.front = make(Role.MIXED, config.mixed) + make(Role.PREFILL, config.prefill)
+        self.decoders = make(Role.DECODE, config.decode)
+        self._next = 0
+
+    def run(self) -> ServingOutcome:
+        if len(self.stream):
+            self.loop.schedule_at(float(self.stream.arrival_s[0]), self._arrive)
+        self.loop.run()
+        t = self.table
+        replicas = self.front + self.decoders
+        return ServingOutcome(
+            arrival_s=self.stream.arrival_s,
+            first_token_s=np.array(t.first),
+            finish_s=np.array(t.finish),
+            output_len=self.stream.output_len,
+            preemptions=t.preemptions,
+            steps=sum(r.step_no for r in replicas),
+            events=self.loop.events_run,
+        )
+
+    def _arrive(self) -> None:
+        """Admit every request arriving now, then schedule the next arrival (one pending event)."""
+        arrival, now, n = self.stream.arrival_s, self.loop.now_s, len(self.stream)
+        i = self._next
+        while i < n and arrival[i] <= now:
+            self.route_prefill(i)
+            i += 1
+        self._next = i
+        if i < n:
+            self.loop.schedule_at(float(arrival[i]), self._arrive)
+
+    def route_prefill(self, rid: int) -> None:
+        _least_loaded(self.front).enqueue(rid)
+
+    def hand_off(self, source: Replica, rid: int) -> None:
+        """A prefill replica finished ``rid``'s prompt: ship its KV to a decode replica."""
+        if self.table.out_left[rid] <= 1:
+            source._release(rid, self.table.prompt[rid])
+            self.table.finish[rid] = self.loop.now_s
+            return
+        delay = self.config.transfer_s(self.table.prompt[rid] + 1) if self.config.transfer_s else 0.0
+        self.loop.schedule(delay, lambda: self._arrived(source, rid))
+
+    def _arrived(self, source: Replica, rid: int) -> None:
+        source.release_transferred(rid)
+        _least_loaded(self.decoders).enqueue(rid)
+
+
+def _least_loaded(replicas: list[Replica]) -> Replica:
+    best = replicas[0]
+    for replica in replicas[1:]:
+        if replica.outstanding < best.outstanding:
+            best = replica
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class Percentiles:
+    p50: float
+    p90: float
+    p99: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"p50": self.p50, "p90": self.p90, "p99": self.p99}
+
+
+def percentiles(values: np.ndarray) -> Percentiles:
+    """P50/P90/P99 (numpy's linear interpolation) of the finite ``values``; NaN when none."""
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return Percentiles(math.nan, math.nan, math.nan)
+    p50, p90, p99 = np.percentile(finite, [50, 90, 99])
+    return Percentiles(float(p50), float(p90), float(p99))
+
+
+@dataclass(frozen=True, slots=True)
+class ServingSummary:
+    requests: int
+    completed: int
+    duration_s: float
+    output_tokens_per_s: float
+    requests_per_s: float
+    ttft: Percentiles
+    tpot: Percentiles
+    e2e: Percentiles
+    slo_attainment: float
+    preemptions: int
+    steps: int
+
+
+def summarize(outcome: ServingOutcome, slo_ttft_s: float, slo_tpot_s: float) -> ServingSummary:
+    """Latency percentiles, throughput (output tokens / (last finish - first arrival)) and the
+    fraction of requests meeting both SLOs (TTFT <= ``slo_ttft_s`` and TPOT <= ``slo_tpot_s``)."""
+    ttft = outcome.first_token_s - outcome.arrival_s
+    decode_tokens = np.maximum(outcome.output_len - 1, 1)
+    tpot = np.where(outcome.output_len > 1, (outcome.finish_s - outcome.first_token_s) / decode_tokens, np.nan)
+    e2e = outcome.finish_s - outcome.arrival_s
+    done = np.isfinite(outcome.finish_s)
+    duration = float(np.max(outcome.finish_s[done]) - np.min(outcome.arrival_s)) if done.any() else math.nan
+    ok = (ttft <= slo_ttft_s) & ((tpot <= slo_tpot_s) | ~np.isfinite(tpot))
+    return ServingSummary(
+        requests=len(outcome.arrival_s),
+        completed=int(done.sum()),
+        duration_s=duration,
+        output_tokens_per_s=float(outcome.output_len[done].sum() / duration) if duration > 0 else math.nan,
+        requests_per_s=float(done.sum() / duration) if duration > 0 else math.nan,
+        ttft=percentiles(ttft),
+        tpot=percentiles(tpot),
+        e2e=percentiles(e2e),
+        slo_attainment=float(np.mean(ok & done)) if len(done) else math.nan,
+        preemptions=outcome.preemptions,
+        steps=outcome.steps,
+    )
