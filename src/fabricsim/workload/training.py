@@ -183,7 +183,9 @@ def comm_sizes(
     tokens = layout.micro_batch_size * seq_len / layout.context_parallel
     hidden_bytes = 2.0 * tokens * dims.hidden
     kv_width = (dims.heads if dims.mla else dims.kv_heads) * (dims.qk_head_dim + dims.v_head_dim)
-    scatter = t if (layout.sequence_parallel or t > 1) else 1
+    # Megatron-LM's scatter/gather optimisation (SC'21 sec. 4.1): each tensor-parallel rank sends 1/t of
+    # the boundary activation between stages (with sequence parallelism it only holds 1/t anyway)
+    scatter = t
     dense_params, expert_params, per_grad = grad_bytes
     return CommSizes(
         tensor_bytes=hidden_bytes if t > 1 else 0.0,
