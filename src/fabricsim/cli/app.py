@@ -12,7 +12,7 @@ import sys
 import click
 import typer
 
-from fabricsim.cli import catalog_cmd, collective_cmd, sweep_cmd, train_cmd, validate_cmd
+from fabricsim.cli import catalog_cmd, collective_cmd, plan_cmd, sweep_cmd, train_cmd, validate_cmd
 from fabricsim.errors import FabricsimError
 
 try:  # typer >= 0.2x raises the exceptions of its own vendored click, not click's
@@ -35,6 +35,7 @@ app.add_typer(catalog_cmd.app, name="catalog")
 app.command("validate")(validate_cmd.validate)
 app.command("sweep", no_args_is_help=True)(sweep_cmd.sweep)
 app.command("train", no_args_is_help=True)(train_cmd.train)
+app.add_typer(plan_cmd.app, name="plan")
 
 
 def _one_line(text: str) -> str:

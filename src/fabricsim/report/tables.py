@@ -150,3 +150,101 @@ def simulated_train_table(result: dict[str, Any]) -> Any:
     rows.append(("simulated ops", f"{result['simulated_ops']:,}"))
     rows.append(("folded", ", ".join(f"{k}={v}" for k, v in result["folded"].items())))
     return Group(train_table(result), key_value_table("simulation", rows))
+
+
+def compact_layout(layout: dict[str, Any]) -> str:
+    """``tp8 pp16 dp24 vpp8 mb1 z1 sp``: degrees always, the other fields when not the default."""
+    parts = [f"tp{layout['tp']}", f"pp{layout['pp']}", f"dp{layout.get('dp', 1)}"]
+    parts += [f"{key}{layout[key]}" for key in ("cp", "ep", "vpp") if layout.get(key, 1) != 1]
+    if "micro_batch" in layout:
+        parts.append(f"mb{layout['micro_batch']}")
+    if "zero" in layout:
+        parts.append(f"z{layout['zero']}")
+    if layout.get("recompute", "none") != "none":
+        parts.append({"selective": "rc:sel", "full": "rc:full"}.get(str(layout["recompute"]), "rc:?"))
+    if layout.get("sequence_parallel"):
+        parts.append("sp")
+    if layout.get("dtype", "bf16") != "bf16":
+        parts.append(str(layout["dtype"]))
+    return " ".join(parts)
+
+
+def _plan_summary(result: dict[str, Any]) -> Table:
+    pruned = ", ".join(f"{count:,} {reason.replace('_', ' ')}" for reason, count in result["pruned"].items())
+    elapsed = result["elapsed_s"]
+    rate = result["evaluated"] / elapsed if elapsed > 0 else float("inf")
+    rows = [
+        ("objective", str(result["objective"])),
+        ("evaluated", f"{result['evaluated']:,} layouts ({rate:,.0f}/s)"),
+        ("feasible (fit)", f"{result['feasible']:,}"),
+        ("costed", f"{result['costed']:,} (pruned before costing: {pruned})"),
+        ("elapsed", format_seconds(elapsed)),
+    ]
+    if result.get("refined"):
+        rows.append(("refined", f"best {result['refined']} re-timed by the event-driven engine"))
+    if not result["plans"] and result.get("smallest_memory_per_gpu_bytes") is not None:
+        least = format_bytes(result["smallest_memory_per_gpu_bytes"])
+        rows.append(("nothing fits", f"least memory {least} ({compact_layout(result['smallest_memory_layout'])})"))
+    title = f"plan {result['kind']}: {result['model']} on {result['gpus']} GPUs of {result['system']}"
+    return key_value_table(title, rows)
+
+
+def _train_plan_rows(table: Table, plans: list[dict[str, Any]]) -> None:
+    refined = any(plan.get("fidelity", "analytic") != "analytic" for plan in plans)
+    for column in ("#", "layout", "step", "tokens/s", "MFU", "mem/GPU", *(["fidelity"] if refined else [])):
+        left = column in ("layout", "fidelity")
+        table.add_column(column, justify="left" if left else "right", no_wrap=column != "layout")
+    for plan in plans:
+        cells = [
+            str(plan["rank"]), compact_layout(plan["layout"]), format_seconds(plan["step_time_s"]),
+            f"{plan['tokens_per_s']:,.0f}", f"{plan['mfu'] * 100:.1f}%", format_bytes(plan["memory_per_gpu_bytes"]),
+        ]
+        table.add_row(*cells, *([str(plan.get("fidelity", "analytic"))] if refined else []))
+
+
+def _why_table(plans: list[dict[str, Any]]) -> Table:
+    return key_value_table("why the others lose to #1", [(f"#{p['rank']}", ", ".join(p["why"])) for p in plans[1:]])
+
+
+def _breakdown_table(plans: list[dict[str, Any]], key: str, title: str) -> Table:
+    """Rows: parts of the breakdown ``key``; columns: the best plans."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("part")
+    for plan in plans:
+        table.add_column(f"#{plan['rank']}", justify="right")
+    for part in plans[0][key]:
+        if not any(plan[key].get(part, 0.0) for plan in plans):
+            continue
+        table.add_row(part.removesuffix("_s"), *(format_seconds(plan[key].get(part, 0.0)) for plan in plans))
+    return table
+
+
+def plan_table(result: dict[str, Any]) -> Any:
+    """Search summary, the ranked plans with why each loses to #1, and the best plans' breakdowns."""
+    from rich.console import Group
+
+    parts: list[Any] = [_plan_summary(result)]
+    plans = result["plans"]
+    if not plans:
+        return Group(*parts)
+    ranked = Table(title="ranked plans", title_justify="left")
+    if result["kind"] == "train":
+        _train_plan_rows(ranked, plans)
+        parts += [ranked, _breakdown_table(plans[:3], "time_breakdown_s", "time per step of the best plans")]
+    else:
+        _infer_plan_rows(ranked, plans)
+        parts.append(ranked)
+    if len(plans) > 1:
+        parts.insert(2, _why_table(plans))
+    return Group(*parts)
+
+
+def _infer_plan_rows(table: Table, plans: list[dict[str, Any]]) -> None:
+    for column in ("#", "layout", "batch", "TTFT", "TPOT", "output tok/s", "mem/GPU"):
+        table.add_column(column, justify="left" if column == "layout" else "right", no_wrap=column != "layout")
+    for plan in plans:
+        table.add_row(
+            str(plan["rank"]), compact_layout(plan["layout"]), str(plan["batch"]), format_seconds(plan["ttft_s"]),
+            format_seconds(plan["tpot_s"]), f"{plan['output_tokens_per_s']:,.0f}",
+            format_bytes(plan["memory_per_gpu_bytes"]),
+        )

@@ -1,0 +1,103 @@
+"""``fabricsim plan train|infer``: search the parallel layouts and print the ranked best ones."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import typer
+
+from fabricsim.cli.common import JSON_OPTION, emit
+from fabricsim.errors import FabricsimError
+
+app = typer.Typer(help="Find the best parallel layout for training or serving a model.", no_args_is_help=True)
+
+_LIST = "one value or a comma-separated list, e.g. 4,8 (default: every valid value)"
+
+
+def int_list(flag: str, text: str | None) -> list[int] | None:
+    """``"4,8"`` -> [4, 8]; None stays None; anything else is a one-line user error."""
+    if text is None:
+        return None
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise FabricsimError(flag, f"expected integers separated by commas, got {text!r}") from None
+    if not values:
+        raise FabricsimError(flag, "is empty")
+    return values
+
+
+def str_list(text: str | None) -> list[str] | None:
+    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr as an ``on_progress(done, total)`` callback (None if off)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("plan (layout groups)"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        bar = progress.add_task("plan", total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(bar, completed=done, total=total)
+
+        yield update
+
+
+@app.command("train", no_args_is_help=True)
+def train(
+    model: str = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json"),
+    system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
+    gpus: int = typer.Option(..., "--gpus", help="number of GPUs"),
+    global_batch: int = typer.Option(..., "--global-batch", help="sequences per optimizer step"),
+    seq_len: int = typer.Option(..., "--seq-len", help="tokens per sequence"),
+    top: int = typer.Option(5, "--top", help="plans to show"),
+    objective: str = typer.Option("tokens-per-s", "--objective", help="tokens-per-s | step-time | memory"),
+    refine: int = typer.Option(0, "--refine", help="re-time the best K plans with the event-driven engine"),
+    tp: str | None = typer.Option(None, "--tp", help=f"tensor-parallel sizes: {_LIST}"),
+    pp: str | None = typer.Option(None, "--pp", help=f"pipeline stages: {_LIST}"),
+    dp: str | None = typer.Option(None, "--dp", help=f"data-parallel sizes: {_LIST}"),
+    cp: str | None = typer.Option(None, "--cp", help=f"context-parallel sizes: {_LIST}"),
+    ep: str | None = typer.Option(None, "--ep", help=f"expert-parallel sizes: {_LIST}"),
+    vpp: str | None = typer.Option(None, "--vpp", help=f"virtual stages per GPU: {_LIST}"),
+    micro_batch: str | None = typer.Option(None, "--micro-batch", help=f"micro-batch sizes: {_LIST}"),
+    zero: str | None = typer.Option(None, "--zero", help=f"ZeRO stages 0-3: {_LIST}"),
+    recompute: str | None = typer.Option(None, "--recompute", help=f"none | selective | full: {_LIST}"),
+    sequence_parallel: bool | None = typer.Option(
+        None, "--sequence-parallel/--no-sequence-parallel", help="only with / without (default: both when tp > 1)"
+    ),
+    dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16, and fp8 where native)"),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Rank training layouts (TP, PP, DP, CP, EP, vpp, micro-batch, ZeRO, recompute, SP, dtype)."""
+    from fabricsim import api
+    from fabricsim.report.tables import plan_table
+
+    constraints: dict[str, object] = {
+        flag: int_list(flag.replace("_", "-"), value)
+        for flag, value in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep), ("vpp", vpp))
+    }
+    constraints |= {"micro_batch": int_list("micro-batch", micro_batch), "zero": int_list("zero", zero)}
+    constraints |= {"recompute": str_list(recompute), "dtype": str_list(dtype), "sequence_parallel": sequence_parallel}
+    with progress_bar(not as_json and sys.stderr.isatty()) as on_progress:
+        result = api.plan_train(
+            model,
+            system,
+            gpus,
+            global_batch,
+            seq_len,
+            top=top,
+            objective=objective,
+            refine=refine,
+            constraints=constraints,
+            on_progress=on_progress,
+        )
+    emit(result.to_json(), as_json, plan_table)
