@@ -27,13 +27,35 @@ from fabricsim import collectives
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import DTYPE_BYTES, Dtype, ModelSpec, SystemSpec
 from fabricsim.transformer.compute import gemm_efficiency
-from fabricsim.transformer.constants import FLASH_ATTENTION_PEAK_FRACTION, FRAMEWORK_MEMORY_BYTES, HBM_FRACTION
+from fabricsim.transformer.constants import (
+    FLASH_ATTENTION_PEAK_FRACTION,
+    FRAMEWORK_MEMORY_BYTES,
+    HBM_FRACTION,
+    KERNEL_OVERHEAD_S,
+)
 from fabricsim.transformer.inference import StepWork, TokenCosts, expected_distinct_experts, token_costs
 from fabricsim.transformer.kv_cache import kv_bytes_per_token_per_gpu
 from fabricsim.transformer.parameters import parameter_counts
 
 ACTIVATION_BYTES = 2.0
 """Bytes per activation element exchanged by TP all-reduces and PP send/recv (bf16)."""
+
+NORM_BYTES_PER_HIDDEN = 16.0
+"""HBM bytes per hidden element and token per layer of the two fused residual-add + RMSNorm kernels
+(each reads the input and the residual and writes both, 16-bit: 4 x 2 B, twice per layer). Derived."""
+
+GATED_ACTIVATION_BYTES = 6.0
+"""Bytes per MLP intermediate element and token of SwiGLU (read gate and up, write product, 16-bit);
+the same constant as the training model's ``SWIGLU_BYTES`` (transformer.compute). Derived."""
+
+LOGIT_BYTES = 4.0
+"""Bytes per vocabulary entry and sampled token: the LM head writes 16-bit logits, the sampler reads
+them (2 + 2 B). Derived."""
+
+KERNELS_PER_LAYER = 9
+"""Kernels one layer launches besides its collectives: norm, QKV GEMM, RoPE + KV write, attention,
+output GEMM, add + norm, gate/up GEMM, activation, down GEMM. Each costs the shared
+``KERNEL_OVERHEAD_S`` (transformer.constants). Counted from TensorRT-LLM's Llama layer. Derived."""
 
 INFERENCE_DTYPES = ("bf16", "fp16", "fp8", "fp4")
 
@@ -177,6 +199,9 @@ class StepCoefficients:
     kv_bytes_per_token_gpu: float
     dense_weight_bytes_gpu: float
     expert_bytes_per_expert_gpu: float
+    elementwise_bytes_per_token: float
+    logit_bytes_per_token: float
+    kernel_overhead_s: float
 
 
 def step_coefficients(model: ModelSpec, system: SystemSpec, layout: InferenceLayout) -> StepCoefficients:
@@ -200,7 +225,21 @@ def step_coefficients(model: ModelSpec, system: SystemSpec, layout: InferenceLay
         dense_weight_bytes_gpu=costs.dense_weight_elements * wbytes * stage_share / tp,
         expert_bytes_per_expert_gpu=costs.expert_weight_elements * costs.num_moe_layers * wbytes
         * stage_share / layout.stage_gpus,
+        elementwise_bytes_per_token=_elementwise_bytes_per_token(model, layout) * stage_share,
+        logit_bytes_per_token=model.vocab_size / tp * LOGIT_BYTES,
+        kernel_overhead_s=model.num_hidden_layers * stage_share * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S,
     )
+
+
+def _elementwise_bytes_per_token(model: ModelSpec, layout: InferenceLayout) -> float:
+    """Element-wise HBM bytes per token on one GPU for all layers: norms (not TP-split) and the MLP
+    activation (TP-split; for MoE layers the top-k experts' intermediates, split over the stage)."""
+    norms = NORM_BYTES_PER_HIDDEN * model.hidden_size * model.num_hidden_layers
+    act = GATED_ACTIVATION_BYTES if model.gated_mlp else 2 * ACTIVATION_BYTES
+    dense_mlp = act * model.intermediate_size / layout.tensor_parallel * model.num_dense_layers
+    experts = model.num_experts_per_tok + model.n_shared_experts
+    moe_mlp = act * model.expert_intermediate_size * experts * model.num_moe_layers / layout.stage_gpus
+    return norms + dense_mlp + moe_mlp
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +272,9 @@ def compute_parts(c: StepCoefficients, tokens: float, attention_flops: float, kv
     efficiency = gemm_efficiency(max(rank_tokens, 1.0), costs.hidden_size / c.tp, costs.hidden_size)
     experts = expected_distinct_experts(costs.num_experts, costs.experts_per_token, tokens)
     weight_bytes = c.dense_weight_bytes_gpu + experts * c.expert_bytes_per_expert_gpu
-    linear_s = max(flops / (c.gemm_peak_flops * efficiency), weight_bytes / c.hbm_Bps)
+    linear_s = max(flops / (c.gemm_peak_flops * efficiency), weight_bytes / c.hbm_Bps) + (
+        rank_tokens * c.elementwise_bytes_per_token + logits_tokens / c.dp * c.logit_bytes_per_token
+    ) / c.hbm_Bps + c.kernel_overhead_s
     attention_s = max(
         attention_flops / (c.dp * c.tp * c.pp) / (c.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION),
         kv_tokens / c.dp * c.kv_bytes_per_token_gpu / c.hbm_Bps,
