@@ -212,3 +212,95 @@ class PlanResult:
             "smallest_memory_layout": dict(self.smallest_memory_layout) if self.smallest_memory_layout else None,
             "plans": [plan.to_json() for plan in self.plans],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class InferResult:
+    """One static batch of inference (``fabricsim infer``). ``batch`` is sequences per model replica;
+    ``output_tokens_per_s`` counts all replicas; ``kv_cache_bytes`` and ``memory_per_gpu_bytes`` are
+    per GPU (the batch's KV at its final length; weights + KV + activations + framework)."""
+
+    model: str
+    system: str
+    gpus: int
+    ttft_s: float
+    tpot_s: float
+    e2e_latency_s: float
+    batch: int
+    output_tokens_per_s: float
+    kv_cache_bytes: float
+    memory_per_gpu_bytes: float
+    memory_capacity_bytes: float
+    fits: bool
+    layout: tuple[tuple[str, object], ...]
+    time_breakdown_s: tuple[tuple[str, float], ...] = ()
+    fidelity: str = "analytic"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "system": self.system,
+            "gpus": self.gpus,
+            "ttft_s": self.ttft_s,
+            "tpot_s": self.tpot_s,
+            "e2e_latency_s": self.e2e_latency_s,
+            "batch": self.batch,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
+            "memory_capacity_bytes": self.memory_capacity_bytes,
+            "fits": self.fits,
+            "layout": dict(self.layout),
+            "time_breakdown_s": dict(self.time_breakdown_s),
+            "fidelity": self.fidelity,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ServeResult:
+    """A simulated serving run (``fabricsim serve``): latency percentiles in seconds (``{p50, p90,
+    p99}``), output tokens/s over the run (first arrival to last finish), SLO attainment (fraction of
+    requests with TTFT and TPOT within the SLOs)."""
+
+    model: str
+    system: str
+    gpus: int
+    requests: int
+    completed: int
+    output_tokens_per_s: float
+    requests_per_s: float
+    ttft_s: tuple[tuple[str, float], ...]
+    tpot_s: tuple[tuple[str, float], ...]
+    e2e_s: tuple[tuple[str, float], ...]
+    slo_attainment: float
+    slo: tuple[tuple[str, float], ...]
+    arrival_rate_per_s: float | None
+    seed: int
+    preemptions: int
+    steps: int
+    duration_s: float
+    layout: tuple[tuple[str, object], ...]
+    fidelity: str = "simulate"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "system": self.system,
+            "gpus": self.gpus,
+            "requests": self.requests,
+            "completed": self.completed,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "requests_per_s": self.requests_per_s,
+            "ttft_s": dict(self.ttft_s),
+            "tpot_s": dict(self.tpot_s),
+            "e2e_s": dict(self.e2e_s),
+            "slo_attainment": self.slo_attainment,
+            "slo": dict(self.slo),
+            "arrival_rate_per_s": self.arrival_rate_per_s,
+            "seed": self.seed,
+            "preemptions": self.preemptions,
+            "steps": self.steps,
+            "duration_s": self.duration_s,
+            "layout": dict(self.layout),
+            "fidelity": self.fidelity,
+        }
