@@ -109,8 +109,9 @@ def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayou
             ParallelLayout(**{**values, "data_parallel": 1}).validate_basic()  # names the bad field
         denominator = tp * pp * cp
         if gpus % denominator:
+            field = "tp" if gpus % tp else "pp" if gpus % (tp * pp) else "cp"
             raise FabricsimError(
-                "tp", f"tp*pp*cp = {denominator} does not divide gpus = {gpus}", "choose tp, pp and cp dividing --gpus"
+                field, f"tp*pp*cp = {denominator} does not divide gpus = {gpus}", "choose tp, pp and cp dividing --gpus"
             )
         values["data_parallel"] = gpus // denominator
     values.setdefault("zero_stage", 1 if dims.experts else 0)
