@@ -107,3 +107,14 @@ def test_console_script_unreachable_ray_address_exit_2_one_line(tmp_path):
     result = subprocess.run([_console_script(), *args], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "error: address: Ray cluster at 127.0.0.1:" in result.stderr
+
+
+def test_progress_bar_callback_is_off_for_json_or_pipes_and_counts_when_on(capsys):
+    from fabricsim.cli.sweep_cmd import _progress_bar
+
+    with _progress_bar(False) as update:
+        assert update is None
+    with _progress_bar(True) as update:
+        update(0, 4)
+        update(4, 4)
+    assert capsys.readouterr().out == ""  # the bar is drawn on stderr only

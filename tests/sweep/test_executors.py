@@ -54,3 +54,23 @@ def test_missing_ray_is_a_user_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(FabricsimError, match="ray is not installed"), RayExecutor(1):
         pass
+
+
+class _NoClusterRay:
+    """Stands in for the ray module when no cluster runs at the address (as ray.init(address='auto'))."""
+
+    @staticmethod
+    def is_initialized() -> bool:
+        return False
+
+    @staticmethod
+    def init(**_kwargs: object) -> None:
+        raise ConnectionError("Could not find any running Ray instance.\nPlease specify the one to connect to.")
+
+
+def test_ray_init_failure_is_a_one_line_user_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", _NoClusterRay)
+    with pytest.raises(FabricsimError) as info, RayExecutor(1, "auto"):
+        pass
+    assert "cannot start or join auto: Could not find any running Ray instance." in str(info.value)
+    assert "\n" not in str(info.value)
