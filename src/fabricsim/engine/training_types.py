@@ -1,0 +1,137 @@
+"""Result and intermediate types of the analytic training step (layer L6).
+
+:class:`TimeBreakdown`, :class:`MemoryBreakdown` and :class:`TrainingEstimate` are immutable named
+tuples (cheaper to build than frozen dataclasses on the planner's hot path); :class:`StageWork`
+and :class:`StageEntry` are cached per per-GPU shape by :mod:`fabricsim.engine.analytic`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from fabricsim.specs import ParallelLayout
+
+
+class TimeBreakdown(NamedTuple):
+    """Seconds of one step by cause; the fields add up to the step time."""
+
+    forward_compute_s: float
+    backward_compute_s: float
+    recompute_s: float
+    tp_comm_s: float
+    cp_comm_s: float
+    ep_comm_s: float
+    pp_comm_s: float
+    pipeline_bubble_s: float
+    dp_comm_s: float
+    optimizer_s: float
+
+    @property
+    def total_s(self) -> float:
+        return (
+            self.forward_compute_s
+            + self.backward_compute_s
+            + self.recompute_s
+            + self.tp_comm_s
+            + self.cp_comm_s
+            + self.ep_comm_s
+            + self.pp_comm_s
+            + self.pipeline_bubble_s
+            + self.dp_comm_s
+            + self.optimizer_s
+        )
+
+    def as_dict(self) -> dict[str, float]:
+        return self._asdict()
+
+
+class MemoryBreakdown(NamedTuple):
+    """Bytes on the most loaded GPU by kind."""
+
+    weights: float
+    gradients: float
+    optimizer_states: float
+    activations: float
+    framework: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer_states + self.activations + self.framework
+
+    def as_dict(self) -> dict[str, float]:
+        return self._asdict()
+
+
+class TrainingEstimate(NamedTuple):
+    """Everything the analytic engine predicts for one (model, system, layout, batch, sequence)."""
+
+    layout: ParallelLayout
+    global_batch: int
+    seq_len: int
+    microbatches: int
+    step_time_s: float
+    model_flops: float
+    hardware_flops: float
+    peak_flops_per_gpu: float
+    time: TimeBreakdown
+    memory: MemoryBreakdown
+    memory_capacity_bytes: float
+
+    @property
+    def gpus(self) -> int:
+        return self.layout.gpus
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.global_batch * self.seq_len / self.step_time_s
+
+    @property
+    def model_flops_per_gpu_s(self) -> float:
+        return self.model_flops / (self.gpus * self.step_time_s)
+
+    @property
+    def hardware_flops_per_gpu_s(self) -> float:
+        return self.hardware_flops / (self.gpus * self.step_time_s)
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops_per_gpu_s / self.peak_flops_per_gpu
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops_per_gpu_s / self.peak_flops_per_gpu
+
+    @property
+    def memory_per_gpu_bytes(self) -> float:
+        return self.memory.total
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.total <= self.memory_capacity_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StageWork:
+    """Per-micro-batch seconds of the slowest stage (forward, backward, recompute, exposed comm)."""
+
+    forward_s: float
+    backward_s: float
+    recompute_s: float
+    tp_comm_s: float
+    cp_comm_s: float
+    ep_comm_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class StageEntry:
+    """Per-shape quantities of the slowest stage (independent of dp, vpp, ZeRO and the batch)."""
+
+    work: StageWork
+    dense_params: float
+    expert_params: float
+    layers: int
+    activation_per_microbatch: float
+    logits_activation: float
+    recompute_working: float
+    p2p_bytes: float
