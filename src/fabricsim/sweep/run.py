@@ -6,6 +6,10 @@ chunk returns. A killed run therefore restarts where it stopped: finished tasks 
 that were in flight run again, and the primary key guarantees each task is stored exactly once.
 Because a task's row is a pure function of the task, the final store (read in task-id order) is the
 same whatever the executor, worker count, completion order or number of interruptions.
+
+A user error inside a task (:class:`FabricsimError`, e.g. a layout that does not divide the GPUs) is
+stored as a failed row with its one-line message. Any other exception is a bug: it stops the sweep
+with its traceback; the rows stored so far stay, and a rerun resumes after the fix.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from functools import partial
 from pathlib import Path
 
 from fabricsim.metrics import SweepSummary
-from fabricsim.sweep.executors import ExecutorKind, make_executor
+from fabricsim.sweep.executors import ExecutorKind, LocalExecutor, RayExecutor, make_executor
 from fabricsim.sweep.export import check_export, export_results
 from fabricsim.sweep.store import ResultStore, open_store
 from fabricsim.sweep.tasks import STATUS_FAILED, RunnerRegistry, Task, run_chunk
@@ -66,13 +70,11 @@ class _Counts:
 def _execute(
     todo: Sequence[Task],
     runners: RunnerRegistry,
-    options: SweepOptions,
+    executor: LocalExecutor | RayExecutor,
     store: ResultStore,
     advance: Callable[[int], None],
 ) -> _Counts:
     counts = _Counts()
-    modules = tuple(sorted({runner.__module__ for runner in runners.values()}))
-    executor = make_executor(options.executor, options.workers, options.address, modules)
     work = partial(run_chunk, dict(runners))
     with executor:
         for outcomes in executor.map_unordered(work, _chunks(todo, chunk_size(len(todo), executor.workers))):
@@ -98,6 +100,8 @@ def run_sweep(
     started = time.perf_counter()
     if options.export_path is not None:
         check_export(options.export_path)
+    modules = tuple(sorted({runner.__module__ for runner in runners.values()}))
+    executor = make_executor(options.executor, options.workers, options.address, modules)  # started only if needed
     total = len(tasks)
     with open_store(options.db_path) as store:
         stored = store.stored_ids()
@@ -113,7 +117,7 @@ def run_sweep(
 
         advance(0)
         if todo:
-            ran = _execute(todo, runners, options, store, advance)
+            ran = _execute(todo, runners, executor, store, advance)
             counts = _Counts(ran.done, ran.failed, counts.skipped + ran.skipped)
         if options.export_path is not None:
             export_results(store.rows({task.task_id for task in tasks}), options.export_path)
