@@ -339,3 +339,159 @@ def _plan_entry(rank: int, model: str, system: str, plan: planner.TrainPlan) -> 
     if plan.simulation is not None:
         result = _simulated_result(result, plan.simulation, "simulate")
     return PlanEntry(rank, result, plan.reasons)
+
+
+def _inference_specs(model: str, system: str, layout_request: Any) -> tuple[Any, Any, Any]:
+    """Catalog names -> (ModelSpec, SystemSpec, InferenceLayout) for ``infer`` and ``serve``."""
+    from fabricsim.workload import inference as inference_workload
+
+    model_spec = catalog.load_model(model)
+    system_spec = catalog.load_system(system)
+    layout = inference_workload.resolve_layout(model_spec, system_spec, layout_request)
+    return model_spec, system_spec, layout
+
+
+def infer(
+    model: str,
+    system: str,
+    gpus: int,
+    *,
+    batch: int | str = "max",
+    input_len: int,
+    output_len: int,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+) -> Any:
+    """Static-batch inference estimate (analytic): TTFT, TPOT, end-to-end latency, throughput, memory.
+
+    ``batch`` is sequences per model replica, or ``"max"`` for the largest whose KV fits. A model or
+    batch that does not fit is a result with ``fits`` False. Returns :class:`metrics.InferResult`.
+    """
+    from fabricsim.engine.inference import InferScenario, infer_estimate
+    from fabricsim.metrics import InferResult
+    from fabricsim.workload.inference import LayoutRequest, check_lengths
+
+    request = LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype)
+    model_spec, system_spec, layout = _inference_specs(model, system, request)
+    _positive_int("input-len", input_len)
+    _positive_int("output-len", output_len)
+    check_lengths(model_spec, input_len, output_len)
+    size = None if str(batch) == "max" else _positive_int("batch", batch)
+    est = infer_estimate(InferScenario(model_spec, system_spec, layout, input_len, output_len, size))
+    breakdown = {"prefill_" + k: v for k, v in dataclasses.asdict(est.prefill).items()}
+    breakdown.update({"decode_" + k: v for k, v in dataclasses.asdict(est.decode).items()})
+    return InferResult(
+        model=model_spec.name, system=system_spec.name, gpus=gpus, ttft_s=est.ttft_s, tpot_s=est.tpot_s,
+        e2e_latency_s=est.e2e_latency_s, batch=est.batch, output_tokens_per_s=est.output_tokens_per_s,
+        kv_cache_bytes=est.kv_cache_bytes, memory_per_gpu_bytes=est.memory_per_gpu_bytes,
+        memory_capacity_bytes=est.memory_capacity_bytes, fits=est.fits,
+        layout=tuple(layout.as_dict().items()), time_breakdown_s=tuple(breakdown.items()),
+    )
+
+
+def _positive_int(field: str, value: object) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise FabricsimError(field, f"must be a positive integer, got {value!r}") from None
+    if number < 1:
+        raise FabricsimError(field, f"must be a positive integer, got {value!r}")
+    return number
+
+
+def _parse_disaggregate(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        prefill, decode = (int(part) for part in str(text).split(":"))
+    except ValueError:
+        raise FabricsimError("disaggregate", f"cannot parse {text!r}", "use P:D, e.g. 1:3") from None
+    if prefill < 1 or decode < 1:
+        raise FabricsimError("disaggregate", f"both pools need a replica, got {text!r}", "use P:D, e.g. 1:3")
+    return prefill, decode
+
+
+def _request_stream(model_spec: Any, options: dict[str, Any]) -> Any:
+    """Poisson arrivals with sampled lengths, or a trace file (CSV or JSONL)."""
+    from fabricsim.workload import requests as request_streams
+    from fabricsim.workload.inference import check_lengths
+
+    context = model_spec.max_position_embeddings
+    if options.get("trace"):
+        path = Path(str(options["trace"]))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise FabricsimError("trace", f"cannot read {path}: {exc.strerror}", "check the path") from None
+        stream = request_streams.parse_trace(text, jsonl=path.suffix.lower() in (".jsonl", ".json", ".ndjson"))
+        check_lengths(model_spec, int(stream.input_len.max()), int(stream.output_len.max()))
+        return stream
+    rate = options.get("arrival_rate")
+    if rate is None or not (float(rate) > 0):
+        raise FabricsimError("arrival-rate", f"must be a positive number, got {rate!r}", "or give --trace FILE")
+    dists = (request_streams.parse_length_dist(options["input_len"], "input-len"),
+             request_streams.parse_length_dist(options["output_len"], "output-len"))
+    if max(dists[0].upper_bound, dists[1].upper_bound) < float("inf"):
+        check_lengths(model_spec, dists[0].upper_bound, dists[1].upper_bound)
+    count = _positive_int("requests", options["requests"])
+    stream = request_streams.poisson_stream(float(rate), count, dists, (context - 1, context - 1), int(options["seed"]))
+    return request_streams.clip_to_context(stream, context)
+
+
+def serve(
+    model: str,
+    system: str,
+    gpus: int,
+    *,
+    arrival_rate: float | None = None,
+    trace: str | None = None,
+    requests: int = 1000,
+    input_len: str = "1024",
+    output_len: str = "256",
+    seed: int = 0,
+    disaggregate: str | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    token_budget: int = 8192,
+    max_batch: int = 1024,
+    slo_ttft_s: float = 2.0,
+    slo_tpot_s: float = 0.1,
+) -> Any:
+    """Simulate serving a request stream (Poisson or trace) with continuous batching; see
+    :mod:`fabricsim.workload.serving`. ``gpus`` is the whole deployment; each replica gets the
+    layout; ``disaggregate="P:D"`` splits the replicas into P prefill and D decode replicas.
+    Returns :class:`metrics.ServeResult`."""
+    from fabricsim.engine.serving import ServeScenario, replica_kv_tokens, simulate_serving
+    from fabricsim.metrics import ServeResult
+    from fabricsim.workload.inference import LayoutRequest
+
+    model_spec, system_spec, layout = _inference_specs(model, system, LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype))
+    split = _parse_disaggregate(disaggregate)
+    if split and sum(split) != layout.replicas:
+        raise FabricsimError("disaggregate", f"{split[0]}:{split[1]} needs {sum(split)} replicas of "
+                             f"{layout.replica_gpus} GPUs, {gpus} GPUs make {layout.replicas}", "match --gpus")
+    scenario = ServeScenario(model_spec, system_spec, layout, _positive_int("token-budget", token_budget),
+                             _positive_int("max-batch", max_batch), disaggregate=split)
+    stream = _request_stream(model_spec, {"trace": trace, "arrival_rate": arrival_rate, "input_len": input_len,
+                                          "output_len": output_len, "requests": requests, "seed": seed})
+    longest = int((stream.input_len + stream.output_len).max())
+    if replica_kv_tokens(scenario) < longest:
+        raise FabricsimError("model", f"a replica's KV cache holds {replica_kv_tokens(scenario)} tokens, less than "
+                             f"the longest request ({longest})", "use more GPUs per replica, FP8 or shorter requests")
+    summary = simulate_serving(scenario, stream, (slo_ttft_s, slo_tpot_s))
+    return ServeResult(
+        model=model_spec.name, system=system_spec.name, gpus=gpus, requests=summary.requests,
+        completed=summary.completed, output_tokens_per_s=summary.output_tokens_per_s,
+        requests_per_s=summary.requests_per_s, ttft_s=tuple(summary.ttft.to_json().items()),
+        tpot_s=tuple(summary.tpot.to_json().items()), e2e_s=tuple(summary.e2e.to_json().items()),
+        slo_attainment=summary.slo_attainment, slo=(("ttft_s", slo_ttft_s), ("tpot_s", slo_tpot_s)),
+        arrival_rate_per_s=None if trace else float(arrival_rate or 0.0), seed=seed,
+        preemptions=summary.preemptions, steps=summary.steps, duration_s=summary.duration_s,
+        layout=tuple({**layout.as_dict(), "disaggregate": disaggregate or None}.items()),
+    )

@@ -12,7 +12,7 @@ import sys
 import click
 import typer
 
-from fabricsim.cli import catalog_cmd, collective_cmd, plan_cmd, sweep_cmd, train_cmd, validate_cmd
+from fabricsim.cli import catalog_cmd, collective_cmd, infer_cmd, plan_cmd, serve_cmd, sweep_cmd, train_cmd, validate_cmd
 from fabricsim.errors import FabricsimError
 
 try:  # typer >= 0.2x raises the exceptions of its own vendored click, not click's
@@ -36,6 +36,8 @@ app.command("validate")(validate_cmd.validate)
 app.command("sweep", no_args_is_help=True)(sweep_cmd.sweep)
 app.command("train", no_args_is_help=True)(train_cmd.train)
 app.add_typer(plan_cmd.app, name="plan")
+app.command("infer", no_args_is_help=True)(infer_cmd.infer)
+app.command("serve", no_args_is_help=True)(serve_cmd.serve)
 
 
 def _one_line(text: str) -> str:

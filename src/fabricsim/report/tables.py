@@ -248,3 +248,43 @@ def _infer_plan_rows(table: Table, plans: list[dict[str, Any]]) -> None:
             format_seconds(plan["tpot_s"]), f"{plan['output_tokens_per_s']:,.0f}",
             format_bytes(plan["memory_per_gpu_bytes"]),
         )
+
+
+def infer_table(result: dict[str, Any]) -> Table:
+    layout = result["layout"]
+    return key_value_table(
+        f"infer {result['model']} on {result['gpus']} x {result['system']}",
+        [
+            ("layout", f"tp {layout['tp']} pp {layout['pp']} ep {layout['ep']} x{layout['replicas']} replicas, "
+             f"{layout['dtype']} weights, {layout['kv_dtype']} KV"),
+            ("batch (per replica)", str(result["batch"])),
+            ("TTFT", format_seconds(result["ttft_s"])),
+            ("TPOT", format_seconds(result["tpot_s"])),
+            ("end-to-end", format_seconds(result["e2e_latency_s"])),
+            ("output tokens/s", f"{result['output_tokens_per_s']:,.0f}"),
+            ("KV cache per GPU", format_bytes(result["kv_cache_bytes"])),
+            ("memory per GPU", f"{format_bytes(result['memory_per_gpu_bytes'])} of "
+             f"{format_bytes(result['memory_capacity_bytes'])}"),
+            ("fits", str(result["fits"])),
+        ],
+    )
+
+
+def serve_table(result: dict[str, Any]) -> Table:
+    def triple(values: dict[str, float]) -> str:
+        return " / ".join(format_seconds(values[k]) if values[k] == values[k] else "-" for k in ("p50", "p90", "p99"))
+
+    rate = result.get("arrival_rate_per_s")
+    return key_value_table(
+        f"serve {result['model']} on {result['gpus']} x {result['system']}",
+        [
+            ("requests", f"{result['completed']} of {result['requests']}"
+             + (f" at {rate:g}/s" if rate else " (trace)")),
+            ("output tokens/s", f"{result['output_tokens_per_s']:,.0f}"),
+            ("TTFT p50/p90/p99", triple(result["ttft_s"])),
+            ("TPOT p50/p90/p99", triple(result["tpot_s"])),
+            ("E2E p50/p90/p99", triple(result["e2e_s"])),
+            ("SLO attainment", f"{result['slo_attainment'] * 100:.1f}%"),
+            ("preemptions", str(result["preemptions"])),
+        ],
+    )

@@ -15,6 +15,7 @@ from fabricsim.validation.base import SuiteResult, ValidationEntry
 # suite name -> "module:function" (relative to fabricsim.validation)
 SUITES: dict[str, str] = {
     "collectives": "collectives:run",
+    "inference": "inference:run",
     "training": "training:run",
 }
 

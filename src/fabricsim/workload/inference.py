@@ -351,3 +351,53 @@ def collective_time_s(system: SystemSpec, op: str, size_bytes: float, ranks: int
     group = collectives.place_group(system, ranks, stride)
     operation = collectives.parse_op(op)
     return float(collectives.estimate(operation, math.ceil(size_bytes), group, collectives.Algorithm.AUTO).time_s)
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutRequest:
+    """What the user asked for; ``None`` fields take defaults in :func:`resolve_layout`."""
+
+    gpus: int
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    expert_parallel: int | None = None
+    dtype: str | None = None
+    kv_dtype: str | None = None
+
+
+def resolve_layout(model: ModelSpec, system: SystemSpec, request: LayoutRequest) -> InferenceLayout:
+    """Defaults: pp 1, ep 1, tp = the largest power-of-two share of ``gpus / pp`` inside one NVLink
+    domain that divides the heads (1 when ep > 1: DeepSeek-style attention-DP), bf16 weights, FP8 KV
+    for FP8/FP4 weights else bf16; ``replicas = gpus / replica_gpus`` (must divide)."""
+    system.check_gpu_count(request.gpus)
+    pp = request.pipeline_parallel or 1
+    ep = request.expert_parallel or 1
+    tp = request.tensor_parallel
+    if tp is None:
+        tp = 1 if ep > 1 else max(1, min(request.gpus // pp, system.scale_up.domain_gpus))
+        while tp > 1 and _bad_tp(model, tp):
+            tp //= 2
+    dtype = check_dtype(request.dtype or "bf16", "dtype")
+    kv_dtype = check_dtype(request.kv_dtype or ("fp8" if dtype in ("fp8", "fp4") else "bf16"), "kv-dtype")
+    layout = InferenceLayout(tp, pp, ep, dtype, kv_dtype)
+    validate_layout(model, layout)
+    if request.gpus % layout.replica_gpus:
+        raise FabricsimError("gpus", f"{request.gpus} GPUs is not a multiple of the {layout.replica_gpus}-GPU replica "
+                             f"(tp {tp} x pp {pp}, ep {ep})", "change --gpus or the layout")
+    return InferenceLayout(tp, pp, ep, dtype, kv_dtype, replicas=request.gpus // layout.replica_gpus)
+
+
+def _bad_tp(model: ModelSpec, tp: int) -> bool:
+    kv = model.kv_heads
+    return bool(model.num_attention_heads % tp or (not model.is_mla and kv % tp and tp % kv))
+
+
+def check_lengths(model: ModelSpec, input_len: float, output_len: float) -> None:
+    """Positive lengths whose sum fits the model's context (``max_position_embeddings``)."""
+    for name, value in (("input-len", input_len), ("output-len", output_len)):
+        if value < 1:
+            raise FabricsimError(name, f"must be at least 1 token, got {value!r}")
+    if input_len + output_len > model.max_position_embeddings:
+        raise FabricsimError(
+            "input-len", f"input {input_len:g} + output {output_len:g} tokens exceed the "
+            f"{model.max_position_embeddings}-token context of {model.name}", "use shorter sequences")

@@ -108,6 +108,13 @@ def poisson_stream(rate_per_s: float, count: int, lengths: tuple[LengthDist, Len
     )
 
 
+def clip_to_context(stream: RequestStream, context: int) -> RequestStream:
+    """Cut output lengths so that input + output never exceeds ``context`` tokens (sampled lengths of
+    unbounded distributions are clipped, as a server truncates generation at the context)."""
+    output = np.minimum(stream.output_len, np.maximum(context - stream.input_len, 1))
+    return RequestStream(stream.arrival_s, stream.input_len, output)
+
+
 def _pick(row: dict[str, object], keys: tuple[str, ...], line: int) -> object:
     for key in keys:
         if key in row and row[key] not in (None, ""):

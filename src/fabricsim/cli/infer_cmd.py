@@ -1,0 +1,30 @@
+"""``fabricsim infer``: TTFT, TPOT and throughput of one static batch (analytic)."""
+
+from __future__ import annotations
+
+import typer
+
+from fabricsim.cli.common import JSON_OPTION, emit
+
+
+def infer(
+    model: str = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json"),
+    system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
+    gpus: int = typer.Option(..., "--gpus", help="number of GPUs (replicas = gpus / (pp x max(tp, ep)))"),
+    batch: str = typer.Option("max", "--batch", help="sequences per replica, or 'max' for the largest whose KV fits"),
+    input_len: int = typer.Option(..., "--input-len", help="prompt tokens per sequence"),
+    output_len: int = typer.Option(..., "--output-len", help="generated tokens per sequence"),
+    tp: int | None = typer.Option(None, "--tp", help="tensor-parallel size (default: a node's share, 1 with --ep)"),
+    pp: int | None = typer.Option(None, "--pp", help="pipeline stages (default 1)"),
+    ep: int | None = typer.Option(None, "--ep", help="expert-parallel size; ep > tp means attention-DP (default 1)"),
+    dtype: str | None = typer.Option(None, "--dtype", help="weights: bf16 | fp16 | fp8 | fp4 (default bf16)"),
+    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (default fp8 for fp8/fp4 weights)"),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Prefill (TTFT) and decode (TPOT) of a batch, tokens/s, KV and memory per GPU."""
+    from fabricsim import api
+    from fabricsim.report.tables import infer_table
+
+    result = api.infer(model, system, gpus, batch=batch, input_len=input_len, output_len=output_len, tp=tp, pp=pp,
+                       ep=ep, dtype=dtype, kv_dtype=kv_dtype)
+    emit(result.to_json(), as_json, infer_table)

@@ -1,0 +1,104 @@
+"""Serving engine: wires the replica step model to the request-level simulation (layer L6).
+
+Builds, for a model, a system and a per-replica layout, the step timer
+(:func:`fabricsim.workload.inference.step_time`), each replica's KV capacity (paged token slots
+that fit the KV budget, times the attention-DP ranks) and, for disaggregated pools, the KV
+hand-off time; then runs :class:`fabricsim.workload.serving.ServingSimulation`.
+GPUs are numbered replica after replica; with ``P:D`` disaggregation the P prefill replicas come
+first, so the KV of a request crosses from GPU ``g`` to GPU ``g + P x replica_gpus`` (NVLink if both
+are in one scale-up domain, else the scale-out network), every GPU sending its shard in parallel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.transformer.inference import StepWork
+from fabricsim.transformer.kv_cache import capacity_tokens, kv_bytes_per_token_per_gpu
+from fabricsim.workload.inference import (
+    CommunicationModel,
+    InferenceLayout,
+    KvBudgetPolicy,
+    collective_time_s,
+    kv_budget_per_gpu,
+    step_coefficients,
+    step_time,
+)
+from fabricsim.workload.requests import RequestStream
+from fabricsim.workload.serving import ClusterConfig, SchedulerConfig, ServingSimulation, ServingSummary, summarize
+
+
+@dataclass(frozen=True, slots=True)
+class ServeScenario:
+    """A serving deployment: ``layout.replicas`` mixed replicas, or ``disaggregate = (P, D)`` pools."""
+
+    model: ModelSpec
+    system: SystemSpec
+    layout: InferenceLayout
+    token_budget: int = 8192
+    max_batch: int = 1024
+    reserve_full: bool = False
+    kv_free_fraction: float = 0.90
+    disaggregate: tuple[int, int] | None = None
+
+
+def replica_kv_tokens(scenario: ServeScenario) -> int:
+    """KV token slots of one replica: per attention-DP rank, times the ranks."""
+    layout = scenario.layout
+    policy = KvBudgetPolicy(scenario.kv_free_fraction, scenario.token_budget)
+    budget = kv_budget_per_gpu(scenario.model, scenario.system, layout, policy)
+    per_token = kv_bytes_per_token_per_gpu(scenario.model, layout.kv_dtype, layout.tensor_parallel,
+                                           layout.pipeline_parallel)
+    return capacity_tokens(budget, per_token) * layout.attention_data_parallel
+
+
+def make_timer(scenario: ServeScenario):
+    """Step time (s) of one replica as a function of a step's :class:`StepWork`."""
+    coeffs = step_coefficients(scenario.model, scenario.system, scenario.layout)
+    comm = CommunicationModel(scenario.system, scenario.layout, scenario.model)
+
+    def timer(work: StepWork) -> float:
+        return step_time(coeffs, comm, work).total_s
+
+    return timer
+
+
+def make_transfer(scenario: ServeScenario):
+    """KV hand-off time (s) for a prompt of ``tokens`` tokens, from an alpha-beta fit of two
+    send/recv estimates between the first prefill GPU and the first decode GPU."""
+    layout = scenario.layout
+    prefill = scenario.disaggregate[0] if scenario.disaggregate else 1
+    stride = prefill * layout.replica_gpus
+    per_token = kv_bytes_per_token_per_gpu(scenario.model, layout.kv_dtype, layout.tensor_parallel,
+                                           layout.pipeline_parallel)
+    small, large = 1 << 20, 1 << 26
+    t_small = collective_time_s(scenario.system, "send-recv", small, 2, stride)
+    t_large = collective_time_s(scenario.system, "send-recv", large, 2, stride)
+    beta = (t_large - t_small) / (large - small)
+    alpha = max(0.0, t_small - beta * small)
+
+    def transfer_s(tokens: int) -> float:
+        return alpha + beta * tokens * per_token
+
+    return transfer_s
+
+
+def cluster_config(scenario: ServeScenario) -> ClusterConfig:
+    scheduler = SchedulerConfig(
+        kv_capacity_tokens=replica_kv_tokens(scenario),
+        token_budget=scenario.token_budget,
+        max_batch=scenario.max_batch,
+        reserve_full=scenario.reserve_full,
+    )
+    if scenario.disaggregate:
+        prefill, decode = scenario.disaggregate
+        return ClusterConfig(scheduler, make_timer(scenario), mixed=0, prefill=prefill, decode=decode,
+                             transfer_s=make_transfer(scenario))
+    return ClusterConfig(scheduler, make_timer(scenario), mixed=scenario.layout.replicas)
+
+
+def simulate_serving(scenario: ServeScenario, stream: RequestStream, slo_s: tuple[float, float]) -> ServingSummary:
+    """Run the request-level simulation; ``slo_s`` = (TTFT SLO, TPOT SLO) in seconds."""
+    outcome = ServingSimulation(stream, cluster_config(scenario)).run()
+    return summarize(outcome, slo_s[0], slo_s[1])

@@ -1,0 +1,67 @@
+"""Inference suite: TensorRT-LLM offline max-throughput on H100, dense Llama rows (layer L8).
+
+Each row is simulated as ``trtllm-bench throughput`` ran it (perf-overview.md, v1.0): all requests
+queued at t = 0 (the row's request count), FP8 weights and FP8 KV cache (ModelOpt FP8 checkpoints;
+assumption: the KV cache was FP8 too), ``kv_cache_free_gpu_mem_fraction`` 0.95 (the doc: "in many
+cases"), TensorRT-LLM's default GUARANTEED_NO_EVICT admission (KV reserved for input + output),
+continuous batching with chunked, mixed prefill, and trtllm-bench's own heuristic for
+``max_batch_size`` (KV-limited requests, capped at 4096) and ``max_num_tokens``
+(``batch x (1 + ISL/OSL)``, clamped to [2048, 32768]) from tensorrt_llm/bench/build/tuning.py.
+The metric is output tokens / (last finish - first arrival). No constant is specific to a row.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fabricsim import catalog
+from fabricsim.engine.serving import ServeScenario, replica_kv_tokens, simulate_serving
+from fabricsim.validation.base import SuiteResult, ValidationEntry, load_entries
+from fabricsim.workload.inference import InferenceLayout
+from fabricsim.workload.requests import LengthDist, poisson_stream
+
+DATA_FILE = "inference-trtllm-h100.yaml"
+MODELS = {"Llama 3.1 8B": "llama3.1-8b", "Llama 3.3 70B": "llama3.3-70b", "Llama 3.1 405B": "llama3-405b"}
+# Requests per (ISL, OSL) in perf-overview.md ("Number of requests per ISL/OSL" in each row's notes).
+REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (1000, 2000): 1500, (2048, 128): 3000,
+            (2048, 2048): 1500, (5000, 500): 1500, (1000, 1000): 3000, (500, 2000): 3000, (20000, 2000): 1000}
+KV_FREE_FRACTION = 0.95
+MAX_BATCH_CAP = 4096
+TOKENS_RANGE = (2048, 32768)
+
+
+def trtllm_bench_settings(kv_tokens: int, isl: int, osl: int) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) as trtllm-bench's ``finetune_setting`` picks them."""
+    batch = min(kv_tokens / (isl + osl), MAX_BATCH_CAP)
+    tokens = min(batch * (1 + isl / osl), TOKENS_RANGE[1])
+    return max(1, math.ceil(batch)), int(max(TOKENS_RANGE[0], math.ceil(tokens)))
+
+
+def predict(entry: dict) -> float:
+    """Simulated total output throughput (tokens/s) of one row."""
+    workload = entry["workload"]
+    isl, osl, tp = int(workload["isl"]), int(workload["osl"]), int(workload["tensor_parallel"])
+    model = catalog.load_model(MODELS[workload["model"]])
+    system = catalog.load_system("dgx-h100")
+    layout = InferenceLayout(tensor_parallel=tp, weight_dtype="fp8", kv_dtype="fp8")
+    probe = ServeScenario(model, system, layout, kv_free_fraction=KV_FREE_FRACTION)
+    batch, tokens = trtllm_bench_settings(replica_kv_tokens(probe), isl, osl)
+    scenario = ServeScenario(model, system, layout, token_budget=tokens, max_batch=batch, reserve_full=True,
+                             kv_free_fraction=KV_FREE_FRACTION)
+    stream = poisson_stream(math.inf, REQUESTS[(isl, osl)], (LengthDist("fixed", isl), LengthDist("fixed", osl)),
+                            (isl, osl), seed=0)
+    return simulate_serving(scenario, stream, (math.inf, math.inf)).output_tokens_per_s
+
+
+def run() -> SuiteResult:
+    entries = []
+    for entry in load_entries(DATA_FILE):
+        workload = entry["workload"]
+        if workload["model"] not in MODELS:
+            continue
+        entries.append(ValidationEntry(
+            id=entry["id"], metric=entry["metric"], unit="output tokens/s", measured=float(entry["value"]),
+            predicted=predict(entry), source=entry["source"],
+            detail=f"TP{workload['tensor_parallel']} ISL {workload['isl']} OSL {workload['osl']} FP8",
+        ))
+    return SuiteResult("inference", tuple(entries))
