@@ -185,13 +185,14 @@ def simulate_training(
 ) -> TrainingSimulation:
     """Simulate one step of ``case``; ``timers(None)`` times payloads (None: analytic times kept).
 
-    With active ``variability``, up to :data:`MAX_UNFOLDED_REPLICAS` data-parallel replicas are
-    simulated one by one (the folding is reported in ``graph.folded``) and ``tail`` holds the
+    With per-GPU ``variability`` (stragglers, jitter), up to :data:`MAX_UNFOLDED_REPLICAS`
+    data-parallel replicas are simulated one by one (the folding is reported in ``graph.folded``) and ``tail`` holds the
     Monte-Carlo step times.
     """
     plan, estimate = training_plan(case)
     active = variability is not None and variability.active
-    replicas = min(plan.data_parallel, MAX_UNFOLDED_REPLICAS) if active else 1
+    per_gpu = variability is not None and variability.per_gpu  # ECMP re-hashing alone keeps replicas equal
+    replicas = min(plan.data_parallel, MAX_UNFOLDED_REPLICAS) if per_gpu else 1
     graph = build_training_graph(plan, replicas)
     timer: CommTimer | None = timers(None)
     result = simulate(graph, timer)

@@ -56,6 +56,11 @@ class Variability:
             or self.ecmp_rehash
         )
 
+    @property
+    def per_gpu(self) -> bool:
+        """Whether GPUs or links differ from each other in a run (else replicas stay identical)."""
+        return bool((self.straggler_fraction and self.straggler_slowdown) or self.compute_jitter or self.link_jitter)
+
     def validate(self) -> None:
         """Raise :class:`FabricsimError` for values outside their ranges."""
         if not 0.0 <= self.straggler_fraction <= 1.0:
