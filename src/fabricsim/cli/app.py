@@ -12,7 +12,16 @@ import sys
 import click
 import typer
 
-from fabricsim.cli import catalog_cmd, collective_cmd, infer_cmd, plan_cmd, serve_cmd, sweep_cmd, train_cmd, validate_cmd
+from fabricsim.cli import (
+    catalog_cmd,
+    collective_cmd,
+    infer_cmd,
+    plan_cmd,
+    serve_cmd,
+    sweep_cmd,
+    train_cmd,
+    validate_cmd,
+)
 from fabricsim.errors import FabricsimError
 
 try:  # typer >= 0.2x raises the exceptions of its own vendored click, not click's
