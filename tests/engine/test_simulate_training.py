@@ -6,6 +6,7 @@ own costs through Megatron's schedules; the issue's bound is 3% on every row.
 
 import pytest
 
+from fabricsim import api
 from fabricsim.catalog import load_system
 from fabricsim.engine.simulate_training import TrainingCase, simulate_training
 from fabricsim.engine.variability import Variability
@@ -98,7 +99,5 @@ def test_zero_interleaving_and_experts_stay_close_to_analytic(model, layout):
     """Beyond the validation rows: ZeRO-3 gathers, ZeRO-1 parameter gathers overlapped with the
     first forward, interleaved schedules (per-chunk gradient buckets leave earlier than the closed
     form assumes) and expert all-to-alls."""
-    from fabricsim import api
-
     result = api.simulate_train(model, "dgx-h100", 256, 256, 4096, **layout).to_json()
     assert result["step_time_s"] == pytest.approx(result["analytic_step_time_s"], rel=AGREEMENT)
