@@ -304,3 +304,40 @@ class ServeResult:
             "layout": dict(self.layout),
             "fidelity": self.fidelity,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedInferResult:
+    """A static inference batch from the event-driven engine (``fabricsim infer --fidelity simulate``).
+
+    ``infer`` is the ``fabricsim infer`` contract (TPOT from the simulated steady-state decode);
+    with variability, ``tpot_s_p50``/``tpot_s_p99`` are percentiles over every simulated token of
+    ``seeds`` runs (``tokens_sampled`` intervals). ``simulation`` (not serialised) holds the graph
+    and timeline for traces.
+    """
+
+    infer: InferResult
+    analytic_tpot_s: float
+    tpot_s_p50: float | None
+    tpot_s_p99: float | None
+    seeds: int
+    tokens_sampled: int
+    folded: tuple[tuple[str, int], ...]
+    simulated_ops: int
+    simulation: object = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, object]:
+        out = self.infer.to_json()
+        out.update(
+            {"analytic_tpot_s": self.analytic_tpot_s, "folded": dict(self.folded), "simulated_ops": self.simulated_ops}
+        )
+        if self.tpot_s_p50 is not None:
+            out.update(
+                {
+                    "tpot_s_p50": self.tpot_s_p50,
+                    "tpot_s_p99": self.tpot_s_p99,
+                    "seeds": self.seeds,
+                    "tokens_sampled": self.tokens_sampled,
+                }
+            )
+        return out

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from fabricsim.engine.inference import InferEstimate, InferScenario, infer_estimate
-from fabricsim.engine.simulate import execute
+from fabricsim.engine.simulate import Timeline, execute
 from fabricsim.engine.variability import Variability, perturbed
 from fabricsim.workload.inference import CommunicationModel
+from fabricsim.workload.graph import OpGraph
 from fabricsim.workload.inference_graph import DecodePlan, build_decode_graph
 
 DECODE_STEPS = 32  # steps simulated per run: enough for P99 over steps x micro-batches x seeds
@@ -53,7 +54,12 @@ class DecodeSimulation:
     tpot_s_p50: float | None
     tpot_s_p99: float | None
     tokens_sampled: int
-    ops: int
+    graph: OpGraph
+    timeline: Timeline
+
+    @property
+    def ops(self) -> int:
+        return len(self.graph.ops)
 
 
 def _intervals(end_s: np.ndarray, token_done: list[list[int]]) -> np.ndarray:
@@ -67,10 +73,11 @@ def simulate_decode(scenario: InferScenario, variability: Variability | None = N
     estimate = infer_estimate(scenario)
     graph, token_done = build_decode_graph(decode_plan(scenario, estimate))
     nominal = np.array([op.duration_s for op in graph.ops])
-    base = _intervals(execute(graph, nominal).end_s, token_done)
+    timeline = execute(graph, nominal)
+    base = _intervals(timeline.end_s, token_done)
     tpot = float(base[-len(token_done) :].mean())  # steady state: the last step of every micro-batch
     if variability is None or not variability.active:
-        return DecodeSimulation(estimate, tpot, None, None, 0, len(graph.ops))
+        return DecodeSimulation(estimate, tpot, None, None, 0, graph, timeline)
     variability.validate()
     samples = [
         _intervals(execute(graph, perturbed(graph, nominal, variability, run)).end_s, token_done)
@@ -78,4 +85,4 @@ def simulate_decode(scenario: InferScenario, variability: Variability | None = N
     ]
     pooled = np.concatenate(samples)
     p50, p99 = (float(np.quantile(pooled, q)) for q in (0.5, 0.99))
-    return DecodeSimulation(estimate, tpot, p50, p99, int(pooled.size), len(graph.ops))
+    return DecodeSimulation(estimate, tpot, p50, p99, int(pooled.size), graph, timeline)
