@@ -19,8 +19,8 @@ import numpy as np
 from fabricsim.engine.inference import InferEstimate, InferScenario, infer_estimate
 from fabricsim.engine.simulate import Timeline, execute
 from fabricsim.engine.variability import Variability, perturbed
-from fabricsim.workload.inference import CommunicationModel
 from fabricsim.workload.graph import OpGraph
+from fabricsim.workload.inference import CommunicationModel
 from fabricsim.workload.inference_graph import DecodePlan, build_decode_graph
 
 DECODE_STEPS = 32  # steps simulated per run: enough for P99 over steps x micro-batches x seeds
