@@ -162,10 +162,11 @@ def micro_batches(problem: TrainProblem, space: TrainSpace, group: Group) -> tup
 
 
 def zero_options(space: TrainSpace, group: Group) -> tuple[int, ...]:
-    """ZeRO stages, most sharded first (least memory first); only stage 0 when dp = 1."""
+    """ZeRO stages, most sharded first (least memory first); with dp = 1 every stage is the same
+    layout, so only the lowest allowed one."""
     stages = _allowed(ZERO_STAGES, space.zero_stage)
     if group.data_parallel == 1:
-        return stages[:1] if 0 in stages else ()
+        return stages[:1]
     return tuple(sorted(stages, reverse=True))
 
 

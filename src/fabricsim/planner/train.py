@@ -3,17 +3,20 @@
 The walk (see :mod:`fabricsim.planner.space` for the order and the divisibility rules) visits
 groups of layouts sharing (tp, pp, cp, ep, dtype, sequence parallel, recompute). Inside a group:
 
-1. **Memory bound before costing.** Per micro-batch size, the least-memory variant (the most
-   sharded ZeRO stage, no interleaving) is sized first with :func:`training_memory`. If it does
-   not fit, neither does any other variant of that micro-batch, nor any larger micro-batch
-   (activation memory is non-decreasing in the micro-batch, weights do not depend on it), so the
-   whole block is counted as pruned and never timed. Along the virtual stages (more in-flight
-   activations) the first variant that does not fit ends the row for the same reason.
+1. **Memory before costing.** Per micro-batch size, every (ZeRO stage, virtual stages) variant is
+   sized with :func:`training_memory` (a few microseconds: weights, gradients, optimizer state and
+   activations from the cached per-shape stage); only those that fit are ever timed. When none of
+   a micro-batch's variants fits, no larger micro-batch is sized either: activation memory does not
+   shrink as the micro-batch grows (in-flight micro-batches x their size = min(pp·mb, batch/dp)
+   sequences) and the model states do not depend on it, so those blocks are counted as pruned.
+   (Memory is *not* monotone along ZeRO stages or virtual stages -- ZeRO-3 keeps two gathered
+   layers, interleaving's in-flight factor 1 + (pp-1)/(pp·vpp) peaks at vpp = 2 -- so no pruning
+   relies on those.)
 2. **Time bound.** A layout's step is at least ``m`` micro-batches of the slowest stage's work
    (the other terms -- bubble, p2p, exposed DP, optimizer -- are non-negative), a figure shared
    by every ZeRO/interleaving variant of a micro-batch size. When that bound is already slower
-   than the K-th best plan found, the block is sized for memory only (so ``feasible`` stays exact)
-   and not timed. Only the step-time objective uses this bound.
+   than the K-th best plan found, the block's fitting layouts are not timed. Only the step-time
+   objective uses this bound.
 3. **Costing** with the analytic engine (:func:`estimate_training`, microseconds per layout; the
    per-(model, system) context and per-shape stage costs are cached by the engine).
 
@@ -189,27 +192,19 @@ def _note_memory(walk: _Walk, layout: ParallelLayout, memory_bytes: float) -> No
         walk.smallest = (memory_bytes, layout)
 
 
-def _row(walk: _Walk, group: Group, micro_batch: int, zero: int, virtual: tuple[int, ...], timed: bool) -> None:
-    """One ZeRO stage's virtual-stage variants, least memory first; stop at the first that does not fit."""
+def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[ParallelLayout], int]:
+    """(layouts of the block that fit, block size): every (ZeRO stage, virtual stages) variant sized."""
     q = walk.question
-    for index, vpp in enumerate(virtual):
-        layout = group.layout(micro_batch, zero, vpp)
-        walk.evaluated += 1
-        if timed:
-            estimate = estimate_training(q.model, q.system, layout, q.global_batch, q.seq_len)
-            walk.costed += 1
-            memory_bytes = estimate.memory.total
-        else:
+    zeros, virtual = _block_size(walk, group, micro_batch)
+    fitting = []
+    for zero in zeros:
+        for vpp in virtual:
+            layout = group.layout(micro_batch, zero, vpp)
             memory_bytes = training_memory(q.model, q.system, layout, q.global_batch, q.seq_len).total
-            walk.pruned_time += 1
-        _note_memory(walk, layout, memory_bytes)
-        if memory_bytes > walk.capacity_bytes:
-            walk.pruned_memory += len(virtual) - index - 1
-            walk.evaluated += len(virtual) - index - 1
-            return
-        walk.feasible += 1
-        if timed:
-            _offer(walk, estimate)
+            _note_memory(walk, layout, memory_bytes)
+            if memory_bytes <= walk.capacity_bytes:
+                fitting.append(layout)
+    return fitting, len(zeros) * len(virtual)
 
 
 def _block_size(walk: _Walk, group: Group, micro_batch: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -218,30 +213,40 @@ def _block_size(walk: _Walk, group: Group, micro_batch: int) -> tuple[tuple[int,
     return zeros, sp.virtual_options(walk.problem, walk.space, group, microbatches)
 
 
+def _prune_rest(walk: _Walk, group: Group, sizes: tuple[int, ...]) -> None:
+    """Count the blocks of ``sizes`` as rejected by the memory bound without sizing them."""
+    for micro_batch in sizes:
+        zeros, virtual = _block_size(walk, group, micro_batch)
+        walk.pruned_memory += len(zeros) * len(virtual)
+        walk.evaluated += len(zeros) * len(virtual)
+
+
+def _lower_bound_s(walk: _Walk, layout: ParallelLayout) -> float:
+    """m micro-batches of the slowest stage's work: no variant of the block can be faster."""
+    q = walk.question
+    work = training_context(q.model, q.system).stage(layout, q.seq_len).work
+    per_microbatch_s = work.forward_s + work.backward_s + work.recompute_s
+    per_microbatch_s += work.tp_comm_s + work.cp_comm_s + work.ep_comm_s
+    return q.global_batch // (layout.data_parallel * layout.micro_batch_size) * per_microbatch_s
+
+
 def _search_group(walk: _Walk, group: Group) -> None:
     q = walk.question
-    ctx = training_context(q.model, q.system)
     sizes = sp.micro_batches(walk.problem, walk.space, group)
     for position, micro_batch in enumerate(sizes):
-        zeros, virtual = _block_size(walk, group, micro_batch)
-        if not zeros or not virtual:
-            continue
-        least = group.layout(micro_batch, zeros[0], virtual[0])
-        memory_bytes = training_memory(q.model, q.system, least, q.global_batch, q.seq_len).total
-        _note_memory(walk, least, memory_bytes)
-        if memory_bytes > walk.capacity_bytes:  # this block and every larger micro-batch cannot fit
-            for larger in sizes[position:]:
-                more_zeros, more_virtual = _block_size(walk, group, larger)
-                walk.pruned_memory += len(more_zeros) * len(more_virtual)
-                walk.evaluated += len(more_zeros) * len(more_virtual)
+        fitting, block = _sized(walk, group, micro_batch)
+        walk.evaluated += block
+        walk.pruned_memory += block - len(fitting)
+        walk.feasible += len(fitting)
+        if not fitting:  # memory does not shrink with a larger micro-batch: neither do they fit
+            _prune_rest(walk, group, sizes[position + 1 :])
             return
-        work = ctx.stage(least, q.seq_len).work
-        per_microbatch_s = work.forward_s + work.backward_s + work.recompute_s
-        per_microbatch_s += work.tp_comm_s + work.cp_comm_s + work.ep_comm_s
-        microbatches = q.global_batch // (group.data_parallel * micro_batch)
-        timed = not _time_bound_beaten(walk, microbatches * per_microbatch_s)
-        for zero in zeros:
-            _row(walk, group, micro_batch, zero, virtual, timed)
+        if _time_bound_beaten(walk, _lower_bound_s(walk, fitting[0])):
+            walk.pruned_time += len(fitting)
+            continue
+        for layout in fitting:
+            _offer(walk, estimate_training(q.model, q.system, layout, q.global_batch, q.seq_len))
+        walk.costed += len(fitting)
 
 
 def train_problem(question: TrainQuestion) -> TrainProblem:
