@@ -19,7 +19,15 @@ from fabricsim.engine.flow_timer import flow_timers
 from fabricsim.engine.simulate_training import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
 from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError, unknown_name
-from fabricsim.metrics import CollectiveResult, PlanEntry, PlanResult, SimulatedTrainResult, SweepSummary, TrainResult
+from fabricsim.metrics import (
+    CollectiveResult,
+    PlanEntry,
+    PlanResult,
+    SimulatedInferResult,
+    SimulatedTrainResult,
+    SweepSummary,
+    TrainResult,
+)
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.units import parse_size, to_GBps
 
@@ -494,4 +502,49 @@ def serve(
         arrival_rate_per_s=None if trace else float(arrival_rate or 0.0), seed=seed,
         preemptions=summary.preemptions, steps=summary.steps, duration_s=summary.duration_s,
         layout=tuple({**layout.as_dict(), "disaggregate": disaggregate or None}.items()),
+    )
+
+
+def simulate_infer(
+    model: str,
+    system: str,
+    gpus: int,
+    *,
+    input_len: int,
+    output_len: int,
+    variability: Variability | None = None,
+    **options: Any,
+) -> SimulatedInferResult:
+    """One static inference batch through the event-driven engine (fidelity ``simulate``).
+
+    Same inputs as :func:`infer` (``options``: batch, tp, pp, ep, dtype, kv_dtype). The decode
+    steps run as an op graph with the analytic step costs; ``variability`` (stragglers, jitter)
+    gives per-token P50/P99 TPOT. The ``flow`` network is not used for inference: its collectives
+    are small and latency-bound, where the flow model's bandwidth view says little.
+    """
+    from fabricsim.engine.inference import InferScenario
+    from fabricsim.engine.simulate_inference import simulate_decode
+    from fabricsim.workload.inference import LayoutRequest
+
+    base = infer(model, system, gpus, input_len=input_len, output_len=output_len, **options)
+    if variability is not None:
+        variability.validate()
+        if variability.ecmp_rehash:
+            raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network, which infer does not use")
+    get = options.get
+    request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
+    model_spec, system_spec, layout = _inference_specs(model, system, request)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch)
+    sim = simulate_decode(scenario, variability)
+    infer_result = dataclasses.replace(base, tpot_s=sim.tpot_s, fidelity="simulate")
+    return SimulatedInferResult(
+        infer=infer_result,
+        analytic_tpot_s=sim.estimate.tpot_s,
+        tpot_s_p50=sim.tpot_s_p50,
+        tpot_s_p99=sim.tpot_s_p99,
+        seeds=variability.seeds if sim.tpot_s_p50 is not None and variability is not None else 0,
+        tokens_sampled=sim.tokens_sampled,
+        folded=tuple(sim.graph.folded.items()),
+        simulated_ops=sim.ops,
+        simulation=sim,
     )
