@@ -61,6 +61,9 @@ def train_reasons(best: PlanFigures, other: PlanFigures) -> tuple[str, ...]:
     reasons = _format([(name, share) for name, share in deltas if share >= MIN_SHARE], _PART_NAMES)
     if not reasons:
         reasons = (f"step {change * 100:+.2f}%",)
+    name, share = deltas[-1]  # the largest saving, if any, puts the losses in proportion
+    if share <= -MIN_SHARE:
+        reasons += (f"despite {_PART_NAMES.get(name, name)} {share * 100:+.1f}%",)
     if change < MIN_SHARE and other.memory_bytes > best.memory_bytes:
         reasons += (memory,)
     return reasons
