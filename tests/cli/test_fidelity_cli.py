@@ -71,3 +71,25 @@ def test_console_script_exits_2_with_one_line():
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "fidelity" in proc.stderr
+
+
+INFER = ["infer", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "8", "--tp", "8", "--batch", "32"]
+INFER += ["--input-len", "512", "--output-len", "64", "--json"]
+
+
+def test_infer_simulate_adds_tpot_percentiles(capsys, tmp_path):
+    assert main(INFER) == 0
+    analytic = json.loads(capsys.readouterr().out)
+    trace = tmp_path / "decode.json"
+    extra = ["--fidelity", "simulate", "--jitter", "0.05", "--seeds", "5", "--trace", str(trace)]
+    assert main([*INFER, *extra]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fidelity"] == "simulate" and set(analytic) <= set(out)
+    assert out["tpot_s"] == pytest.approx(analytic["tpot_s"], rel=1e-6)
+    assert out["tpot_s_p99"] >= out["tpot_s_p50"] >= out["tpot_s"]
+    assert json.loads(trace.read_text())["traceEvents"]
+
+
+def test_infer_flow_fidelity_is_a_one_line_error(capsys):
+    assert main([*INFER, "--fidelity", "flow"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

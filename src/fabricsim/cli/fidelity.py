@@ -1,7 +1,7 @@
-"""``--fidelity``, ``--trace`` and variability options of ``fabricsim train`` (layer L11).
+"""``--fidelity``, ``--trace`` and variability options of ``fabricsim train`` and ``infer`` (layer L11).
 
 ``--fidelity analytic`` (default) keeps the closed form; ``simulate`` runs the event-driven engine
-with the analytic collective times; ``flow`` times collectives on the flow-level network.
+with the analytic collective times; ``flow`` times collectives on the flow-level network (train only).
 ``--trace out.json`` writes a Chrome/Perfetto timeline (atomically). Variability:
 ``--seeds N`` Monte-Carlo runs, ``--straggler FRACTION:SLOWDOWN`` (e.g. ``0.01:0.2``: 1% of GPUs
 20% slower), ``--jitter SIGMA`` (kernel time jitter), ``--link-jitter SIGMA``, ``--ecmp-rehash``
@@ -83,3 +83,19 @@ def run_train(flags: SimulationFlags, train_args: tuple[Any, ...], layout: dict[
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.result.timeline, sim.result.comm)
     emit(result.to_json(), as_json, simulated_train_table)
+
+
+def run_infer(flags: SimulationFlags, infer_args: tuple[Any, ...], options: dict[str, Any], as_json: bool) -> None:
+    """Run ``fabricsim infer`` through the engine (fidelity simulate) and print it; trace if asked."""
+    from fabricsim import api
+    from fabricsim.io.trace import write_trace
+    from fabricsim.report.tables import simulated_infer_table
+
+    if flags.fidelity not in ("analytic", "simulate"):
+        raise FabricsimError("fidelity", f"infer supports analytic and simulate, got {flags.fidelity!r}")
+    model, system, gpus = infer_args
+    result = api.simulate_infer(model, system, gpus, variability=variability(flags), **options)
+    if flags.trace is not None:
+        sim = result.simulation
+        write_trace(flags.trace, sim.graph, sim.timeline)
+    emit(result.to_json(), as_json, simulated_infer_table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from fabricsim.cli import fidelity as fidelity_flags
 from fabricsim.cli.common import JSON_OPTION, emit
 
 
@@ -20,10 +21,24 @@ def infer(
     dtype: str | None = typer.Option(None, "--dtype", help="weights: bf16 | fp16 | fp8 | fp4 (default bf16)"),
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (default fp8 for fp8/fp4 weights)"),
     as_json: bool = JSON_OPTION,
+    fidelity: str = fidelity_flags.FIDELITY_OPTION,
+    trace: str | None = fidelity_flags.TRACE_OPTION,
+    seeds: int | None = fidelity_flags.SEEDS_OPTION,
+    straggler: str | None = fidelity_flags.STRAGGLER_OPTION,
+    jitter: float = fidelity_flags.JITTER_OPTION,
+    link_jitter: float = fidelity_flags.LINK_JITTER_OPTION,
+    seed: int = fidelity_flags.SEED_OPTION,
 ) -> None:
     """Prefill (TTFT) and decode (TPOT) of a batch, tokens/s, KV and memory per GPU."""
     from fabricsim import api
     from fabricsim.report.tables import infer_table
+
+    flags = fidelity_flags.SimulationFlags(fidelity, trace, seeds, straggler, jitter, link_jitter, False, seed)
+    if flags.wants_engine:  # --fidelity simulate, --trace or variability: decode through the engine
+        options = {"batch": batch, "input_len": input_len, "output_len": output_len, "tp": tp, "pp": pp, "ep": ep}
+        options |= {"dtype": dtype, "kv_dtype": kv_dtype}
+        fidelity_flags.run_infer(flags, (model, system, gpus), options, as_json)
+        return
 
     result = api.infer(model, system, gpus, batch=batch, input_len=input_len, output_len=output_len, tp=tp, pp=pp,
                        ep=ep, dtype=dtype, kv_dtype=kv_dtype)

@@ -288,3 +288,16 @@ def serve_table(result: dict[str, Any]) -> Table:
             ("preemptions", str(result["preemptions"])),
         ],
     )
+
+
+def simulated_infer_table(result: dict[str, Any]) -> Any:
+    """``infer_table`` plus the simulation's extras: analytic TPOT and per-token tails."""
+    from rich.console import Group
+
+    rows = [("analytic TPOT", format_seconds(result["analytic_tpot_s"]))]
+    if "tpot_s_p50" in result:
+        p50, p99 = format_seconds(result["tpot_s_p50"]), format_seconds(result["tpot_s_p99"])
+        rows.append(("TPOT P50 / P99", f"{p50} / {p99} ({result['tokens_sampled']:,} tokens, {result['seeds']} seeds)"))
+    rows.append(("simulated ops", f"{result['simulated_ops']:,}"))
+    rows.append(("folded", ", ".join(f"{k}={v}" for k, v in result["folded"].items())))
+    return Group(infer_table(result), key_value_table("simulation", rows))
