@@ -20,7 +20,8 @@ from fabricsim.errors import FabricsimError
 
 FIDELITY_OPTION = typer.Option("analytic", "--fidelity", help="analytic | simulate | flow")
 TRACE_OPTION = typer.Option(None, "--trace", help="write a Chrome/Perfetto trace JSON of the simulated step")
-SEEDS_OPTION = typer.Option(None, "--seeds", help="Monte-Carlo runs with variability (P50/P99)")
+DEFAULT_SEEDS = 20  # each run re-simulates the step (with DP replicas unfolded): keep the default cheap
+SEEDS_OPTION = typer.Option(None, "--seeds", help=f"Monte-Carlo runs with variability (default {DEFAULT_SEEDS})")
 STRAGGLER_OPTION = typer.Option(None, "--straggler", help="FRACTION:SLOWDOWN, e.g. 0.01:0.2")
 JITTER_OPTION = typer.Option(0.0, "--jitter", help="per-kernel time jitter sigma (fraction, half-normal)")
 LINK_JITTER_OPTION = typer.Option(0.0, "--link-jitter", help="per-transfer jitter sigma (fraction)")
@@ -63,7 +64,7 @@ def variability(flags: SimulationFlags) -> Any:
     from fabricsim.engine.variability import Variability
 
     fraction, slowdown = _straggler(flags.straggler)
-    seeds = flags.seeds if flags.seeds is not None else 100
+    seeds = flags.seeds if flags.seeds is not None else DEFAULT_SEEDS
     v = Variability(fraction, slowdown, flags.jitter, flags.link_jitter, flags.ecmp_rehash, seeds, flags.seed)
     v.validate()
     return v if v.active else None
