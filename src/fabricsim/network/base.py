@@ -1,0 +1,73 @@
+"""The network seam (layer L3): a set of flows in, finish times and per-link load out.
+
+Every fidelity implements :class:`NetworkModel`; collectives and the engine never know which one
+runs. Flows name endpoints by index into ``Topology.endpoints`` (ranks already placed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from fabricsim.errors import FabricsimError
+
+
+@dataclass(frozen=True, slots=True)
+class FlowSet:
+    """Flows ``src[i] -> dst[i]`` of ``size_bytes[i]`` starting at ``start_s[i]``.
+
+    ``label`` stands in for the transport's port numbers: ECMP hashes (src, dst, label), so flows
+    of one pair with one label (one connection) always share a path.
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    size_bytes: np.ndarray
+    start_s: np.ndarray
+    label: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.src.size)
+
+
+def make_flows(src, dst, size_bytes, start_s=0.0, label=0) -> FlowSet:  # noqa: ANN001 - array-likes
+    """Build a :class:`FlowSet`, broadcasting scalars; rejects negative sizes and start times."""
+    src_a, dst_a = np.asarray(src, dtype=np.int64).ravel(), np.asarray(dst, dtype=np.int64).ravel()
+    if src_a.shape != dst_a.shape:
+        raise FabricsimError("flows", "src and dst must have the same length")
+    n = src_a.size
+    size = np.broadcast_to(np.asarray(size_bytes, dtype=float), (n,)).copy()
+    start = np.broadcast_to(np.asarray(start_s, dtype=float), (n,)).copy()
+    label_a = np.broadcast_to(np.asarray(label, dtype=np.int64), (n,)).copy()
+    if n and (size.min() < 0 or start.min() < 0 or not np.all(np.isfinite(size))):
+        raise FabricsimError("flows", "sizes and start times must be finite and >= 0")
+    return FlowSet(src_a, dst_a, size, start, label_a)
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkResult:
+    """Per flow: ``finish_s`` (last byte delivered, path latency included) and ``first_rate_Bps``
+    (its rate in the first allocation after it started); per link: ``link_bytes`` carried and
+    ``peak_utilization`` (max over intervals of carried rate / capacity)."""
+
+    finish_s: np.ndarray
+    first_rate_Bps: np.ndarray
+    link_bytes: np.ndarray
+    peak_utilization: np.ndarray
+    events: int
+    fidelity: str
+
+    @property
+    def completion_time_s(self) -> float:
+        return float(self.finish_s.max(initial=0.0))
+
+
+class NetworkModel(Protocol):
+    """A network fidelity: route and time a set of flows on its topology."""
+
+    fidelity: str
+
+    def run(self, flows: FlowSet) -> NetworkResult: ...

@@ -1,0 +1,53 @@
+"""Synthetic traffic patterns on endpoints 0..hosts-1 (layer L3).
+
+Each returns a :class:`FlowSet` of equal-size flows that all start at t = 0:
+permutation (a random derangement: every host sends to one other, receives from one), all-to-all
+(every ordered pair), incast (every other host into host 0) and ring (host i to i + 1).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import numpy as np
+
+from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.network.base import FlowSet, make_flows
+
+
+class Pattern(str, Enum):
+    PERMUTATION = "permutation"
+    ALL_TO_ALL = "all-to-all"
+    INCAST = "incast"
+    RING = "ring"
+
+
+def parse_pattern(name: str) -> Pattern:
+    try:
+        return Pattern(name)
+    except ValueError:
+        raise unknown_name("pattern", name, [p.value for p in Pattern]) from None
+
+
+def derangement(hosts: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random permutation without fixed points (rejection sampling, ~e tries)."""
+    while True:
+        perm = rng.permutation(hosts)
+        if not np.any(perm == np.arange(hosts)):
+            return perm
+
+
+def pattern_flows(pattern: Pattern, hosts: int, size_bytes: float, seed: int) -> FlowSet:
+    """Flows of ``pattern`` over ``hosts`` endpoints, ``size_bytes`` each; needs >= 2 hosts."""
+    if hosts < 2:
+        raise FabricsimError("hosts", f"pattern {pattern.value} needs at least 2 hosts, got {hosts}")
+    ids = np.arange(hosts)
+    if pattern == Pattern.PERMUTATION:
+        return make_flows(ids, derangement(hosts, np.random.default_rng(seed)), size_bytes)
+    if pattern == Pattern.ALL_TO_ALL:
+        src, dst = np.divmod(np.arange(hosts * hosts), hosts)
+        keep = src != dst
+        return make_flows(src[keep], dst[keep], size_bytes)
+    if pattern == Pattern.INCAST:
+        return make_flows(ids[1:], 0, size_bytes)
+    return make_flows(ids, (ids + 1) % hosts, size_bytes)

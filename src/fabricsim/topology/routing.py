@@ -1,0 +1,261 @@
+"""Equal-cost shortest-path routing: per-flow ECMP, packet spraying, adaptive (layer L2).
+
+:class:`RouteTable` holds, for every *anchor* (a node an endpoint is cabled to: its ToR switch,
+NVSwitch or NIC), the hop distance from every node to it, computed by BFS (scipy.sparse.csgraph)
+over the graph without endpoints, so GPUs are never transit. All endpoints under one ToR share a
+row: a fat-tree of 8,192 hosts needs 512 BFS, not 8,192. A flow to endpoint e then walks the
+shortest-path DAG hop by hop: at node v its next hops are the neighbours u with the least
+distance to e. The walk is vectorised over all flows at once (one numpy step per hop).
+
+* ECMP: each switch picks one next hop by a seeded hash of (flow key, switch), as real switches
+  hash the 5-tuple; flows between the same pair with the same ``label`` share a path.
+* Spray: each switch splits the flow evenly over its next hops (per-packet spraying); a flow is
+  one column of fractional link weights, and its rate is shared in those proportions.
+* Adaptive: flows in start order each take the path whose most-loaded link (flows so far per
+  byte/s of capacity) is least loaded (bottleneck DP over the flow's DAG), ties by hash.
+
+Routes are a sparse links x flows matrix of weights (1 on a single path).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.topology.graph import NodeKind, Topology
+
+_UNREACHABLE = np.iinfo(np.int32).max // 4
+
+
+class Routing(str, Enum):
+    ECMP = "ecmp"
+    SPRAY = "spray"
+    ADAPTIVE = "adaptive"
+
+
+def parse_routing(name: str) -> Routing:
+    try:
+        return Routing(name)
+    except ValueError:
+        raise unknown_name("routing", name, [r.value for r in Routing]) from None
+
+
+@dataclass(frozen=True, slots=True)
+class RouteTable:
+    """Per-topology routing state; build with :func:`route_table`."""
+
+    topology: Topology
+    neighbor: np.ndarray  # int32 [nodes, max_degree], -1 padded
+    neighbor_link: np.ndarray  # int32 [nodes, max_degree]
+    distance: np.ndarray  # int32 [anchors, nodes], hops from node to anchor
+    endpoint_anchor: np.ndarray  # int32 [hosts, max_anchors], rows of ``distance``, -1 padded
+
+
+@dataclass(frozen=True, slots=True)
+class Routes:
+    """``incidence[l, f]`` = share of flow f on link l; ``latency_s[f]`` = weighted path latency."""
+
+    incidence: sp.csr_matrix
+    latency_s: np.ndarray
+
+
+def route_table(topology: Topology) -> RouteTable:
+    """Adjacency padded per node plus BFS distances to every anchor. Cost O(anchors x links)."""
+    order = np.lexsort((topology.link_dst, topology.link_src))
+    src, dst = topology.link_src[order], topology.link_dst[order]
+    degree = np.bincount(src, minlength=topology.nodes)
+    width = max(1, int(degree.max(initial=0)))
+    slot = np.arange(src.size) - np.repeat(np.cumsum(degree) - degree, degree)
+    neighbor = np.full((topology.nodes, width), -1, dtype=np.int32)
+    neighbor_link = np.full((topology.nodes, width), -1, dtype=np.int32)
+    neighbor[src, slot] = dst
+    neighbor_link[src, slot] = order
+    transit = topology.node_kind != NodeKind.GPU
+    ok = transit[src] & transit[dst]
+    graph = sp.csr_matrix((np.ones(int(ok.sum())), (dst[ok], src[ok])), shape=(topology.nodes,) * 2)
+    is_endpoint = np.zeros(topology.nodes, dtype=bool)
+    is_endpoint[topology.endpoints] = True
+    attach = is_endpoint[src] & transit[dst]
+    anchors, anchor_row = np.unique(dst[attach], return_inverse=True)
+    hops = csgraph.shortest_path(graph, directed=True, unweighted=True, indices=anchors)
+    distance = np.where(np.isfinite(hops), hops, _UNREACHABLE).astype(np.int32)
+    endpoint_index = np.full(topology.nodes, -1, dtype=np.int64)
+    endpoint_index[topology.endpoints] = np.arange(topology.hosts)
+    owner = endpoint_index[src[attach]]
+    per = np.bincount(owner, minlength=topology.hosts)
+    endpoint_anchor = np.full((topology.hosts, max(1, int(per.max(initial=1)))), -1, dtype=np.int32)
+    by_owner = np.argsort(owner, kind="stable")
+    owner_sorted = owner[by_owner]
+    rank = np.arange(owner.size) - (np.cumsum(per) - per)[owner_sorted]
+    endpoint_anchor[owner_sorted, rank] = anchor_row[by_owner]
+    return RouteTable(topology, neighbor, neighbor_link, distance, endpoint_anchor)
+
+
+def _distance_to(table: RouteTable, dst_node: np.ndarray, dst_host: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Hops from each candidate node ``cand[i, j]`` to endpoint ``dst_host[i]`` (``_UNREACHABLE`` if none)."""
+    rows = table.endpoint_anchor[dst_host]  # [E, J]
+    best = np.full(cand.shape, _UNREACHABLE, dtype=np.int64)
+    safe = np.maximum(cand, 0)
+    for j in range(rows.shape[1]):
+        row = rows[:, j]
+        d = table.distance[np.maximum(row, 0)[:, None], safe].astype(np.int64) + 1
+        best = np.minimum(best, np.where(row[:, None] >= 0, d, _UNREACHABLE))
+    is_gpu = table.topology.node_kind[safe] == NodeKind.GPU
+    best = np.where(is_gpu, _UNREACHABLE, best)
+    best = np.where(cand == dst_node[:, None], 0, best)
+    return np.where(cand < 0, _UNREACHABLE, best)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser (Steele et al., OOPSLA'14): a fast, well-spread 64-bit hash."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def flow_keys(src: np.ndarray, dst: np.ndarray, label: np.ndarray, seed: int) -> np.ndarray:
+    """The ECMP hash key of each flow (stands in for the 5-tuple), seeded."""
+    with np.errstate(over="ignore"):
+        key = _mix(np.uint64(seed & 0xFFFFFFFFFFFFFFFF) + _mix(src.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)))
+        key = _mix(key ^ dst.astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
+        return _mix(key + label.astype(np.uint64))
+
+
+_CHUNK = 16_384  # flows walked at once: bounds the [flows x max_degree] temporaries
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """Flow ``flow[i]`` puts share ``weight[i]`` on link ``link[i]`` at hop ``hop[i]``."""
+
+    flow: np.ndarray
+    link: np.ndarray
+    weight: np.ndarray
+    hop: np.ndarray
+
+
+def _next_hops(table: RouteTable, flow: np.ndarray, node: np.ndarray, dst_host: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate next hops of each (flow, node) and the mask of the equal-cost (shortest) ones."""
+    cand = table.neighbor[node]
+    hops = _distance_to(table, table.topology.endpoints[dst_host[flow]], dst_host[flow], cand)
+    least = hops.min(axis=1)
+    if np.any(least >= _UNREACHABLE):
+        bad = int(flow[np.argmax(least >= _UNREACHABLE)])
+        raise FabricsimError("topology", f"no path for flow {bad} to endpoint {int(dst_host[bad])}", "too many failed links?")
+    return cand, hops == least[:, None]
+
+
+def _walk(table: RouteTable, src_host: np.ndarray, dst_host: np.ndarray, keys: np.ndarray | None) -> _Walk:
+    """Walk every flow's shortest-path DAG: one next hop by hash (``keys``) or an even split (None)."""
+    nodes = np.int64(table.topology.nodes)
+    dst_node = table.topology.endpoints[dst_host]
+    flow = np.flatnonzero(src_host != dst_host)
+    node = table.topology.endpoints[src_host[flow]].astype(np.int64)
+    weight = np.ones(flow.size)
+    parts: list[tuple[np.ndarray, ...]] = []
+    for hop in range(table.topology.nodes):
+        if flow.size == 0:
+            break
+        cand, mask = _next_hops(table, flow, node, dst_host)
+        count = mask.sum(axis=1)
+        if keys is not None:
+            with np.errstate(over="ignore"):
+                pick = (_mix(keys[flow] ^ _mix(node.astype(np.uint64) + np.uint64(hop))) % count.astype(np.uint64)).astype(np.int64)
+            mask &= (np.cumsum(mask, axis=1) - 1) == pick[:, None]
+        rows, cols = np.nonzero(mask)
+        share = weight[rows] / (1.0 if keys is not None else count[rows])
+        flow, nxt = flow[rows], cand[rows, cols].astype(np.int64)
+        parts.append((flow, table.neighbor_link[node[rows], cols], share, np.full(rows.size, hop)))
+        going = nxt != dst_node[flow]
+        flow, nxt, share = flow[going], nxt[going], share[going]
+        merged, inverse = np.unique(flow * nodes + nxt, return_inverse=True)
+        weight = np.bincount(inverse.ravel(), weights=share, minlength=merged.size)
+        flow, node = merged // nodes, merged % nodes
+    columns = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=np.int64) for i in range(4)]
+    return _Walk(columns[0].astype(np.int64), columns[1].astype(np.int64), columns[2].astype(float), columns[3])
+
+
+def _walk_chunked(table: RouteTable, src: np.ndarray, dst: np.ndarray, keys: np.ndarray | None) -> _Walk:
+    parts = []
+    for lo in range(0, src.size, _CHUNK):
+        hi = min(src.size, lo + _CHUNK)
+        part = _walk(table, src[lo:hi], dst[lo:hi], None if keys is None else keys[lo:hi])
+        parts.append(_Walk(part.flow + lo, part.link, part.weight, part.hop))
+    if not parts:
+        return _Walk(*(np.zeros(0, dtype=np.int64) for _ in range(4)))
+    return _Walk(*(np.concatenate([getattr(p, n) for p in parts]) for n in ("flow", "link", "weight", "hop")))
+
+
+@dataclass(frozen=True, slots=True)
+class FlowEnds:
+    """What routing needs of a flow set: endpoint indices, start order and hash labels."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    start_s: np.ndarray
+    label: np.ndarray
+
+
+def route(table: RouteTable, ends: FlowEnds, routing: Routing, seed: int) -> Routes:
+    """Route every flow; return the links x flows share matrix and per-flow path latency (s)."""
+    hosts = table.topology.hosts
+    for field, ids in (("src", ends.src), ("dst", ends.dst)):
+        if ids.size and (ids.min() < 0 or ids.max() >= hosts):
+            raise FabricsimError(field, f"endpoint ids must be in [0, {hosts})", "the topology is too small")
+    keys = flow_keys(ends.src, ends.dst, ends.label, seed)
+    if routing == Routing.ECMP:
+        walk = _walk_chunked(table, ends.src, ends.dst, keys)
+    else:
+        walk = _walk_chunked(table, ends.src, ends.dst, None)
+        if routing == Routing.ADAPTIVE:
+            walk = _adaptive(table, walk, ends, keys)
+    shape = (table.topology.links, ends.src.size)
+    incidence = sp.csr_matrix((walk.weight, (walk.link, walk.flow)), shape=shape)
+    latency = incidence.T @ table.topology.latency_s
+    return Routes(incidence, np.asarray(latency, dtype=float))
+
+
+def _adaptive(table: RouteTable, dag: _Walk, ends: FlowEnds, keys: np.ndarray) -> _Walk:
+    """Pick, flow by flow in start order, the path of least bottleneck load over its DAG."""
+    topo = table.topology
+    load = np.zeros(topo.links)
+    by_flow = np.argsort(dag.flow, kind="stable")
+    bounds = np.searchsorted(dag.flow[by_flow], np.arange(ends.src.size + 1))
+    chosen: list[np.ndarray] = []
+    flows: list[np.ndarray] = []
+    for f in np.lexsort((np.arange(ends.src.size), ends.start_s)):
+        entries = by_flow[bounds[f] : bounds[f + 1]]
+        if entries.size == 0:
+            continue
+        path = _least_loaded(topo, dag.link[entries], dag.hop[entries], load, int(keys[f] % np.uint64(1 << 31)))
+        load[path] += 1.0 / topo.capacity_Bps[path]
+        chosen.append(path)
+        flows.append(np.full(path.size, f))
+    link = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+    flow = np.concatenate(flows) if flows else np.zeros(0, dtype=np.int64)
+    return _Walk(flow, link, np.ones(link.size), np.zeros(link.size, dtype=np.int64))
+
+
+def _least_loaded(topo: Topology, links: np.ndarray, hops: np.ndarray, load: np.ndarray, salt: int) -> np.ndarray:
+    """Bottleneck-optimal path through a DAG given as links with hop indices (DP from the end)."""
+    cost = load[links] + 1.0 / topo.capacity_Bps[links]
+    best: dict[int, float] = {}
+    value = np.empty(links.size)
+    for i in np.argsort(-hops, kind="stable"):
+        value[i] = max(cost[i], best.get(int(topo.link_dst[links[i]]), 0.0))
+        node = int(topo.link_src[links[i]])
+        best[node] = min(best.get(node, np.inf), value[i])
+    path = []
+    node = int(topo.link_src[links[hops == 0][0]])
+    for hop in range(int(hops.max()) + 1):
+        here = np.flatnonzero((hops == hop) & (topo.link_src[links] == node))
+        ties = here[value[here] <= value[here].min() * (1 + 1e-12)]
+        pick = ties[(salt + hop) % ties.size]
+        path.append(links[pick])
+        node = int(topo.link_dst[links[pick]])
+    return np.asarray(path, dtype=np.int64)
