@@ -12,7 +12,7 @@ context, so this is the trapezoid rule on a convex function). Throughput counts 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,7 +45,7 @@ class InferScenario:
     input_len: int
     output_len: int
     batch: int | None = None
-    kv_policy: KvBudgetPolicy = KvBudgetPolicy()
+    kv_policy: KvBudgetPolicy = field(default_factory=KvBudgetPolicy)
 
 
 @dataclass(frozen=True, slots=True)

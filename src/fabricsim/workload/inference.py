@@ -112,7 +112,8 @@ def validate_layout(model: ModelSpec, layout: InferenceLayout) -> None:
     check_dtype(layout.weight_dtype, "dtype")
     check_dtype(layout.kv_dtype, "kv-dtype")
     if model.num_attention_heads % tp:
-        raise FabricsimError("tp", f"{tp} does not divide the {model.num_attention_heads} attention heads of {model.name}")
+        heads = model.num_attention_heads
+        raise FabricsimError("tp", f"{tp} does not divide the {heads} attention heads of {model.name}")
     kv = model.kv_heads
     if not model.is_mla and kv % tp and tp % kv:
         raise FabricsimError("tp", f"{tp} neither divides nor is a multiple of the {kv} KV heads of {model.name}")
@@ -123,7 +124,8 @@ def validate_layout(model: ModelSpec, layout: InferenceLayout) -> None:
     if model.is_moe and model.num_local_experts % ep:
         raise FabricsimError("ep", f"{ep} does not divide the {model.num_local_experts} experts of {model.name}")
     if max(tp, ep) % min(tp, ep):
-        raise FabricsimError("ep", f"ep {ep} and tp {tp} must divide one another", "e.g. --tp 8 --ep 8 or --tp 1 --ep 16")
+        raise FabricsimError("ep", f"ep {ep} and tp {tp} must divide one another",
+                             "e.g. --tp 8 --ep 8 or --tp 1 --ep 16")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +158,8 @@ def activation_workspace_bytes(model: ModelSpec, layout: InferenceLayout, max_st
     """Transient activations of the largest step on one GPU: hidden states, QKV and the MLP
     intermediate of ``max_step_tokens`` tokens at 16 bit (bytes)."""
     tokens = max_step_tokens / layout.attention_data_parallel
-    width = 4 * model.hidden_size + 2 * max(model.intermediate_size, model.expert_intermediate_size) / layout.tensor_parallel
+    intermediate = max(model.intermediate_size, model.expert_intermediate_size)
+    width = 4 * model.hidden_size + 2 * intermediate / layout.tensor_parallel
     return tokens * width * ACTIVATION_BYTES
 
 

@@ -1,0 +1,96 @@
+"""``fabricsim serve``: JSON contract, determinism, traces, knee, bad input => exit 2."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from fabricsim.cli.app import main
+
+BASE = ["serve", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "8", "--tp", "8", "--dtype", "fp8",
+        "--requests", "300", "--input-len", "uniform:100,1000", "--output-len", "lognormal:128,0.5"]
+
+
+def serve_json(capsys, *extra):
+    assert main([*BASE, *extra, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_contract_and_determinism(capsys):
+    first = serve_json(capsys, "--arrival-rate", "4", "--seed", "7")
+    assert {"requests", "output_tokens_per_s", "ttft_s", "tpot_s", "e2e_s", "slo_attainment"} <= set(first)
+    for key in ("ttft_s", "tpot_s", "e2e_s"):
+        assert set(first[key]) == {"p50", "p90", "p99"}
+        assert first[key]["p99"] >= first[key]["p50"]
+    assert first["requests"] == 300
+    assert serve_json(capsys, "--arrival-rate", "4", "--seed", "7") == first
+
+
+def test_knee_llama3_70b(capsys):
+    low = serve_json(capsys, "--arrival-rate", "2")
+    high = serve_json(capsys, "--arrival-rate", "200")
+    higher = serve_json(capsys, "--arrival-rate", "2000")
+    assert high["ttft_s"]["p99"] > 10 * low["ttft_s"]["p99"]
+    assert higher["output_tokens_per_s"] < 1.25 * high["output_tokens_per_s"]  # saturated
+
+
+def test_disaggregated_and_table(capsys):
+    assert main([*BASE, "--gpus", "16", "--arrival-rate", "8", "--disaggregate", "1:1"]) == 0
+    assert "TTFT" in capsys.readouterr().out
+
+
+def test_trace_file(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,input_len,output_len\n0,100,10\n0.5,200,20\n")
+    argv = ["serve", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "1", "--trace", str(trace), "--json"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["completed"] == 2
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--arrival-rate", "0"],
+        [],
+        ["--arrival-rate", "1", "--input-len", "uniform:9,1"],
+        ["--arrival-rate", "1", "--input-len", "8000", "--output-len", "500"],
+        ["--arrival-rate", "1", "--disaggregate", "1:1"],
+        ["--arrival-rate", "1", "--disaggregate", "x"],
+        ["--arrival-rate", "1", "--model", "gpt-5"],
+    ],
+)
+def test_bad_input_exit_2(capsys, extra):
+    rc = main([*BASE, *extra])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "", captured
+    assert captured.err.count("\n") == 1 and captured.err.startswith("error: ")
+
+
+def test_bad_trace_row_names_line(tmp_path, capsys):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"arrival_s": 0, "input_len": 10, "output_len": 2}\n{"arrival_s": "soon"}\n')
+    rc = main(["serve", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "1", "--trace", str(trace)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "line 2" in err and err.count("\n") == 1
+
+
+def test_console_script_exit_2():
+    exe = shutil.which("fabricsim")
+    assert exe is not None
+    proc = subprocess.run([exe, *BASE, "--arrival-rate", "-3"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_knee_kimi_k2_attention_dp_expert_parallel(capsys):
+    base = ["serve", "--model", "kimi-k2", "--system", "dgx-h200", "--gpus", "16", "--ep", "16", "--dtype", "fp8",
+            "--requests", "400", "--input-len", "uniform:100,1000", "--output-len", "lognormal:128,0.5", "--json"]
+    results = []
+    for rate in ("5", "500", "5000"):
+        assert main([*base, "--arrival-rate", rate]) == 0
+        results.append(json.loads(capsys.readouterr().out))
+    low, high, higher = results
+    assert low["layout"]["attention_dp"] == 16
+    assert high["ttft_s"]["p99"] > 10 * low["ttft_s"]["p99"]
+    assert higher["output_tokens_per_s"] < 1.25 * high["output_tokens_per_s"]
+    assert all(r["ttft_s"]["p99"] >= r["ttft_s"]["p50"] for r in results)

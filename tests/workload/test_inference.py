@@ -1,0 +1,87 @@
+"""Replica step model: layout checks, weights per GPU, step time on the fabric."""
+
+import pytest
+
+from fabricsim.catalog import load_model, load_system
+from fabricsim.errors import FabricsimError
+from fabricsim.transformer.inference import StepWork
+from fabricsim.workload.inference import (
+    CommunicationModel,
+    InferenceLayout,
+    LayoutRequest,
+    check_lengths,
+    resolve_layout,
+    step_coefficients,
+    step_time,
+    validate_layout,
+    weight_memory_per_gpu,
+)
+
+H100 = load_system("dgx-h100")
+
+
+@pytest.mark.parametrize(
+    ("model", "layout", "field"),
+    [
+        ("llama3-70b", InferenceLayout(tensor_parallel=3), "tp"),
+        ("llama3-70b", InferenceLayout(expert_parallel=2), "ep"),
+        ("deepseek-v3", InferenceLayout(expert_parallel=3), "ep"),
+        ("llama3-8b", InferenceLayout(weight_dtype="int3"), "dtype"),
+        ("llama3-8b", InferenceLayout(pipeline_parallel=64), "pp"),
+    ],
+)
+def test_bad_layouts_name_the_field(model, layout, field):
+    with pytest.raises(FabricsimError) as err:
+        validate_layout(load_model(model), layout)
+    assert err.value.field == field
+
+
+def test_resolve_defaults_and_replicas():
+    layout = resolve_layout(load_model("llama3-8b"), H100, LayoutRequest(16, tensor_parallel=2))
+    assert layout.replicas == 8 and layout.kv_dtype == "bf16"
+    auto = resolve_layout(load_model("llama3-70b"), H100, LayoutRequest(16, dtype="fp8"))
+    assert auto.tensor_parallel == 8 and auto.replicas == 2 and auto.kv_dtype == "fp8"
+    moe = resolve_layout(load_model("deepseek-v3"), H100, LayoutRequest(16, expert_parallel=16))
+    assert moe.tensor_parallel == 1 and moe.attention_data_parallel == 16 and moe.replicas == 1
+
+
+def test_lengths_beyond_context_are_rejected():
+    with pytest.raises(FabricsimError):
+        check_lengths(load_model("llama3-70b"), 8000, 500)
+
+
+def test_fp8_weights_halve_memory():
+    model = load_model("llama3.3-70b")
+    bf16 = weight_memory_per_gpu(model, InferenceLayout(tensor_parallel=2)).total_bytes
+    fp8 = weight_memory_per_gpu(model, InferenceLayout(tensor_parallel=2, weight_dtype="fp8")).total_bytes
+    assert fp8 == pytest.approx(bf16 / 2)
+    assert 34e9 < fp8 < 37e9
+
+
+def _decode(model, layout, batch, context):
+    coeffs = step_coefficients(model, H100, layout)
+    comm = CommunicationModel(H100, layout, model)
+    work = StepWork(tokens=batch, decode_pairs=batch * context, logits_tokens=batch, kv_tokens_read=batch * context)
+    return step_time(coeffs, comm, work)
+
+
+def test_decode_step_pays_tp_all_reduces_only_with_tp():
+    model = load_model("llama3-70b")
+    assert _decode(model, InferenceLayout(tensor_parallel=1), 8, 1000).communication_s == 0
+    tp8 = _decode(model, InferenceLayout(tensor_parallel=8), 8, 1000)
+    # 2 all-reduces per layer, each at least a few microseconds (latency bound)
+    assert tp8.communication_s > 2 * model.num_hidden_layers * 2e-6
+
+
+def test_decode_is_slower_with_longer_context_and_bigger_batch():
+    model = load_model("llama3-8b")
+    layout = InferenceLayout()
+    assert _decode(model, layout, 64, 4000).total_s > _decode(model, layout, 64, 500).total_s
+    assert _decode(model, layout, 256, 1000).total_s > _decode(model, layout, 16, 1000).total_s
+
+
+def test_expert_parallel_adds_all_to_all_across_nodes():
+    model = load_model("deepseek-v3")
+    layout = InferenceLayout(expert_parallel=16, weight_dtype="fp8")
+    parts = _decode(model, layout, 256, 1000)
+    assert parts.communication_s > 0

@@ -1,0 +1,104 @@
+"""Serving simulation: continuous batching, chunked prefill, preemption, disaggregation, traces."""
+
+import math
+
+import numpy as np
+import pytest
+
+from fabricsim.errors import FabricsimError
+from fabricsim.workload.requests import LengthDist, parse_length_dist, parse_trace, poisson_stream
+from fabricsim.workload.serving import ClusterConfig, SchedulerConfig, ServingSimulation, summarize
+
+
+def timer(work):
+    """A toy step: 5 ms + 20 us per token + 1 ns per KV token read."""
+    return 5e-3 + 20e-6 * work.tokens + 1e-9 * work.kv_tokens_read
+
+
+def stream(rate, count=400, inp=200, out=50, seed=3):
+    return poisson_stream(rate, count, (LengthDist("fixed", inp), LengthDist("fixed", out)), (10**6, 10**6), seed)
+
+
+def run(rate, kv=200_000, **extra):
+    cfg = ClusterConfig(SchedulerConfig(kv, token_budget=extra.pop("budget", 2048)), timer, **extra)
+    return summarize(ServingSimulation(stream(rate), cfg).run(), 1.0, 0.05)
+
+
+def test_every_request_finishes_and_percentiles_are_ordered():
+    summary = run(20.0)
+    assert summary.completed == summary.requests == 400
+    for p in (summary.ttft, summary.tpot, summary.e2e):
+        assert p.p50 <= p.p90 <= p.p99
+    assert summary.ttft.p50 > 0 and summary.tpot.p50 >= 5e-3
+
+
+def test_deterministic():
+    assert run(50.0) == run(50.0)
+
+
+def test_throughput_saturates_and_p99_ttft_rises_past_the_knee():
+    rates = [10.0, 50.0, 200.0, 1000.0, 5000.0]
+    results = [run(r) for r in rates]
+    throughput = [s.output_tokens_per_s for s in results]
+    assert throughput[1] > 4 * throughput[0]
+    assert throughput[-1] < 1.3 * throughput[-2]  # saturated
+    assert results[-1].ttft.p99 > 10 * results[0].ttft.p99
+    assert all(s.ttft.p99 >= s.ttft.p50 for s in results)
+
+
+def test_small_kv_cache_preempts_but_completes():
+    summary = run(1000.0, kv=3000)
+    assert summary.preemptions > 0
+    assert summary.completed == 400
+
+
+def test_disaggregated_pools_complete_with_transfer_delay():
+    base = run(50.0, mixed=0, prefill=1, decode=1, transfer_s=lambda tokens: 0.0)
+    slow = run(50.0, mixed=0, prefill=1, decode=1, transfer_s=lambda tokens: 1e-4 * tokens)
+    assert base.completed == slow.completed == 400
+    assert slow.e2e.p50 > base.e2e.p50 + 0.015
+
+
+def test_more_replicas_cut_queueing():
+    one = run(2000.0)
+    four = run(2000.0, mixed=4)
+    assert four.ttft.p50 < one.ttft.p50
+
+
+def test_length_distributions():
+    assert parse_length_dist("512", "x") == LengthDist("fixed", 512)
+    uni = parse_length_dist("uniform:10,20", "x")
+    assert uni.upper_bound == 20
+    log = parse_length_dist("lognormal:300,0.5", "x")
+    values = poisson_stream(math.inf, 5000, (log, uni), (10**6, 10**6), 1)
+    assert abs(values.input_len.mean() - 300) < 15 and values.output_len.max() <= 20
+    assert np.all(values.arrival_s == 0)
+    for bad in ("abc", "uniform:5", "uniform:9,3", "0", "gamma:1,2"):
+        with pytest.raises(FabricsimError):
+            parse_length_dist(bad, "input-len")
+
+
+def test_trace_csv_and_jsonl():
+    csv_text = "arrival_s,input_len,output_len\n0.5,100,10\n0.1,200,20\n"
+    trace = parse_trace(csv_text, jsonl=False)
+    assert trace.arrival_s.tolist() == [0.1, 0.5] and trace.input_len.tolist() == [200, 100]
+    jsonl = (
+        '{"timestamp": 0, "prompt_len": 5, "output_tokens": 3}\n\n'
+        '{"arrival_s": 1, "input_len": 7, "output_len": 2}\n'
+    )
+    assert parse_trace(jsonl, jsonl=True).output_len.tolist() == [3, 2]
+
+
+@pytest.mark.parametrize(
+    ("text", "jsonl", "line"),
+    [
+        ("arrival_s,input_len,output_len\n0,10,5\n1,ten,5\n", False, "line 3"),
+        ("arrival_s,input_len\n0,10\n", False, "line 2"),
+        ('{"arrival_s": 0, "input_len": 1, "output_len": 1}\n{oops\n', True, "line 2"),
+        ('{"arrival_s": -1, "input_len": 1, "output_len": 1}\n', True, "line 1"),
+    ],
+)
+def test_bad_trace_rows_name_the_line(text, jsonl, line):
+    with pytest.raises(FabricsimError) as err:
+        parse_trace(text, jsonl)
+    assert line in str(err.value)
