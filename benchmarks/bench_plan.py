@@ -1,0 +1,68 @@
+"""Planner speed on the issue's reference case (issue 7: full search under 10 s on 2 cores).
+
+``megatron-1t`` on 3,072 GPUs of ``dgx-a100``, global batch 3072, sequence 2048: the whole space
+(TP, PP, DP, CP, vpp, micro-batch, ZeRO, recompute, sequence parallel; bf16 only on A100), compared
+with the published layout (Narayanan et al. SC'21: TP8 PP64 DP6) as fabricsim predicts it with
+``fabricsim train --tp 8 --pp 64`` (its other fields at their defaults) and with full recomputation
+(what the paper ran). Calculon's reference: 2.2 million layouts in 48 minutes on 2 cores.
+Prints wall and CPU seconds (the machine may be shared), evaluated/feasible/costed counts,
+layouts/s, and two more cases (an MoE model; the memory objective).
+Run: ``python benchmarks/bench_plan.py``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fabricsim import api
+from fabricsim.engine.analytic import _CONTEXTS
+
+CASE = ("megatron-1t", "dgx-a100", 3072, 3072, 2048)
+MORE = [
+    (("deepseek-v3", "h800", 2048, 4096, 4096), "tokens-per-s"),
+    (("megatron-1t", "dgx-a100", 3072, 3072, 2048), "memory"),
+]
+
+
+def _layout(layout: dict) -> str:
+    return " ".join(f"{key}={value}" for key, value in layout.items())
+
+
+def _run(case: tuple, objective: str) -> dict:
+    _CONTEXTS.clear()  # cold: no stage costs cached from an earlier run
+    wall, cpu = time.perf_counter(), time.process_time()
+    payload = api.plan_train(*case, top=5, objective=objective).to_json()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"{case[0]} on {case[2]} GPUs of {case[1]} (batch {case[3]}, seq {case[4]}), objective {objective}")
+    print(
+        f"  evaluated {payload['evaluated']:,} layouts, feasible {payload['feasible']:,}, "
+        f"costed {payload['costed']:,}, pruned {payload['pruned']}"
+    )
+    print(
+        f"  elapsed {wall:.2f} s wall, {cpu:.2f} s CPU: {payload['evaluated'] / wall:,.0f} layouts/s wall, "
+        f"{payload['evaluated'] / cpu:,.0f} layouts/s CPU"
+    )
+    best = payload["plans"][0]
+    print(
+        f"  best: {best['step_time_s']:.3f} s/step, {best['tokens_per_s']:,.0f} tokens/s, MFU {best['mfu']:.1%}, "
+        f"{best['memory_per_gpu_bytes'] / 2**30:.1f} GiB: {_layout(best['layout'])}"
+    )
+    return payload
+
+
+def main() -> None:
+    payload = _run(CASE, "tokens-per-s")
+    best = payload["plans"][0]
+    for label, extra in (("defaults", {}), ("full recompute", {"recompute": "full"})):
+        published = api.train(*CASE, tp=8, pp=64, **extra)
+        speedup = published.step_time_s / best["step_time_s"]
+        print(
+            f"  published TP8 PP64 DP6 ({label}): {published.step_time_s:.3f} s/step, MFU {published.mfu:.1%}, "
+            f"fits {published.fits}; plan is {speedup:.3f}x as fast"
+        )
+    for case, objective in MORE:
+        _run(case, objective)
+
+
+if __name__ == "__main__":
+    main()
