@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fabricsim import catalog, collectives, planner, validation
 from fabricsim import sweep as sweeps
 from fabricsim.engine import analytic
@@ -26,9 +28,14 @@ from fabricsim.metrics import (
     SimulatedInferResult,
     SimulatedTrainResult,
     SweepSummary,
+    TrafficResult,
     TrainResult,
 )
+from fabricsim.network.flow import FlowNetwork
+from fabricsim.network.patterns import host_throughput_fraction, parse_pattern, pattern_flows
 from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.topology.parse import parse_topology
+from fabricsim.topology.routing import parse_routing, route_table
 from fabricsim.units import parse_size, to_GBps
 
 
@@ -547,4 +554,44 @@ def simulate_infer(
         folded=tuple(sim.graph.folded.items()),
         simulated_ops=sim.ops,
         simulation=sim,
+    )
+
+
+def traffic(
+    pattern: str,
+    *,
+    topology: str,
+    routing: str = "ecmp",
+    seed: int = 0,
+    size: str | int = "64MiB",
+    hosts: int | None = None,
+) -> TrafficResult:
+    """Run a synthetic traffic ``pattern`` (permutation | all-to-all | incast | ring) on ``topology``
+    (builder string or catalog system) with the max-min flow model; every flow carries ``size``
+    bytes and starts at t = 0. ``hosts`` uses only the first hosts (default: all)."""
+    kind = parse_pattern(pattern)
+    policy = parse_routing(routing)
+    size_bytes = parse_size(size, "size")
+    topo = parse_topology(topology)
+    count = topo.hosts if hosts is None else hosts
+    if count > topo.hosts:
+        problem = f"pattern needs {count} hosts, {topology} has {topo.hosts}"
+        raise FabricsimError("hosts", problem, f"use --hosts <= {topo.hosts}")
+    flows = pattern_flows(kind, count, float(size_bytes), seed)
+    result = FlowNetwork(route_table(topo), policy, seed).run(flows)
+    fraction = host_throughput_fraction(flows, result.finish_s, topo.line_rate_Bps)
+    return TrafficResult(
+        pattern=kind.value,
+        topology=topology,
+        routing=policy.value,
+        seed=seed,
+        hosts=count,
+        flows=flows.count,
+        size_bytes=size_bytes,
+        throughput_mean=float(fraction.mean()),
+        throughput_p1=float(np.percentile(fraction, 1)),
+        throughput_min=float(fraction.min()),
+        completion_time_s=result.completion_time_s,
+        max_link_utilization=float(result.peak_utilization.max(initial=0.0)),
+        events=result.events,
     )

@@ -341,3 +341,43 @@ class SimulatedInferResult:
                 }
             )
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficResult:
+    """A synthetic traffic pattern on a topology, flow fidelity (``fabricsim traffic``).
+
+    ``throughput_fraction`` is per sending host: bytes / completion / line rate, summarised as
+    mean, 1st percentile and min; ``max_link_utilization`` is the peak carried rate / capacity.
+    """
+
+    pattern: str
+    topology: str
+    routing: str
+    seed: int
+    hosts: int
+    flows: int
+    size_bytes: int
+    throughput_mean: float
+    throughput_p1: float
+    throughput_min: float
+    completion_time_s: float
+    max_link_utilization: float
+    events: int
+    fidelity: str = "flow"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pattern": self.pattern,
+            "topology": self.topology,
+            "routing": self.routing,
+            "seed": self.seed,
+            "hosts": self.hosts,
+            "flows": self.flows,
+            "size_bytes": self.size_bytes,
+            "throughput_fraction": {"mean": self.throughput_mean, "p1": self.throughput_p1, "min": self.throughput_min},
+            "completion_time_s": self.completion_time_s,
+            "max_link_utilization": self.max_link_utilization,
+            "events": self.events,
+            "fidelity": self.fidelity,
+        }

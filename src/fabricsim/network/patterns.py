@@ -51,3 +51,17 @@ def pattern_flows(pattern: Pattern, hosts: int, size_bytes: float, seed: int) ->
     if pattern == Pattern.INCAST:
         return make_flows(ids[1:], 0, size_bytes)
     return make_flows(ids, (ids + 1) % hosts, size_bytes)
+
+
+def host_throughput_fraction(flows: FlowSet, finish_s: np.ndarray, line_rate_Bps: float) -> np.ndarray:
+    """Per sending host: bytes sent / (its last finish - its first start) / line rate.
+
+    For a permutation this is each flow's mean rate; for all-to-all, a host's aggregate.
+    """
+    senders, inverse = np.unique(flows.src, return_inverse=True)
+    sent = np.bincount(inverse, flows.size_bytes, senders.size)
+    last = np.full(senders.size, -np.inf)
+    np.maximum.at(last, inverse, finish_s)
+    first = np.full(senders.size, np.inf)
+    np.minimum.at(first, inverse, flows.start_s)
+    return sent / np.maximum(last - first, 1e-30) / line_rate_Bps
