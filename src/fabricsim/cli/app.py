@@ -19,6 +19,7 @@ from fabricsim.cli import (
     plan_cmd,
     serve_cmd,
     sweep_cmd,
+    traffic_cmd,
     train_cmd,
     validate_cmd,
 )
@@ -42,6 +43,7 @@ app = typer.Typer(
 app.command("collective", no_args_is_help=True)(collective_cmd.collective)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.command("validate")(validate_cmd.validate)
+app.command("traffic", no_args_is_help=True)(traffic_cmd.traffic)
 app.command("sweep", no_args_is_help=True)(sweep_cmd.sweep)
 app.command("train", no_args_is_help=True)(train_cmd.train)
 app.add_typer(plan_cmd.app, name="plan")

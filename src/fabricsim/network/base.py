@@ -33,11 +33,14 @@ class FlowSet:
         return int(self.src.size)
 
 
-def make_flows(src, dst, size_bytes, start_s=0.0, label=0) -> FlowSet:  # noqa: ANN001 - array-likes
+def make_flows(src, dst, size_bytes, start_s=0.0, label=0) -> FlowSet:
     """Build a :class:`FlowSet`, broadcasting scalars; rejects negative sizes and start times."""
-    src_a, dst_a = np.asarray(src, dtype=np.int64).ravel(), np.asarray(dst, dtype=np.int64).ravel()
-    if src_a.shape != dst_a.shape:
-        raise FabricsimError("flows", "src and dst must have the same length")
+    try:
+        src_a, dst_a = (
+            a.ravel().copy() for a in np.broadcast_arrays(np.asarray(src, np.int64), np.asarray(dst, np.int64))
+        )
+    except ValueError:
+        raise FabricsimError("flows", "src and dst must have the same length") from None
     n = src_a.size
     size = np.broadcast_to(np.asarray(size_bytes, dtype=float), (n,)).copy()
     start = np.broadcast_to(np.asarray(start_s, dtype=float), (n,)).copy()

@@ -103,8 +103,11 @@ def simulate(routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet) -> Networ
     """Event-driven max-min simulation of ``flows`` on precomputed ``routes``."""
     matrix = routes.incidence.tocsc()
     state = _State(
-        flows.size_bytes.astype(float).copy(), np.full(flows.count, np.nan), np.full(flows.count, np.nan),
-        np.zeros(capacity_Bps.size), np.zeros(capacity_Bps.size),
+        flows.size_bytes.astype(float).copy(),
+        np.full(flows.count, np.nan),
+        np.full(flows.count, np.nan),
+        np.zeros(capacity_Bps.size),
+        np.zeros(capacity_Bps.size),
     )
     order = np.lexsort((np.arange(flows.count), flows.start_s))
     arrivals = flows.start_s[order]
@@ -129,11 +132,15 @@ def simulate(routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet) -> Networ
 def _retire_empty(active: np.ndarray, state: _State, now: float) -> np.ndarray:
     empty = state.remaining[active] <= 0
     state.done_s[active[empty]] = now
-    state.first_rate[active[empty]] = np.where(np.isnan(state.first_rate[active[empty]]), np.inf, state.first_rate[active[empty]])
+    state.first_rate[active[empty]] = np.where(
+        np.isnan(state.first_rate[active[empty]]), np.inf, state.first_rate[active[empty]]
+    )
     return active[~empty]
 
 
-def _advance(matrix: sp.csc_matrix, capacity: np.ndarray, active: np.ndarray, state: _State, clock: tuple[float, float]) -> tuple[np.ndarray, float]:
+def _advance(
+    matrix: sp.csc_matrix, capacity: np.ndarray, active: np.ndarray, state: _State, clock: tuple[float, float]
+) -> tuple[np.ndarray, float]:
     """Allocate rates to ``active``, run to the next finish or arrival; return survivors and time."""
     now, horizon = clock
     sub = matrix[:, active]

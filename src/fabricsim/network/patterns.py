@@ -7,7 +7,7 @@ permutation (a random derangement: every host sends to one other, receives from 
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.network.base import FlowSet, make_flows
 
 
-class Pattern(str, Enum):
+class Pattern(StrEnum):
     PERMUTATION = "permutation"
     ALL_TO_ALL = "all-to-all"
     INCAST = "incast"

@@ -301,3 +301,21 @@ def simulated_infer_table(result: dict[str, Any]) -> Any:
     rows.append(("simulated ops", f"{result['simulated_ops']:,}"))
     rows.append(("folded", ", ".join(f"{k}={v}" for k, v in result["folded"].items())))
     return Group(infer_table(result), key_value_table("simulation", rows))
+
+
+def traffic_table(result: dict[str, Any]) -> Table:
+    fraction = result["throughput_fraction"]
+    return key_value_table(
+        f"{result['pattern']} on {result['topology']} ({result['routing']}, seed {result['seed']})",
+        [
+            ("hosts / flows", f"{result['hosts']} / {result['flows']}"),
+            ("bytes per flow", format_bytes(result["size_bytes"])),
+            (
+                "throughput / line rate",
+                f"mean {fraction['mean']:.3f}, p1 {fraction['p1']:.3f}, min {fraction['min']:.3f}",
+            ),
+            ("completion time", format_seconds(result["completion_time_s"])),
+            ("max link utilization", f"{result['max_link_utilization']:.3f}"),
+            ("fidelity", f"{result['fidelity']} ({result['events']} events)"),
+        ],
+    )

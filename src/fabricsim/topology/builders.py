@@ -59,7 +59,9 @@ def nvl72_domain(link: LinkParams = LinkParams(900e9, 0.6e-6)) -> Topology:
     return nvswitch_domain(72, link, reduction=True, name="nvl72")
 
 
-def _clos_above(graph: GraphBuilder, leaves: np.ndarray, up: int, radix: int, uplink: LinkParams, tiers: int = 0) -> None:
+def _clos_above(
+    graph: GraphBuilder, leaves: np.ndarray, up: int, radix: int, uplink: LinkParams, tiers: int = 0
+) -> None:
     """Add spines (2 tiers) or aggregation + core (3 tiers) above ``leaves``, ``up`` uplinks each."""
     n_leaves = leaves.size
     if tiers == 2 or (tiers == 0 and n_leaves <= radix):
@@ -97,7 +99,9 @@ def fat_tree(k: int, link: LinkParams, hosts: int | None = None) -> Topology:
     return graph.build(f"fat-tree-k{k}", host_ids, link.capacity_Bps, {"k": k})
 
 
-def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, link: LinkParams, oversubscription: float = 1.0) -> Topology:
+def leaf_spine(
+    leaves: int, spines: int, hosts_per_leaf: int, link: LinkParams, oversubscription: float = 1.0
+) -> Topology:
     """Two-tier leaf-spine; each leaf has one uplink to every spine.
 
     Oversubscription r = (hosts_per_leaf x line rate) / (leaf uplink capacity), so each uplink has
@@ -136,7 +140,7 @@ def rail_leaves(graph: GraphBuilder, nics: np.ndarray, spec: RailSpec) -> None:
     """
     for field in ("nodes", "rails", "radix"):
         _positive(field, getattr(spec, field), 2 if field == "radix" else 1)
-    down = max(1, int(round(spec.radix * spec.oversubscription / (1 + spec.oversubscription))))
+    down = max(1, round(spec.radix * spec.oversubscription / (1 + spec.oversubscription)))
     up = max(1, spec.radix - down)
     groups = -(-spec.nodes // down)
     leaves = graph.add_nodes(groups * spec.rails, NodeKind.SWITCH).reshape(groups, spec.rails)

@@ -82,7 +82,9 @@ class GraphBuilder:
         self._cap += [np.full(2 * n, float(capacity_Bps))]
         self._lat += [np.full(2 * n, float(latency_s))]
 
-    def build(self, name: str, endpoints: np.ndarray, line_rate_Bps: float, meta: dict[str, float] | None = None) -> Topology:
+    def build(
+        self, name: str, endpoints: np.ndarray, line_rate_Bps: float, meta: dict[str, float] | None = None
+    ) -> Topology:
         empty = np.zeros(0)
         return Topology(
             name=name,

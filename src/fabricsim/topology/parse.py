@@ -39,7 +39,7 @@ def _default_link(params: dict[str, str]) -> LinkParams:
     return LinkParams(catalog.load_link(DEFAULT_LINK).bandwidth_Bps, latency_s)
 
 
-def _number(params: dict[str, str], key: str, kind: type = int, default: float | None = None):  # noqa: ANN202
+def _number(params: dict[str, str], key: str, kind: type = int, default: float | None = None):
     if key not in params:
         if default is None:
             raise FabricsimError(key, "is required", f"add {key}=... to the topology string")
@@ -72,13 +72,20 @@ def _fat_tree(p: dict[str, str]) -> Topology:
 def _leaf_spine(p: dict[str, str]) -> Topology:
     leaves, spines, per_leaf = _number(p, "leaves"), _number(p, "spines"), _number(p, "hosts_per_leaf")
     if "radix" in p and per_leaf + spines > _number(p, "radix"):
-        raise FabricsimError("hosts_per_leaf", f"{per_leaf} hosts + {spines} uplinks exceed the leaf radix {p['radix']}")
+        raise FabricsimError(
+            "hosts_per_leaf", f"{per_leaf} hosts + {spines} uplinks exceed the leaf radix {p['radix']}"
+        )
     return leaf_spine(leaves, spines, per_leaf, _default_link(p), _number(p, "oversubscription", float, 1.0))
 
 
 def _rail(p: dict[str, str]) -> Topology:
-    spec = RailSpec(_number(p, "nodes"), _number(p, "rails", int, 8), _number(p, "radix", int, 64), _default_link(p),
-                    _number(p, "oversubscription", float, 1.0))
+    spec = RailSpec(
+        _number(p, "nodes"),
+        _number(p, "rails", int, 8),
+        _number(p, "radix", int, 64),
+        _default_link(p),
+        _number(p, "oversubscription", float, 1.0),
+    )
     return rail_optimized(spec)
 
 

@@ -20,7 +20,7 @@ Routes are a sparse links x flows matrix of weights (1 on a single path).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,7 +32,7 @@ from fabricsim.topology.graph import NodeKind, Topology
 _UNREACHABLE = np.iinfo(np.int32).max // 4
 
 
-class Routing(str, Enum):
+class Routing(StrEnum):
     ECMP = "ecmp"
     SPRAY = "spray"
     ADAPTIVE = "adaptive"
@@ -139,14 +139,18 @@ class _Walk:
     hop: np.ndarray
 
 
-def _next_hops(table: RouteTable, flow: np.ndarray, node: np.ndarray, dst_host: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _next_hops(
+    table: RouteTable, flow: np.ndarray, node: np.ndarray, dst_host: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Candidate next hops of each (flow, node) and the mask of the equal-cost (shortest) ones."""
     cand = table.neighbor[node]
     hops = _distance_to(table, table.topology.endpoints[dst_host[flow]], dst_host[flow], cand)
     least = hops.min(axis=1)
     if np.any(least >= _UNREACHABLE):
         bad = int(flow[np.argmax(least >= _UNREACHABLE)])
-        raise FabricsimError("topology", f"no path for flow {bad} to endpoint {int(dst_host[bad])}", "too many failed links?")
+        raise FabricsimError(
+            "topology", f"no path for flow {bad} to endpoint {int(dst_host[bad])}", "too many failed links?"
+        )
     return cand, hops == least[:, None]
 
 
@@ -165,7 +169,9 @@ def _walk(table: RouteTable, src_host: np.ndarray, dst_host: np.ndarray, keys: n
         count = mask.sum(axis=1)
         if keys is not None:
             with np.errstate(over="ignore"):
-                pick = (_mix(keys[flow] ^ _mix(node.astype(np.uint64) + np.uint64(hop))) % count.astype(np.uint64)).astype(np.int64)
+                pick = (
+                    _mix(keys[flow] ^ _mix(node.astype(np.uint64) + np.uint64(hop))) % count.astype(np.uint64)
+                ).astype(np.int64)
             mask &= (np.cumsum(mask, axis=1) - 1) == pick[:, None]
         rows, cols = np.nonzero(mask)
         share = weight[rows] / (1.0 if keys is not None else count[rows])
