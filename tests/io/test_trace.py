@@ -5,6 +5,7 @@ from collections import defaultdict
 
 import pytest
 
+from fabricsim import api
 from fabricsim.engine.simulate import simulate
 from fabricsim.io.trace import trace_document, write_trace
 from fabricsim.workload.graph import CommPayload, Op, OpGraph, RankClass, Stream
@@ -31,12 +32,8 @@ def _timer(p: CommPayload) -> float:
     return 1e-6 + p.size_bytes / 100e9
 
 
-def test_trace_is_valid_json_with_named_nested_tracks(tmp_path):
-    g = _small_graph()
-    result = simulate(g, _timer)
-    path = tmp_path / "out" / "trace.json"
-    write_trace(path, g, result.timeline, result.comm)
-    doc = json.loads(path.read_text())
+def _check_document(doc: dict, g: OpGraph) -> None:
+    """Valid trace events: every op once, named tracks, events on a track disjoint or nested."""
     events = doc["traceEvents"]
     complete = [e for e in events if e["ph"] == "X"]
     assert len([e for e in complete if e["pid"] <= len(g.ranks)]) == len(g.ops)
@@ -56,8 +53,28 @@ def test_trace_is_valid_json_with_named_nested_tracks(tmp_path):
             end = e["ts"] + e["dur"]
             assert not stack or end <= stack[-1] + 1e-9, "events on one track overlap without nesting"
             stack.append(end)
+
+
+def test_trace_is_valid_json_with_named_nested_tracks(tmp_path):
+    g = _small_graph()
+    result = simulate(g, _timer)
+    path = tmp_path / "out" / "trace.json"
+    write_trace(path, g, result.timeline, result.comm)
+    doc = json.loads(path.read_text())
+    _check_document(doc, g)
     assert doc["otherData"]["folded"] == {"data_parallel_replicas": 4}
     assert "dp-all-reduce" in doc["otherData"]["comm_exposed_s"]
+
+
+def test_trace_of_a_simulated_training_step_nests(tmp_path):
+    """A real (small) training step: 8 stages, TP-8 reduce-scatter/all-gather, DP buckets."""
+    result = api.simulate_train("gpt3-175b", "dgx-a100", 128, 32, 2048, tp=8, pp=8)
+    sim = result.simulation
+    path = tmp_path / "step.json"
+    write_trace(path, sim.graph, sim.result.timeline, sim.result.comm)
+    doc = json.loads(path.read_text())
+    _check_document(doc, sim.graph)
+    assert set(doc["otherData"]["comm_exposed_s"]) == set(dict(result.exposed_comm_s))
 
 
 def test_trace_is_deterministic():
