@@ -23,6 +23,7 @@ from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.metrics import (
     CollectiveResult,
+    InferResult,
     PlanEntry,
     PlanResult,
     SimulatedInferResult,
@@ -386,7 +387,6 @@ def infer(
     batch that does not fit is a result with ``fits`` False. Returns :class:`metrics.InferResult`.
     """
     from fabricsim.engine.inference import InferScenario, infer_estimate
-    from fabricsim.metrics import InferResult
     from fabricsim.workload.inference import LayoutRequest, check_lengths
 
     request = LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype)
@@ -396,10 +396,15 @@ def infer(
     check_lengths(model_spec, input_len, output_len)
     size = None if str(batch) == "max" else _positive_int("batch", batch)
     est = infer_estimate(InferScenario(model_spec, system_spec, layout, input_len, output_len, size))
+    return _infer_result((model_spec.name, system_spec.name), gpus, layout, est)
+
+
+def _infer_result(names: tuple[str, str], gpus: int, layout: Any, est: Any) -> InferResult:
+    """The ``infer`` JSON contract of one estimate; ``names`` = (model, system)."""
     breakdown = {"prefill_" + k: v for k, v in dataclasses.asdict(est.prefill).items()}
     breakdown.update({"decode_" + k: v for k, v in dataclasses.asdict(est.decode).items()})
     return InferResult(
-        model=model_spec.name, system=system_spec.name, gpus=gpus, ttft_s=est.ttft_s, tpot_s=est.tpot_s,
+        model=names[0], system=names[1], gpus=gpus, ttft_s=est.ttft_s, tpot_s=est.tpot_s,
         e2e_latency_s=est.e2e_latency_s, batch=est.batch, output_tokens_per_s=est.output_tokens_per_s,
         kv_cache_bytes=est.kv_cache_bytes, memory_per_gpu_bytes=est.memory_per_gpu_bytes,
         memory_capacity_bytes=est.memory_capacity_bytes, fits=est.fits,
@@ -594,4 +599,65 @@ def traffic(
         completion_time_s=result.completion_time_s,
         max_link_utilization=float(result.peak_utilization.max(initial=0.0)),
         events=result.events,
+    )
+
+
+def plan_infer(
+    model: str,
+    system: str,
+    gpus: int,
+    input_len: int,
+    output_len: int,
+    *,
+    top: int = 5,
+    objective: str = "throughput",
+    slo_s: tuple[float | None, float | None] = (None, None),
+    constraints: dict[str, object] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> PlanResult:
+    """Search inference layouts and batch sizes of ``model`` on ``gpus`` GPUs of ``system``.
+
+    ``objective``: ``throughput`` (most output tokens/s whose TPOT and TTFT meet ``slo_s`` =
+    (TPOT SLO, TTFT SLO) in seconds, either None) or ``latency`` (least end-to-end latency at the
+    batch in ``constraints``, default 1). ``constraints``: ``tp``, ``pp``, ``ep`` (value or list),
+    ``dtype``, ``kv_dtype`` (name or list), ``batch``, ``max_batch``. Plans follow the ``infer`` contract
+    plus ``batch_limit`` (what stopped the batch growing: memory, max batch, TPOT SLO, TTFT SLO).
+    """
+    from fabricsim.workload.inference import check_lengths
+
+    model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
+    system_spec.check_gpu_count(gpus)
+    check_lengths(model_spec, _positive_int("input-len", input_len), _positive_int("output-len", output_len))
+    goal = planner.InferGoal(planner.parse_infer_objective(objective), slo_s[0], slo_s[1], _positive_int("top", top))
+    planner.check_goal(goal)
+    question = planner.InferQuestion(model_spec, system_spec, gpus, input_len, output_len)
+    space = planner.infer_space(constraints or {})
+    start = time.perf_counter()
+    search = planner.search_infer(question, space, goal, on_progress)
+    return _infer_plan_result(question, search, goal, time.perf_counter() - start)
+
+
+def _infer_plan_result(
+    question: planner.InferQuestion, search: planner.InferSearch, goal: planner.InferGoal, elapsed_s: float
+) -> PlanResult:
+    names = (question.model.name, question.system.name)
+    smallest = search.smallest_memory_layout
+    return PlanResult(
+        kind="infer",
+        model=names[0],
+        system=names[1],
+        gpus=question.gpus,
+        objective=goal.objective.value,
+        evaluated=search.evaluated,
+        feasible=search.feasible,
+        costed=search.costed,
+        pruned=(("memory", search.pruned_memory), ("slo", search.pruned_slo)),
+        elapsed_s=elapsed_s,
+        plans=tuple(
+            PlanEntry(rank, _infer_result(names, question.gpus, p.layout, p.estimate), p.reasons,
+                      (("batch_limit", p.batch_limit),))
+            for rank, p in enumerate(search.plans, 1)
+        ),
+        smallest_memory_per_gpu_bytes=search.smallest_memory_bytes,
+        smallest_memory_layout=tuple(smallest.as_dict().items()) if smallest else None,
     )

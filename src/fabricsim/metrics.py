@@ -164,9 +164,10 @@ class PlanEntry:
     rank: int
     result: Any  # TrainResult | SimulatedTrainResult | InferResult: anything with to_json()
     reasons: tuple[str, ...] = ()
+    extra: tuple[tuple[str, object], ...] = ()  # planner facts, e.g. what limited an inference batch
 
     def to_json(self) -> dict[str, object]:
-        return {"rank": self.rank, **self.result.to_json(), "why": list(self.reasons)}
+        return {"rank": self.rank, **self.result.to_json(), **dict(self.extra), "why": list(self.reasons)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,24 @@
 ``search_train`` walks every valid training layout (TP, PP, DP, CP, EP, virtual stages,
 micro-batch, ZeRO stage, recomputation, sequence parallelism, dtype), prunes by divisibility and by
 memory before costing, ranks by an objective and explains why the runners-up lose;
-``refine_search`` re-times the best plans with the event-driven engine.
+``refine_search`` re-times the best plans with the event-driven engine. ``search_infer`` ranks
+inference layouts (TP, PP, EP, dtypes, replicas) and batch sizes for throughput at a TPOT/TTFT SLO,
+or for latency.
 The library never prints: long searches report through an ``on_progress(done, total)`` callback.
 """
 
+from fabricsim.planner.infer import (
+    InferGoal,
+    InferObjective,
+    InferPlan,
+    InferQuestion,
+    InferSearch,
+    InferSpace,
+    check_goal,
+    infer_space,
+    parse_infer_objective,
+    search_infer,
+)
 from fabricsim.planner.refine import refine_search
 from fabricsim.planner.space import TrainSpace, train_space
 from fabricsim.planner.train import (
@@ -20,14 +34,24 @@ from fabricsim.planner.train import (
 )
 
 __all__ = [
+    "InferGoal",
+    "InferObjective",
+    "InferPlan",
+    "InferQuestion",
+    "InferSearch",
+    "InferSpace",
     "PlanSettings",
     "TrainObjective",
     "TrainPlan",
     "TrainQuestion",
     "TrainSearch",
     "TrainSpace",
+    "check_goal",
+    "infer_space",
+    "parse_infer_objective",
     "parse_train_objective",
     "refine_search",
+    "search_infer",
     "search_train",
     "train_space",
 ]
