@@ -101,3 +101,54 @@ def train(
             on_progress=on_progress,
         )
     emit(result.to_json(), as_json, plan_table)
+
+
+def _slo_s(flag: str, milliseconds: float | None) -> float | None:
+    if milliseconds is None:
+        return None
+    if not milliseconds > 0:
+        raise FabricsimError(flag, f"must be a positive number of milliseconds, got {milliseconds!r}")
+    return milliseconds / 1e3
+
+
+@app.command("infer", no_args_is_help=True)
+def infer(
+    model: str = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json"),
+    system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
+    gpus: int = typer.Option(..., "--gpus", help="number of GPUs (the rest of a layout's replica GPUs are replicas)"),
+    input_len: int = typer.Option(..., "--input-len", help="prompt tokens per request"),
+    output_len: int = typer.Option(..., "--output-len", help="generated tokens per request"),
+    top: int = typer.Option(5, "--top", help="plans to show"),
+    objective: str = typer.Option("throughput", "--objective", help="throughput (at the SLOs) | latency"),
+    tpot_slo_ms: float | None = typer.Option(None, "--tpot-slo-ms", help="time per output token limit (ms)"),
+    ttft_slo_ms: float | None = typer.Option(None, "--ttft-slo-ms", help="time to first token limit (ms)"),
+    tp: str | None = typer.Option(None, "--tp", help=f"tensor-parallel sizes: {_LIST}"),
+    pp: str | None = typer.Option(None, "--pp", help=f"pipeline stages: {_LIST}"),
+    ep: str | None = typer.Option(None, "--ep", help=f"expert-parallel sizes: {_LIST}"),
+    dtype: str | None = typer.Option(None, "--dtype", help="weight dtypes bf16|fp16|fp8|fp4, comma-separated"),
+    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV-cache dtypes (default: follows --dtype)"),
+    batch: int | None = typer.Option(None, "--batch", help="fixed batch per replica (latency objective: default 1)"),
+    max_batch: int | None = typer.Option(None, "--max-batch", help="largest batch per replica to consider"),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Rank inference layouts (TP, PP, EP, dtypes, replicas) and batch sizes."""
+    from fabricsim import api
+    from fabricsim.report.tables import plan_table
+
+    constraints: dict[str, object] = {"tp": int_list("tp", tp), "pp": int_list("pp", pp), "ep": int_list("ep", ep)}
+    constraints |= {"dtype": str_list(dtype), "kv_dtype": str_list(kv_dtype), "batch": batch, "max_batch": max_batch}
+    slo_s = (_slo_s("tpot-slo-ms", tpot_slo_ms), _slo_s("ttft-slo-ms", ttft_slo_ms))
+    with progress_bar(not as_json and sys.stderr.isatty()) as on_progress:
+        result = api.plan_infer(
+            model,
+            system,
+            gpus,
+            input_len,
+            output_len,
+            top=top,
+            objective=objective,
+            slo_s=slo_s,
+            constraints=constraints,
+            on_progress=on_progress,
+        )
+    emit(result.to_json(), as_json, plan_table)
