@@ -380,13 +380,17 @@ def infer(
     ep: int | None = None,
     dtype: str | None = None,
     kv_dtype: str | None = None,
+    kv_spill: str | None = None,
+    kv_spill_capacity: str | int | None = None,
 ) -> Any:
     """Static-batch inference estimate (analytic): TTFT, TPOT, end-to-end latency, throughput, memory.
 
     ``batch`` is sequences per model replica, or ``"max"`` for the largest whose KV fits. A model or
-    batch that does not fit is a result with ``fits`` False. Returns :class:`metrics.InferResult`.
+    batch that does not fit is a result with ``fits`` False. ``kv_spill`` names a catalog link
+    (``pcie-gen5`` for host memory, ``cxl2``/``cxl3`` for a CXL pool) holding the KV that HBM cannot,
+    up to ``kv_spill_capacity`` per GPU. Returns :class:`metrics.InferResult`.
     """
-    from fabricsim.engine.inference import InferScenario, infer_estimate
+    from fabricsim.engine.inference import InferScenario, KvSpill, infer_estimate
     from fabricsim.workload.inference import LayoutRequest, check_lengths
 
     request = LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype)
@@ -395,7 +399,15 @@ def infer(
     _positive_int("output-len", output_len)
     check_lengths(model_spec, input_len, output_len)
     size = None if str(batch) == "max" else _positive_int("batch", batch)
-    est = infer_estimate(InferScenario(model_spec, system_spec, layout, input_len, output_len, size))
+    spill = None
+    if kv_spill:
+        link = catalog.load_link(kv_spill)
+        spill = KvSpill(link.name, link.bandwidth_Bps, link.latency_s)
+        if kv_spill_capacity is not None:
+            capacity = float(parse_size(kv_spill_capacity, "kv-spill-capacity"))
+            spill = dataclasses.replace(spill, capacity_bytes=capacity)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, size, spill=spill)
+    est = infer_estimate(scenario)
     return _infer_result((model_spec.name, system_spec.name), gpus, layout, est)
 
 
@@ -409,6 +421,7 @@ def _infer_result(names: tuple[str, str], gpus: int, layout: Any, est: Any) -> I
         kv_cache_bytes=est.kv_cache_bytes, memory_per_gpu_bytes=est.memory_per_gpu_bytes,
         memory_capacity_bytes=est.memory_capacity_bytes, fits=est.fits,
         layout=tuple(layout.as_dict().items()), time_breakdown_s=tuple(breakdown.items()),
+        kv_spilled_bytes=est.kv_spilled_bytes,
     )
 
 

@@ -236,12 +236,14 @@ class InferResult:
     layout: tuple[tuple[str, object], ...]
     time_breakdown_s: tuple[tuple[str, float], ...] = ()
     fidelity: str = "analytic"
+    kv_spilled_bytes: float = 0.0
 
     def to_json(self) -> dict[str, object]:
         return {
             "model": self.model,
             "system": self.system,
             "gpus": self.gpus,
+            "kv_spilled_bytes": self.kv_spilled_bytes,
             "ttft_s": self.ttft_s,
             "tpot_s": self.tpot_s,
             "e2e_latency_s": self.e2e_latency_s,

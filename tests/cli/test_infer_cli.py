@@ -61,3 +61,12 @@ def test_console_script_exit_2():
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "model" in proc.stderr
+
+
+def test_kv_spill_flags(capsys):
+    argv = [*BASE, "--batch", "max", "--dtype", "fp8", "--kv-spill", "cxl2", "--kv-spill-capacity", "64GB", "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fits"] and data["kv_spilled_bytes"] > 0
+    assert main([*BASE, "--kv-spill", "usb2"]) == 2
+    assert "link" in capsys.readouterr().err

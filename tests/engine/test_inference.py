@@ -42,3 +42,16 @@ def test_replicas_multiply_throughput():
     one = infer_estimate(scenario(batch=16))
     two = infer_estimate(scenario(batch=16, layout=InferenceLayout(2, 1, 1, "fp8", "fp8", replicas=2)))
     assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s)
+
+
+def test_kv_spill_tier_holds_what_hbm_cannot_at_link_speed():
+    from fabricsim.engine.inference import KvSpill
+
+    base = scenario(batch=400, inp=4096, out=1024)
+    assert not infer_estimate(base).fits
+    pcie = KvSpill("pcie-gen5", 64e9, 1e-6)
+    spilled = infer_estimate(InferScenario(base.model, H100, FP8_TP2, 4096, 1024, 400, spill=pcie))
+    assert spilled.fits and spilled.kv_spilled_bytes > 0
+    assert spilled.tpot_s > 3 * infer_estimate(scenario(batch=100, inp=4096, out=1024)).tpot_s
+    bigger = InferScenario(base.model, H100, FP8_TP2, 4096, 1024, None, spill=pcie)
+    assert infer_estimate(bigger).batch > infer_estimate(scenario(inp=4096, out=1024)).batch

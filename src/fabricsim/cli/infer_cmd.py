@@ -20,6 +20,10 @@ def infer(
     ep: int | None = typer.Option(None, "--ep", help="expert-parallel size; ep > tp means attention-DP (default 1)"),
     dtype: str | None = typer.Option(None, "--dtype", help="weights: bf16 | fp16 | fp8 | fp4 (default bf16)"),
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (default fp8 for fp8/fp4 weights)"),
+    kv_spill: str | None = typer.Option(
+        None, "--kv-spill", help="spill tier link for KV that HBM cannot hold: pcie-gen5 (host memory), cxl2, cxl3"),
+    kv_spill_capacity: str | None = typer.Option(
+        None, "--kv-spill-capacity", help="spill capacity per GPU, e.g. 256GB (default 256 GB)"),
     as_json: bool = JSON_OPTION,
     fidelity: str = fidelity_flags.FIDELITY_OPTION,
     trace: str | None = fidelity_flags.TRACE_OPTION,
@@ -41,5 +45,5 @@ def infer(
         return
 
     result = api.infer(model, system, gpus, batch=batch, input_len=input_len, output_len=output_len, tp=tp, pp=pp,
-                       ep=ep, dtype=dtype, kv_dtype=kv_dtype)
+                       ep=ep, dtype=dtype, kv_dtype=kv_dtype, kv_spill=kv_spill, kv_spill_capacity=kv_spill_capacity)
     emit(result.to_json(), as_json, infer_table)

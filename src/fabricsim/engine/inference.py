@@ -8,11 +8,17 @@ context, so this is the trapezoid rule on a convex function). Throughput counts 
 ``batch=None`` takes the largest batch whose paged KV fits the KV budget of
 :func:`fabricsim.workload.inference.kv_budget_per_gpu`. A batch that does not fit is reported with
 ``fits=False`` and its numbers.
+
+Optional KV spill tier (host memory over PCIe, or a CXL memory pool): KV beyond the HBM budget lives
+in ``spill.capacity_bytes`` per GPU behind a link of ``bandwidth_Bps`` and ``latency_s``; each step
+streams the spilled share of the KV it attends over that link, overlapped with the HBM share
+(prefetching, as offloading servers do), so attention's memory time is
+``max(HBM share / HBM bandwidth, spilled share / link bandwidth + link latency)``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -35,6 +41,21 @@ from fabricsim.workload.inference import (
 DECODE_SAMPLES = 33
 
 
+DEFAULT_SPILL_CAPACITY_BYTES = 256e9
+"""Host memory per GPU when the spill tier's size is not given: a DGX H100 has 2 TB of system memory
+for 8 GPUs (NVIDIA DGX H100 user guide)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KvSpill:
+    """A KV spill tier per GPU: capacity (bytes) behind a link (bytes/s per direction, seconds)."""
+
+    name: str
+    bandwidth_Bps: float
+    latency_s: float
+    capacity_bytes: float = DEFAULT_SPILL_CAPACITY_BYTES
+
+
 @dataclass(frozen=True, slots=True)
 class InferScenario:
     """One static-batch inference question."""
@@ -46,6 +67,7 @@ class InferScenario:
     output_len: int
     batch: int | None = None
     kv_policy: KvBudgetPolicy = field(default_factory=KvBudgetPolicy)
+    spill: KvSpill | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +84,7 @@ class InferEstimate:
     fits: bool
     prefill: StepParts
     decode: StepParts
+    kv_spilled_bytes: float = 0.0
 
 
 def kv_bytes_per_token_gpu(scenario: InferScenario) -> float:
@@ -73,6 +96,7 @@ def largest_batch(scenario: InferScenario) -> int:
     """Largest batch per replica whose paged KV (input + output tokens each) fits the KV budget;
     each attention-DP rank holds its own sequences."""
     budget = kv_budget_per_gpu(scenario.model, scenario.system, scenario.layout, scenario.kv_policy)
+    budget += scenario.spill.capacity_bytes if scenario.spill else 0.0
     per_rank = max_sequences(budget, kv_bytes_per_token_gpu(scenario), scenario.input_len + scenario.output_len)
     return per_rank * scenario.layout.attention_data_parallel
 
@@ -111,22 +135,34 @@ def _prefill_parts(scenario: InferScenario, batch: int, coeffs, comm: Communicat
     return StepParts(chunks * one.linear_s, chunks * one.attention_s, chunks * one.communication_s)
 
 
+def _spilled_bytes(scenario: InferScenario, kv_bytes: float) -> float:
+    """KV bytes per GPU that do not fit the HBM budget and go to the spill tier (0 without one)."""
+    if scenario.spill is None:
+        return 0.0
+    budget = kv_budget_per_gpu(scenario.model, scenario.system, scenario.layout, scenario.kv_policy)
+    return min(max(0.0, kv_bytes - budget), scenario.spill.capacity_bytes)
+
+
 def infer_estimate(scenario: InferScenario) -> InferEstimate:
     """TTFT, TPOT, end-to-end latency and throughput of one static batch (seconds, tokens/s)."""
     model, system, layout = scenario.model, scenario.system, scenario.layout
     batch = largest_batch(scenario) if scenario.batch is None else scenario.batch
     fits_budget = batch >= 1
     batch = max(batch, 1)
+    per_rank = -(-batch // layout.attention_data_parallel)
+    kv = per_rank * paged_tokens(scenario.input_len + scenario.output_len) * kv_bytes_per_token_gpu(scenario)
+    spilled = _spilled_bytes(scenario, kv)
     coeffs = step_coefficients(model, system, layout)
+    if spilled > 0 and scenario.spill is not None:
+        coeffs = replace(coeffs, spill_fraction=spilled / kv, spill_Bps=scenario.spill.bandwidth_Bps,
+                         spill_latency_s=scenario.spill.latency_s)
     comm = CommunicationModel(system, layout, model)
     prefill = _prefill_parts(scenario, batch, coeffs, comm)
     decode = _decode_parts(scenario, batch, coeffs, comm)
     e2e = prefill.total_s + (scenario.output_len - 1) * decode.total_s
-    per_rank = -(-batch // layout.attention_data_parallel)
-    kv = per_rank * paged_tokens(scenario.input_len + scenario.output_len) * kv_bytes_per_token_gpu(scenario)
     weights = weight_memory_per_gpu(model, layout).total_bytes
     workspace = activation_workspace_bytes(model, layout, scenario.kv_policy.max_step_tokens)
-    memory = weights + kv + workspace + FRAMEWORK_MEMORY_BYTES
+    memory = weights + kv - spilled + workspace + FRAMEWORK_MEMORY_BYTES
     capacity = system.device.hbm_capacity_bytes
     return InferEstimate(
         ttft_s=prefill.total_s,
@@ -141,4 +177,5 @@ def infer_estimate(scenario: InferScenario) -> InferEstimate:
         fits=fits_budget and memory <= capacity,
         prefill=prefill,
         decode=decode,
+        kv_spilled_bytes=spilled,
     )

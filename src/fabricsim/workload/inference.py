@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass, field
 
 from fabricsim import collectives
-from fabricsim.errors import FabricsimError
 from fabricsim.specs import DTYPE_BYTES, Dtype, ModelSpec, SystemSpec
 from fabricsim.transformer.compute import gemm_efficiency
 from fabricsim.transformer.constants import (
@@ -36,6 +35,34 @@ from fabricsim.transformer.constants import (
 from fabricsim.transformer.inference import StepWork, TokenCosts, expected_distinct_experts, token_costs
 from fabricsim.transformer.kv_cache import kv_bytes_per_token_per_gpu
 from fabricsim.transformer.parameters import parameter_counts
+from fabricsim.workload.inference_layout import (
+    INFERENCE_DTYPES,
+    InferenceLayout,
+    LayoutRequest,
+    check_dtype,
+    check_lengths,
+    resolve_layout,
+    validate_layout,
+)
+
+__all__ = [
+    "INFERENCE_DTYPES",
+    "CommunicationModel",
+    "InferenceLayout",
+    "KvBudgetPolicy",
+    "LayoutRequest",
+    "StepCoefficients",
+    "StepParts",
+    "check_dtype",
+    "check_lengths",
+    "collective_time_s",
+    "kv_budget_per_gpu",
+    "resolve_layout",
+    "step_coefficients",
+    "step_time",
+    "validate_layout",
+    "weight_memory_per_gpu",
+]
 
 ACTIVATION_BYTES = 2.0
 """Bytes per activation element exchanged by TP all-reduces and PP send/recv (bf16)."""
@@ -57,75 +84,6 @@ KERNELS_PER_LAYER = 9
 output GEMM, add + norm, gate/up GEMM, activation, down GEMM. Each costs the shared
 ``KERNEL_OVERHEAD_S`` (transformer.constants). Counted from TensorRT-LLM's Llama layer. Derived."""
 
-INFERENCE_DTYPES = ("bf16", "fp16", "fp8", "fp4")
-
-
-@dataclass(frozen=True, slots=True)
-class InferenceLayout:
-    """How one model replica is sharded; ``replicas`` copies serve independently."""
-
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
-    expert_parallel: int = 1
-    weight_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    replicas: int = 1
-
-    @property
-    def attention_data_parallel(self) -> int:
-        return max(self.tensor_parallel, self.expert_parallel) // self.tensor_parallel
-
-    @property
-    def stage_gpus(self) -> int:
-        return max(self.tensor_parallel, self.expert_parallel)
-
-    @property
-    def replica_gpus(self) -> int:
-        return self.pipeline_parallel * self.stage_gpus
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "tp": self.tensor_parallel,
-            "pp": self.pipeline_parallel,
-            "ep": self.expert_parallel,
-            "attention_dp": self.attention_data_parallel,
-            "replicas": self.replicas,
-            "replica_gpus": self.replica_gpus,
-            "dtype": self.weight_dtype,
-            "kv_dtype": self.kv_dtype,
-        }
-
-
-def check_dtype(dtype: str, field_name: str) -> str:
-    """Return ``dtype`` if it is an inference dtype, else a one-line user error."""
-    if dtype not in INFERENCE_DTYPES:
-        raise FabricsimError(field_name, f"unknown dtype {dtype!r}", "use one of " + ", ".join(INFERENCE_DTYPES))
-    return dtype
-
-
-def validate_layout(model: ModelSpec, layout: InferenceLayout) -> None:
-    """Raise a :class:`FabricsimError` unless ``layout`` can shard ``model``."""
-    tp, pp, ep = layout.tensor_parallel, layout.pipeline_parallel, layout.expert_parallel
-    for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise FabricsimError(name, f"must be a positive integer, got {value!r}")
-    check_dtype(layout.weight_dtype, "dtype")
-    check_dtype(layout.kv_dtype, "kv-dtype")
-    if model.num_attention_heads % tp:
-        heads = model.num_attention_heads
-        raise FabricsimError("tp", f"{tp} does not divide the {heads} attention heads of {model.name}")
-    kv = model.kv_heads
-    if not model.is_mla and kv % tp and tp % kv:
-        raise FabricsimError("tp", f"{tp} neither divides nor is a multiple of the {kv} KV heads of {model.name}")
-    if pp > model.num_hidden_layers:
-        raise FabricsimError("pp", f"{pp} stages exceed the {model.num_hidden_layers} layers of {model.name}")
-    if ep > 1 and not model.is_moe:
-        raise FabricsimError("ep", f"{model.name} has no experts", "use --ep 1 for a dense model")
-    if model.is_moe and model.num_local_experts % ep:
-        raise FabricsimError("ep", f"{ep} does not divide the {model.num_local_experts} experts of {model.name}")
-    if max(tp, ep) % min(tp, ep):
-        raise FabricsimError("ep", f"ep {ep} and tp {tp} must divide one another",
-                             "e.g. --tp 8 --ep 8 or --tp 1 --ep 16")
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +163,9 @@ class StepCoefficients:
     elementwise_bytes_per_token: float
     logit_bytes_per_token: float
     kernel_overhead_s: float
+    spill_fraction: float = 0.0
+    spill_Bps: float = 1.0
+    spill_latency_s: float = 0.0
 
 
 def step_coefficients(model: ModelSpec, system: SystemSpec, layout: InferenceLayout) -> StepCoefficients:
@@ -278,9 +239,12 @@ def compute_parts(c: StepCoefficients, tokens: float, attention_flops: float, kv
     linear_s = max(flops / (c.gemm_peak_flops * efficiency), weight_bytes / c.hbm_Bps) + (
         rank_tokens * c.elementwise_bytes_per_token + logits_tokens / c.dp * c.logit_bytes_per_token
     ) / c.hbm_Bps + c.kernel_overhead_s
+    kv_bytes = kv_tokens / c.dp * c.kv_bytes_per_token_gpu
+    memory_s = (1.0 - c.spill_fraction) * kv_bytes / c.hbm_Bps
+    if c.spill_fraction > 0.0:  # spilled KV streams over its link, overlapped with the HBM part
+        memory_s = max(memory_s, c.spill_fraction * kv_bytes / c.spill_Bps + c.spill_latency_s)
     attention_s = max(
-        attention_flops / (c.dp * c.tp * c.pp) / (c.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION),
-        kv_tokens / c.dp * c.kv_bytes_per_token_gpu / c.hbm_Bps,
+        attention_flops / (c.dp * c.tp * c.pp) / (c.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION), memory_s
     )
     return linear_s, attention_s
 
@@ -354,53 +318,3 @@ def collective_time_s(system: SystemSpec, op: str, size_bytes: float, ranks: int
     group = collectives.place_group(system, ranks, stride)
     operation = collectives.parse_op(op)
     return float(collectives.estimate(operation, math.ceil(size_bytes), group, collectives.Algorithm.AUTO).time_s)
-
-
-@dataclass(frozen=True, slots=True)
-class LayoutRequest:
-    """What the user asked for; ``None`` fields take defaults in :func:`resolve_layout`."""
-
-    gpus: int
-    tensor_parallel: int | None = None
-    pipeline_parallel: int | None = None
-    expert_parallel: int | None = None
-    dtype: str | None = None
-    kv_dtype: str | None = None
-
-
-def resolve_layout(model: ModelSpec, system: SystemSpec, request: LayoutRequest) -> InferenceLayout:
-    """Defaults: pp 1, ep 1, tp = the largest power-of-two share of ``gpus / pp`` inside one NVLink
-    domain that divides the heads (1 when ep > 1: DeepSeek-style attention-DP), bf16 weights, FP8 KV
-    for FP8/FP4 weights else bf16; ``replicas = gpus / replica_gpus`` (must divide)."""
-    system.check_gpu_count(request.gpus)
-    pp = request.pipeline_parallel or 1
-    ep = request.expert_parallel or 1
-    tp = request.tensor_parallel
-    if tp is None:
-        tp = 1 if ep > 1 else max(1, min(request.gpus // pp, system.scale_up.domain_gpus))
-        while tp > 1 and _bad_tp(model, tp):
-            tp //= 2
-    dtype = check_dtype(request.dtype or "bf16", "dtype")
-    kv_dtype = check_dtype(request.kv_dtype or ("fp8" if dtype in ("fp8", "fp4") else "bf16"), "kv-dtype")
-    layout = InferenceLayout(tp, pp, ep, dtype, kv_dtype)
-    validate_layout(model, layout)
-    if request.gpus % layout.replica_gpus:
-        raise FabricsimError("gpus", f"{request.gpus} GPUs is not a multiple of the {layout.replica_gpus}-GPU replica "
-                             f"(tp {tp} x pp {pp}, ep {ep})", "change --gpus or the layout")
-    return InferenceLayout(tp, pp, ep, dtype, kv_dtype, replicas=request.gpus // layout.replica_gpus)
-
-
-def _bad_tp(model: ModelSpec, tp: int) -> bool:
-    kv = model.kv_heads
-    return bool(model.num_attention_heads % tp or (not model.is_mla and kv % tp and tp % kv))
-
-
-def check_lengths(model: ModelSpec, input_len: float, output_len: float) -> None:
-    """Positive lengths whose sum fits the model's context (``max_position_embeddings``)."""
-    for name, value in (("input-len", input_len), ("output-len", output_len)):
-        if value < 1:
-            raise FabricsimError(name, f"must be at least 1 token, got {value!r}")
-    if input_len + output_len > model.max_position_embeddings:
-        raise FabricsimError(
-            "input-len", f"input {input_len:g} + output {output_len:g} tokens exceed the "
-            f"{model.max_position_embeddings}-token context of {model.name}", "use shorter sequences")
