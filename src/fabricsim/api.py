@@ -495,10 +495,13 @@ def serve(
     max_batch: int = 1024,
     slo_ttft_s: float = 2.0,
     slo_tpot_s: float = 0.1,
+    admission: str = "on-demand",
 ) -> Any:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
     :mod:`fabricsim.workload.serving`. ``gpus`` is the whole deployment; each replica gets the
     layout; ``disaggregate="P:D"`` splits the replicas into P prefill and D decode replicas.
+    ``admission`` is ``on-demand`` (vLLM: KV blocks as needed, preempt the newest on overflow) or
+    ``reserve`` (TensorRT-LLM GUARANTEED_NO_EVICT: KV for input + output reserved at admission).
     Returns :class:`metrics.ServeResult`."""
     from fabricsim.engine.serving import ServeScenario, replica_kv_tokens, simulate_serving
     from fabricsim.metrics import ServeResult
@@ -509,8 +512,11 @@ def serve(
     if split and sum(split) != layout.replicas:
         raise FabricsimError("disaggregate", f"{split[0]}:{split[1]} needs {sum(split)} replicas of "
                              f"{layout.replica_gpus} GPUs, {gpus} GPUs make {layout.replicas}", "match --gpus")
+    if admission not in ("on-demand", "reserve"):
+        raise FabricsimError("admission", f"unknown policy {admission!r}", "use on-demand or reserve")
     scenario = ServeScenario(model_spec, system_spec, layout, _positive_int("token-budget", token_budget),
-                             _positive_int("max-batch", max_batch), disaggregate=split)
+                             _positive_int("max-batch", max_batch), reserve_full=admission == "reserve",
+                             disaggregate=split)
     stream = _request_stream(model_spec, {"trace": trace, "arrival_rate": arrival_rate, "input_len": input_len,
                                           "output_len": output_len, "requests": requests, "seed": seed})
     longest = int((stream.input_len + stream.output_len).max())

@@ -35,6 +35,11 @@ def test_knee_llama3_70b(capsys):
     assert higher["output_tokens_per_s"] < 1.25 * high["output_tokens_per_s"]  # saturated
 
 
+def test_reserve_admission_never_preempts(capsys):
+    data = serve_json(capsys, "--arrival-rate", "50", "--admission", "reserve", "--max-batch", "4096")
+    assert data["preemptions"] == 0 and data["completed"] == 300
+
+
 def test_disaggregated_and_table(capsys):
     assert main([*BASE, "--gpus", "16", "--arrival-rate", "8", "--disaggregate", "1:1"]) == 0
     assert "TTFT" in capsys.readouterr().out
@@ -58,6 +63,7 @@ def test_trace_file(tmp_path, capsys):
         ["--arrival-rate", "1", "--disaggregate", "1:1"],
         ["--arrival-rate", "1", "--disaggregate", "x"],
         ["--arrival-rate", "1", "--model", "gpt-5"],
+        ["--arrival-rate", "1", "--admission", "lottery"],
     ],
 )
 def test_bad_input_exit_2(capsys, extra):

@@ -28,6 +28,9 @@ def serve(
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype"),
     token_budget: int = typer.Option(8192, "--token-budget", help="max tokens per step (chunked prefill)"),
     max_batch: int = typer.Option(1024, "--max-batch", help="max running sequences per replica"),
+    admission: str = typer.Option(
+        "on-demand", "--admission",
+        help="on-demand (vLLM: allocate KV as needed, preempt on overflow) | reserve (TensorRT-LLM no-evict)"),
     slo_ttft: float = typer.Option(2.0, "--slo-ttft", help="TTFT SLO, seconds"),
     slo_tpot: float = typer.Option(0.1, "--slo-tpot", help="TPOT SLO, seconds"),
     as_json: bool = JSON_OPTION,
@@ -40,5 +43,6 @@ def serve(
         model, system, gpus, arrival_rate=arrival_rate, trace=trace, requests=requests, input_len=input_len,
         output_len=output_len, seed=seed, disaggregate=disaggregate, tp=tp, pp=pp, ep=ep, dtype=dtype,
         kv_dtype=kv_dtype, token_budget=token_budget, max_batch=max_batch, slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot,
+        admission=admission,
     )
     emit(result.to_json(), as_json, serve_table)
