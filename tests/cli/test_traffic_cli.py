@@ -1,0 +1,69 @@
+"""``fabricsim traffic``: JSON contract, table, determinism and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from fabricsim.cli.app import main
+
+KEYS = {"hosts", "flows", "throughput_fraction", "completion_time_s", "max_link_utilization"}
+
+
+def _json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_permutation_json_contract_and_determinism(capsys):
+    argv = ["traffic", "permutation", "--topology", "fat-tree:k=8", "--routing", "ecmp", "--seed", "3", "--json"]
+    first = _json(capsys, argv)
+    assert KEYS <= set(first)
+    assert set(first["throughput_fraction"]) == {"mean", "p1", "min"}
+    assert first["hosts"] == 128 and first["flows"] == 128
+    assert 0.38 <= first["throughput_fraction"]["mean"] <= 0.52
+    assert first["max_link_utilization"] <= 1 + 1e-9
+    assert main(argv) == 0
+    assert capsys.readouterr().out == json.dumps(first, sort_keys=True, indent=2) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "topology", "routing"),
+    [
+        ("all-to-all", "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,oversubscription=2", "spray"),
+        ("incast", "dragonfly:a=2,p=2,h=1", "adaptive"),
+        ("ring", "torus:dims=4x4", "ecmp"),
+    ],
+)
+def test_patterns_and_table(capsys, pattern, topology, routing):
+    payload = _json(capsys, ["traffic", pattern, "--topology", topology, "--routing", routing, "--json"])
+    assert 0 < payload["throughput_fraction"]["min"] <= payload["throughput_fraction"]["mean"] <= 1 + 1e-9
+    assert main(["traffic", pattern, "--topology", topology, "--routing", routing]) == 0
+    assert "throughput / line rate" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["traffic", "ring", "--topology", "fat-tree:k=4", "--hosts", "17"], "hosts"),
+        (["traffic", "ring", "--topology", "fat-tree:k=4", "--routing", "valiant"], "routing"),
+        (["traffic", "ring", "--topology", "fat-tree:k=5"], "k"),
+        (["traffic", "broadcast", "--topology", "fat-tree:k=4"], "pattern"),
+        (["traffic", "ring", "--topology", "leaf-spine:leaves=2,spines=0,hosts_per_leaf=2"], "spines"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(capsys, argv, field):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {field}")
+
+
+def test_console_script_exit_code():
+    exe = shutil.which("fabricsim")
+    assert exe, "fabricsim console script not installed"
+    proc = subprocess.run([exe, "traffic", "ring", "--topology", "fat-tree:k=3"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "k" in proc.stderr and proc.stdout == ""
