@@ -228,7 +228,7 @@ class Replica:
             self._join_decode(rid, step)
 
     def release_transferred(self, rid: int) -> None:
-        """The KV of a prefilled request has reached its decode replica: free it here."""
+        """The KV of a prefilled request has reached its decode replica (or is not needed): free it."""
         self._release(rid, self.table.prompt[rid])
         self.kick()
 
@@ -276,10 +276,12 @@ class ServingSimulation:
         self.stream, self.config = stream, config
         self.loop = EventLoop()
         self.table = _Table(stream)
-        make = lambda role, count: [Replica(role, config, self.table, self) for _ in range(count)]  # noqa: E731
-        self.front = make(Role.MIXED, config.mixed) + make(Role.PREFILL, config.prefill)
-        self.decoders = make(Role.DECODE, config.decode)
+        self.front = self._replicas(Role.MIXED, config.mixed) + self._replicas(Role.PREFILL, config.prefill)
+        self.decoders = self._replicas(Role.DECODE, config.decode)
         self._next = 0
+
+    def _replicas(self, role: Role, count: int) -> list[Replica]:
+        return [Replica(role, self.config, self.table, self) for _ in range(count)]
 
     def run(self) -> ServingOutcome:
         if len(self.stream):
@@ -314,7 +316,7 @@ class ServingSimulation:
     def hand_off(self, source: Replica, rid: int) -> None:
         """A prefill replica finished ``rid``'s prompt: ship its KV to a decode replica."""
         if self.table.out_left[rid] <= 1:
-            source._release(rid, self.table.prompt[rid])
+            source.release_transferred(rid)
             self.table.finish[rid] = self.loop.now_s
             return
         delay = self.config.transfer_s(self.table.prompt[rid] + 1) if self.config.transfer_s else 0.0
