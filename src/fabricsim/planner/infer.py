@@ -176,33 +176,35 @@ def _estimate(walk: _Walk, layout: InferenceLayout, batch: int) -> InferEstimate
     return infer_estimate(InferScenario(q.model, q.system, layout, q.input_len, q.output_len, batch))
 
 
-def _meets(goal: InferGoal, estimate: InferEstimate) -> bool:
-    tpot_ok = goal.tpot_slo_s is None or estimate.tpot_s <= goal.tpot_slo_s
-    return tpot_ok and (goal.ttft_slo_s is None or estimate.ttft_s <= goal.ttft_slo_s)
-
-
-def _slo_name(goal: InferGoal, estimate: InferEstimate) -> str:
-    return "TPOT SLO" if goal.tpot_slo_s is not None and estimate.tpot_s > goal.tpot_slo_s else "TTFT SLO"
+def _fails(goal: InferGoal, estimate: InferEstimate) -> str:
+    """What a batch breaks first: ``memory``, ``TPOT SLO`` or ``TTFT SLO`` ('' if nothing)."""
+    if not estimate.fits:
+        return "memory"
+    if goal.tpot_slo_s is not None and estimate.tpot_s > goal.tpot_slo_s:
+        return "TPOT SLO"
+    if goal.ttft_slo_s is not None and estimate.ttft_s > goal.ttft_slo_s:
+        return "TTFT SLO"
+    return ""
 
 
 def _best_batch(walk: _Walk, layout: InferenceLayout, limit: int, reason: str) -> tuple[InferEstimate, str] | None:
-    """The largest batch <= ``limit`` meeting the SLOs (bisection), and what stopped it growing."""
+    """The largest batch <= ``limit`` meeting the SLOs (bisection), and what stopped it growing
+    (the failure of the next batch up, or ``reason`` when the limit itself passes)."""
     top = _estimate(walk, layout, limit)
-    if _meets(walk.goal, top) and top.fits:
+    if not _fails(walk.goal, top):
         return top, reason
     low = _estimate(walk, layout, 1)
-    if not (_meets(walk.goal, low) and low.fits):
+    if _fails(walk.goal, low):
         return None
-    slo = _slo_name(walk.goal, top) if top.fits else "memory"
-    good, bad = 1, limit  # invariant: good meets the SLOs, bad does not
+    good, bad, failure = 1, limit, top  # invariant: good meets everything, bad does not
     while bad - good > 1:
         mid = (good + bad) // 2
         candidate = _estimate(walk, layout, mid)
-        if _meets(walk.goal, candidate) and candidate.fits:
-            good, low = mid, candidate
+        if _fails(walk.goal, candidate):
+            bad, failure = mid, candidate
         else:
-            bad = mid
-    return low, slo
+            good, low = mid, candidate
+    return low, _fails(walk.goal, failure)
 
 
 def _plan_layout(walk: _Walk, layout: InferenceLayout) -> None:
@@ -214,7 +216,7 @@ def _plan_layout(walk: _Walk, layout: InferenceLayout) -> None:
         return
     if walk.goal.objective is InferObjective.LATENCY or space.batch is not None:
         estimate = _estimate(walk, layout, batch)
-        chosen = (estimate, "fixed") if _meets(walk.goal, estimate) and estimate.fits else None
+        chosen = None if _fails(walk.goal, estimate) else (estimate, "fixed")
     else:
         limit, reason = room, "memory"
         if space.max_batch is not None and space.max_batch < room:

@@ -154,8 +154,13 @@ def simulated_train_table(result: dict[str, Any]) -> Any:
 
 def compact_layout(layout: dict[str, Any]) -> str:
     """``tp8 pp16 dp24 vpp8 mb1 z1 sp``: degrees always, the other fields when not the default."""
-    parts = [f"tp{layout['tp']}", f"pp{layout['pp']}", f"dp{layout.get('dp', 1)}"]
+    parts = [f"tp{layout['tp']}", f"pp{layout['pp']}"]
+    parts += [f"dp{layout['dp']}"] if "dp" in layout else []
     parts += [f"{key}{layout[key]}" for key in ("cp", "ep", "vpp") if layout.get(key, 1) != 1]
+    if layout.get("attention_dp", 1) != 1:
+        parts.append(f"adp{layout['attention_dp']}")
+    if "replicas" in layout:
+        parts.append(f"x{layout['replicas']}")
     if "micro_batch" in layout:
         parts.append(f"mb{layout['micro_batch']}")
     if "zero" in layout:
@@ -166,6 +171,8 @@ def compact_layout(layout: dict[str, Any]) -> str:
         parts.append("sp")
     if layout.get("dtype", "bf16") != "bf16":
         parts.append(str(layout["dtype"]))
+    if layout.get("kv_dtype", layout.get("dtype", "bf16")) != layout.get("dtype", "bf16"):
+        parts.append(f"kv:{layout['kv_dtype']}")
     return " ".join(parts)
 
 
@@ -203,7 +210,10 @@ def _train_plan_rows(table: Table, plans: list[dict[str, Any]]) -> None:
 
 
 def _why_table(plans: list[dict[str, Any]]) -> Table:
-    return key_value_table("why the others lose to #1", [(f"#{p['rank']}", ", ".join(p["why"])) for p in plans[1:]])
+    rows = [(f"#{p['rank']}", ", ".join(p["why"])) for p in plans[1:]]
+    if "batch_limit" in plans[0]:
+        rows.insert(0, ("#1", f"batch {plans[0]['batch']} limited by {plans[0]['batch_limit']}"))
+    return key_value_table("why the others lose to #1", rows)
 
 
 def _breakdown_table(plans: list[dict[str, Any]], key: str, title: str) -> Table:
@@ -234,13 +244,13 @@ def plan_table(result: dict[str, Any]) -> Any:
     else:
         _infer_plan_rows(ranked, plans)
         parts.append(ranked)
-    if len(plans) > 1:
+    if len(plans) > 1 or "batch_limit" in plans[0]:
         parts.insert(2, _why_table(plans))
     return Group(*parts)
 
 
 def _infer_plan_rows(table: Table, plans: list[dict[str, Any]]) -> None:
-    for column in ("#", "layout", "batch", "TTFT", "TPOT", "output tok/s", "mem/GPU"):
+    for column in ("#", "layout", "batch", "TTFT", "TPOT", "out tok/s", "mem/GPU"):
         table.add_column(column, justify="left" if column == "layout" else "right", no_wrap=column != "layout")
     for plan in plans:
         table.add_row(
