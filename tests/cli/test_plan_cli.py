@@ -78,3 +78,48 @@ def test_console_script_exit_code_2() -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
+
+
+INFER = ["plan", "infer", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "8"]
+LENGTHS = ["--input-len", "1024", "--output-len", "256"]
+
+
+def test_infer_json_contract(capsys) -> None:
+    rc = main([*INFER, *LENGTHS, "--tpot-slo-ms", "25", "--top", "3", "--json"])
+    assert rc == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert {"evaluated", "feasible", "elapsed_s", "plans"} <= set(payload) and payload["kind"] == "infer"
+    for plan in payload["plans"]:
+        assert {"ttft_s", "tpot_s", "batch", "output_tokens_per_s", "layout", "fits", "why"} <= set(plan)
+        assert plan["tpot_s"] <= 0.025 and plan["fits"]
+    rates = [plan["output_tokens_per_s"] for plan in payload["plans"]]
+    assert rates == sorted(rates, reverse=True)
+
+
+def test_infer_table_and_latency_objective(capsys) -> None:
+    rc = main([*INFER, *LENGTHS, "--objective", "latency", "--tp", "4,8"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "plan infer" in out and "TPOT" in out and "why the others lose" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        (["--tpot-slo-ms", "-1"], "tpot-slo"),
+        (["--objective", "cheap"], "objective"),
+        (["--tp", "3"], "layout"),
+        (["--dtype", "int4"], "dtype"),
+        (["--max-batch", "0"], "max-batch"),
+    ],
+)
+def test_infer_bad_input_is_one_line_exit_2(capsys, extra: list[str], field: str) -> None:
+    rc = main([*INFER, *LENGTHS, *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and field in err
+
+
+def test_infer_nothing_fits_is_a_result(capsys) -> None:
+    argv = ["plan", "infer", "--model", "llama3-405b", "--system", "dgx-a100", "--gpus", "4", *LENGTHS, "--json"]
+    rc = main(argv)
+    payload = json.loads(capsys.readouterr().out)
+    assert rc == 0 and payload["plans"] == [] and payload["smallest_memory_per_gpu_bytes"] > 80e9
