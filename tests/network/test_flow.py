@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from fabricsim.errors import FabricsimError
 from fabricsim.network.analytic import AnalyticNetwork
-from fabricsim.network.base import make_flows
+from fabricsim.network.base import NetworkModel, make_flows
 from fabricsim.network.flow import FlowNetwork, max_min_rates
 from fabricsim.network.patterns import Pattern, derangement, host_throughput_fraction, pattern_flows
+from fabricsim.network.symmetry import simulate_symmetric
 from fabricsim.topology.builders import LinkParams, fat_tree, leaf_spine
 from fabricsim.topology.routing import Routing, route_table
 
@@ -121,3 +123,31 @@ def test_late_arrival_slows_an_earlier_flow():
 def test_derangement_has_no_fixed_point():
     perm = derangement(50, np.random.default_rng(0))
     assert sorted(perm) == list(range(50)) and not np.any(perm == np.arange(50))
+
+
+def test_leaf_pair_symmetry_aggregation_is_exact():
+
+    topo = leaf_spine(4, 2, 4, LINK, oversubscription=2)
+    table = route_table(topo)
+    flows = pattern_flows(Pattern.ALL_TO_ALL, topo.hosts, 1e6, 0)
+    full = FlowNetwork(table, Routing.SPRAY, 0).run(flows)
+    folded, classes = simulate_symmetric(table, flows)
+    assert classes.members.size == 16
+    assert folded.finish_s == pytest.approx(full.finish_s, rel=1e-12)
+    assert folded.link_bytes == pytest.approx(full.link_bytes, rel=1e-12)
+
+
+def test_symmetry_aggregation_refuses_asymmetric_traffic():
+
+    table = route_table(leaf_spine(2, 2, 2, LINK))
+    with pytest.raises(FabricsimError, match="not symmetric"):
+        simulate_symmetric(table, pattern_flows(Pattern.PERMUTATION, 4, 1e6, 0))
+
+
+def test_models_satisfy_the_network_model_protocol():
+
+    table = route_table(fat_tree(4, LINK))
+    for model in (FlowNetwork(table), AnalyticNetwork(table)):
+        assert isinstance(model.fidelity, str)
+        checked: NetworkModel = model
+        assert checked.run(make_flows([0], [1], 1.0)).finish_s.size == 1

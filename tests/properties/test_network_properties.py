@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from hypothesis import given
@@ -23,7 +23,7 @@ BUILDERS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table(name):
     return route_table(BUILDERS[name]())
 

@@ -69,7 +69,7 @@ def test_ecmp_one_stage_uses_one_minus_one_over_e_of_the_links():
 
 
 def test_adaptive_spreads_flows_that_ecmp_may_collide(k4):
-    topo, table = k4
+    _, table = k4
     ends = _ends([0, 1], [4, 5])  # two flows out of one edge switch, two uplinks
     incidence = route(table, ends, Routing.ADAPTIVE, seed=0).incidence
     per_link = np.asarray(incidence.sum(axis=1)).ravel()
@@ -79,7 +79,9 @@ def test_adaptive_spreads_flows_that_ecmp_may_collide(k4):
 def test_failed_link_reroutes_or_reports(k4):
     topo, table = k4
     path = route(table, _ends([0], [15]), Routing.ECMP, seed=0).incidence.nonzero()[0]
-    switch_links = [int(link) for link in path if topo.node_kind[topo.link_src[link]] and topo.node_kind[topo.link_dst[link]]]
+    switch_links = [
+        int(link) for link in path if topo.node_kind[topo.link_src[link]] and topo.node_kind[topo.link_dst[link]]
+    ]
     degraded = remove_links(topo, cable_of(topo, switch_links[0]))
     rerouted = route(route_table(degraded), _ends([0], [15]), Routing.ECMP, seed=0)
     assert rerouted.incidence.nnz == 6

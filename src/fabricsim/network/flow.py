@@ -34,7 +34,7 @@ def _ranges(indptr: np.ndarray, picked: np.ndarray) -> np.ndarray:
     return offsets + np.arange(int(lengths.sum()))
 
 
-def max_min_rates(incidence: sp.csr_matrix, capacity_Bps: np.ndarray) -> np.ndarray:
+def max_min_rates(incidence: sp.spmatrix, capacity_Bps: np.ndarray) -> np.ndarray:
     """Max-min fair rate (bytes/s) of each column of ``incidence`` by progressive filling.
 
     All unfrozen flows share one fill level; each iteration raises it to the next link
@@ -59,8 +59,10 @@ def max_min_rates(incidence: sp.csr_matrix, capacity_Bps: np.ndarray) -> np.ndar
         level += step
         residual[used] -= step * load[used]
         saturated = used[residual[used] <= _SATURATED * capacity_Bps[used]]
-        newly = np.unique(rows.indices[_ranges(rows.indptr, saturated)])
-        newly = newly[unfrozen[newly]]
+        hit_flows = rows.indices[_ranges(rows.indptr, saturated)]
+        newly = hit_flows[unfrozen[hit_flows]]
+        if newly.size > 1:
+            newly = np.unique(newly)
         unfrozen[newly] = False
         rate[newly] = level
         entries = _ranges(cols.indptr, newly)
@@ -144,7 +146,7 @@ def _advance(
     """Allocate rates to ``active``, run to the next finish or arrival; return survivors and time."""
     now, horizon = clock
     sub = matrix[:, active]
-    rate = max_min_rates(sub.tocsr(), capacity)
+    rate = max_min_rates(sub, capacity)
     fresh = np.isnan(state.first_rate[active])
     state.first_rate[active[fresh]] = rate[fresh]
     with np.errstate(divide="ignore"):
