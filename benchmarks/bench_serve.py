@@ -10,7 +10,7 @@ from fabricsim import api
 CASES = (
     ("llama3-70b", "dgx-h100", 8, {"tp": 8, "dtype": "fp8"}, 20.0),
     ("llama3-8b", "dgx-h100", 8, {"tp": 1, "dtype": "fp8"}, 300.0),
-    ("kimi-k2", "dgx-h200", 16, {"tp": 1, "ep": 16, "dtype": "fp8"}, 60.0),
+    ("kimi-k2", "dgx-h200", 16, {"tp": 1, "ep": 16, "dtype": "fp8"}, 40.0),
 )
 REQUESTS = 100_000
 
