@@ -633,6 +633,7 @@ def plan_infer(
     slo_s: tuple[float | None, float | None] = (None, None),
     constraints: dict[str, object] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    serving: dict[str, object] | None = None,
 ) -> PlanResult:
     """Search inference layouts and batch sizes of ``model`` on ``gpus`` GPUs of ``system``.
 
@@ -641,6 +642,9 @@ def plan_infer(
     batch in ``constraints``, default 1). ``constraints``: ``tp``, ``pp``, ``ep`` (value or list),
     ``dtype``, ``kv_dtype`` (name or list), ``batch``, ``max_batch``. Plans follow the ``infer`` contract
     plus ``batch_limit`` (what stopped the batch growing: memory, max batch, TPOT SLO, TTFT SLO).
+    ``serving`` (``{"arrival_rate": R, "requests": N, "seed": S}``) also serves a Poisson stream on
+    each plan's layout, aggregated and split into prefill:decode replicas, and ranks those
+    deployments by SLO attainment then output tokens/s (JSON key ``serving``).
     """
     from fabricsim.workload.inference import check_lengths
 
@@ -653,7 +657,45 @@ def plan_infer(
     space = planner.infer_space(constraints or {})
     start = time.perf_counter()
     search = planner.search_infer(question, space, goal, on_progress)
-    return _infer_plan_result(question, search, goal, time.perf_counter() - start)
+    extra = () if serving is None else (("serving", _serving_splits(question, search, goal, serving)),)
+    result = _infer_plan_result(question, search, goal, time.perf_counter() - start)
+    return dataclasses.replace(result, extra=extra)
+
+
+def _serving_splits(
+    question: planner.InferQuestion, search: planner.InferSearch, goal: planner.InferGoal, serving: dict[str, object]
+) -> dict[str, object]:
+    """The serving deployments (aggregated, P:D splits) of the plans' layouts, best first (JSON)."""
+    options = {"requests": 500, "seed": 0, **serving, "trace": None}
+    options |= {"input_len": str(question.input_len), "output_len": str(question.output_len)}
+    stream = _request_stream(question.model, options)
+    default_ttft, default_tpot = planner.DEFAULT_SLO_S
+    slo_s = (goal.ttft_slo_s or default_ttft, goal.tpot_slo_s or default_tpot)
+    split = planner.SplitQuestion(question.model, question.system, stream, slo_s)
+    deployments, skipped = planner.search_splits(split, [plan.layout for plan in search.plans])
+    return {
+        "arrival_rate_per_s": float(options["arrival_rate"]),  # type: ignore[arg-type]
+        "requests": int(options["requests"]),  # type: ignore[call-overload]
+        "seed": int(options["seed"]),  # type: ignore[call-overload]
+        "slo": {"ttft_s": slo_s[0], "tpot_s": slo_s[1]},
+        "simulated": len(deployments),
+        "skipped_layouts": skipped,
+        "deployments": [_deployment_json(rank, d) for rank, d in enumerate(deployments[: goal.top], 1)],
+    }
+
+
+def _deployment_json(rank: int, deployment: planner.SplitPlan) -> dict[str, object]:
+    split, summary = deployment.disaggregate, deployment.summary
+    return {
+        "rank": rank,
+        "layout": {**deployment.layout.as_dict(), "disaggregate": f"{split[0]}:{split[1]}" if split else None},
+        "slo_attainment": summary.slo_attainment,
+        "output_tokens_per_s": summary.output_tokens_per_s,
+        "requests_per_s": summary.requests_per_s,
+        "ttft_s": summary.ttft.to_json(),
+        "tpot_s": summary.tpot.to_json(),
+        "e2e_s": summary.e2e.to_json(),
+    }
 
 
 def _infer_plan_result(

@@ -195,6 +195,7 @@ class PlanResult:
     smallest_memory_per_gpu_bytes: float | None = None
     smallest_memory_layout: tuple[tuple[str, object], ...] | None = None
     refined: int = 0
+    extra: tuple[tuple[str, object], ...] = ()  # e.g. the serving prefill/decode split search
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -211,6 +212,7 @@ class PlanResult:
             "elapsed_s": self.elapsed_s,
             "smallest_memory_per_gpu_bytes": self.smallest_memory_per_gpu_bytes,
             "smallest_memory_layout": dict(self.smallest_memory_layout) if self.smallest_memory_layout else None,
+            **dict(self.extra),
             "plans": [plan.to_json() for plan in self.plans],
         }
 

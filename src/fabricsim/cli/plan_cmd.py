@@ -129,15 +129,22 @@ def infer(
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV-cache dtypes (default: follows --dtype)"),
     batch: int | None = typer.Option(None, "--batch", help="fixed batch per replica (latency objective: default 1)"),
     max_batch: int | None = typer.Option(None, "--max-batch", help="largest batch per replica to consider"),
+    arrival_rate: float | None = typer.Option(
+        None, "--arrival-rate", help="also serve a Poisson stream (requests/s) on the best layouts, aggregated and P:D"
+    ),
+    requests: int = typer.Option(500, "--requests", help="requests in that stream"),
+    seed: int = typer.Option(0, "--seed", help="seed of that stream"),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Rank inference layouts (TP, PP, EP, dtypes, replicas) and batch sizes."""
+    """Rank inference layouts (TP, PP, EP, dtypes, replicas) and batch sizes; with --arrival-rate
+    also their prefill/decode splits under a request stream."""
     from fabricsim import api
     from fabricsim.report.tables import plan_table
 
     constraints: dict[str, object] = {"tp": int_list("tp", tp), "pp": int_list("pp", pp), "ep": int_list("ep", ep)}
     constraints |= {"dtype": str_list(dtype), "kv_dtype": str_list(kv_dtype), "batch": batch, "max_batch": max_batch}
     slo_s = (_slo_s("tpot-slo-ms", tpot_slo_ms), _slo_s("ttft-slo-ms", ttft_slo_ms))
+    serving = None if arrival_rate is None else {"arrival_rate": arrival_rate, "requests": requests, "seed": seed}
     with progress_bar(not as_json and sys.stderr.isatty()) as on_progress:
         result = api.plan_infer(
             model,
@@ -150,5 +157,6 @@ def infer(
             slo_s=slo_s,
             constraints=constraints,
             on_progress=on_progress,
+            serving=serving,
         )
     emit(result.to_json(), as_json, plan_table)

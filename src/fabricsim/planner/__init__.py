@@ -23,6 +23,7 @@ from fabricsim.planner.infer import (
 )
 from fabricsim.planner.refine import refine_search
 from fabricsim.planner.space import TrainSpace, train_space
+from fabricsim.planner.split import DEFAULT_SLO_S, SplitPlan, SplitQuestion, search_splits
 from fabricsim.planner.train import (
     PlanSettings,
     TrainObjective,
@@ -34,6 +35,7 @@ from fabricsim.planner.train import (
 )
 
 __all__ = [
+    "DEFAULT_SLO_S",
     "InferGoal",
     "InferObjective",
     "InferPlan",
@@ -41,6 +43,8 @@ __all__ = [
     "InferSearch",
     "InferSpace",
     "PlanSettings",
+    "SplitPlan",
+    "SplitQuestion",
     "TrainObjective",
     "TrainPlan",
     "TrainQuestion",
@@ -52,6 +56,7 @@ __all__ = [
     "parse_train_objective",
     "refine_search",
     "search_infer",
+    "search_splits",
     "search_train",
     "train_space",
 ]

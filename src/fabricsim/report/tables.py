@@ -246,7 +246,29 @@ def plan_table(result: dict[str, Any]) -> Any:
         parts.append(ranked)
     if len(plans) > 1 or "batch_limit" in plans[0]:
         parts.insert(2, _why_table(plans))
+    if result.get("serving"):
+        parts.append(_serving_table(result["serving"]))
     return Group(*parts)
+
+
+def _serving_table(serving: dict[str, Any]) -> Table:
+    """Deployments of the plans' layouts (aggregated or prefill:decode) under a request stream."""
+    slo = serving["slo"]
+    table = Table(
+        title=f"serving {serving['requests']} requests at {serving['arrival_rate_per_s']:g}/s "
+        f"(SLO TTFT {format_seconds(slo['ttft_s'])}, TPOT {format_seconds(slo['tpot_s'])}; "
+        f"{serving['simulated']} deployments simulated)",
+        title_justify="left",
+    )
+    for column in ("#", "layout", "P:D", "SLO met", "out tok/s", "TTFT p99", "TPOT p99"):
+        table.add_column(column, justify="left" if column == "layout" else "right", no_wrap=column != "layout")
+    for d in serving["deployments"]:
+        table.add_row(
+            str(d["rank"]), compact_layout(d["layout"]), d["layout"]["disaggregate"] or "-",
+            f"{d['slo_attainment'] * 100:.1f}%", f"{d['output_tokens_per_s']:,.0f}",
+            format_seconds(d["ttft_s"]["p99"]), format_seconds(d["tpot_s"]["p99"]),
+        )
+    return table
 
 
 def _infer_plan_rows(table: Table, plans: list[dict[str, Any]]) -> None:
