@@ -68,7 +68,7 @@ def parse_size(text: str | int | float, field: str = "size") -> int:
         value *= _BYTE_FACTORS[unit]
     if not math.isfinite(value) or value < 0:
         raise FabricsimError(field, f"size must be a non-negative number, got {text!r}", "e.g. 1GiB")
-    return int(round(value))
+    return round(value)
 
 
 def format_bytes(num_bytes: float) -> str:

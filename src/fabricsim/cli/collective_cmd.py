@@ -8,7 +8,9 @@ from fabricsim.cli.common import JSON_OPTION, emit
 
 
 def collective(
-    op: str = typer.Argument(..., help="all-reduce | all-gather | reduce-scatter | all-to-all | broadcast | reduce | send-recv"),
+    op: str = typer.Argument(
+        ..., help="all-reduce | all-gather | reduce-scatter | all-to-all | broadcast | reduce | send-recv"
+    ),
     system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
     gpus: int = typer.Option(..., "--gpus", help="number of GPUs in the group"),
     size: str = typer.Option(..., "--size", help="message size as nccl-tests defines it, e.g. 1GiB, 512MB, 1048576"),
