@@ -6,7 +6,7 @@ with the published layout (Narayanan et al. SC'21: TP8 PP64 DP6) as fabricsim pr
 ``fabricsim train --tp 8 --pp 64`` (its other fields at their defaults) and with full recomputation
 (what the paper ran). Calculon's reference: 2.2 million layouts in 48 minutes on 2 cores.
 Prints wall and CPU seconds (the machine may be shared), evaluated/feasible/costed counts,
-layouts/s, and two more cases (an MoE model; the memory objective).
+layouts/s, and more cases (an MoE model; the memory objective; an inference plan at a TPOT SLO).
 Run: ``python benchmarks/bench_plan.py``.
 """
 
@@ -62,6 +62,24 @@ def main() -> None:
         )
     for case, objective in MORE:
         _run(case, objective)
+    _run_infer()
+
+
+def _run_infer() -> None:
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = api.plan_infer("deepseek-v3", "h800", 64, 1024, 256, slo_s=(0.05, None), top=3)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    payload = result.to_json()
+    best = payload["plans"][0]
+    print("plan infer deepseek-v3 on 64 GPUs of h800 (1024 in, 256 out, TPOT SLO 50 ms)")
+    print(
+        f"  evaluated {payload['evaluated']} layouts, feasible {payload['feasible']}, costed {payload['costed']} "
+        f"estimates, {wall:.2f} s wall, {cpu:.2f} s CPU"
+    )
+    print(
+        f"  best: {best['output_tokens_per_s']:,.0f} output tok/s, batch {best['batch']} ({best['batch_limit']}), "
+        f"TPOT {best['tpot_s'] * 1e3:.1f} ms: {_layout(best['layout'])}"
+    )
 
 
 if __name__ == "__main__":
