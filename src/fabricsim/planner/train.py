@@ -38,6 +38,7 @@ from fabricsim.planner.explain import PlanFigures, train_reasons
 from fabricsim.planner.space import Group, TrainProblem, TrainSpace
 from fabricsim.specs import ModelSpec, ParallelLayout, SystemSpec
 from fabricsim.transformer.flops import model_dims
+from fabricsim.workload.training import DTYPES
 
 Progress = Callable[[int, int], None]
 
@@ -146,6 +147,7 @@ class _Walk:
 
 
 _RECOMPUTE_INDEX = {r: i for i, r in enumerate(sp.RECOMPUTE_ORDER)}
+_DTYPE_INDEX = {d: i for i, d in enumerate(DTYPES)}
 
 
 def layout_key(layout: ParallelLayout) -> tuple:
@@ -161,12 +163,12 @@ def layout_key(layout: ParallelLayout) -> tuple:
         layout.zero_stage,
         _RECOMPUTE_INDEX[layout.recompute],
         int(layout.sequence_parallel),
-        layout.dtype,
+        _DTYPE_INDEX[layout.dtype],
     )
 
 
 def _neg_key(key: tuple) -> tuple:
-    return tuple(-x if isinstance(x, int) else tuple(-ord(c) for c in x) for x in key)
+    return tuple(-x for x in key)
 
 
 def _offer(walk: _Walk, estimate: TrainingEstimate) -> None:
