@@ -347,6 +347,24 @@ def _train_plan_result(
         smallest_memory_per_gpu_bytes=search.smallest_memory_bytes if smallest else None,
         smallest_memory_layout=tuple(smallest.as_dict().items()) if smallest else None,
         refined=sum(plan.simulation is not None for plan in search.plans),
+        extra=_faster_unfit_json(search.faster_unfit),
+    )
+
+
+def _faster_unfit_json(estimate: analytic.TrainingEstimate | None) -> tuple[tuple[str, object], ...]:
+    """``faster_but_unfit``: a layout faster than plan 1 that does not fit (what memory costs)."""
+    if estimate is None:
+        return ()
+    return (
+        (
+            "faster_but_unfit",
+            {
+                "layout": estimate.layout.as_dict(),
+                "step_time_s": estimate.step_time_s,
+                "memory_per_gpu_bytes": estimate.memory_per_gpu_bytes,
+                "memory_capacity_bytes": estimate.memory_capacity_bytes,
+            },
+        ),
     )
 
 

@@ -119,3 +119,12 @@ def test_bad_requests(kwargs: dict, field: str) -> None:
     with pytest.raises(FabricsimError) as error:
         api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, **kwargs)
     assert error.value.field == field
+
+
+def test_a_faster_layout_that_does_not_fit_is_named() -> None:
+    payload = api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, top=2).to_json()
+    unfit = payload["faster_but_unfit"]
+    assert unfit["step_time_s"] < payload["plans"][0]["step_time_s"]
+    assert unfit["memory_per_gpu_bytes"] > unfit["memory_capacity_bytes"]
+    memory_first = api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, objective="memory").to_json()
+    assert "faster_but_unfit" not in memory_first

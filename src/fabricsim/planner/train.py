@@ -114,7 +114,8 @@ class TrainSearch:
     ``evaluated``: valid layouts assessed (every one either timed or rejected by a bound);
     ``feasible``: those that fit in memory; ``costed``: those timed by the engine;
     ``pruned_memory``/``pruned_time``: rejected by the memory bound / only sized (time bound);
-    ``smallest_memory_bytes`` and ``smallest_memory_layout``: the least memory per GPU seen.
+    ``smallest_memory_bytes`` and ``smallest_memory_layout``: the least memory per GPU seen;
+    ``faster_unfit``: a layout faster than the best plan that does not fit (see :func:`_faster_unfit`).
     """
 
     plans: tuple[TrainPlan, ...]
@@ -126,6 +127,7 @@ class TrainSearch:
     groups: int
     smallest_memory_bytes: float
     smallest_memory_layout: ParallelLayout | None
+    faster_unfit: TrainingEstimate | None = None
 
 
 @dataclass(slots=True)
@@ -144,6 +146,7 @@ class _Walk:
     pruned_memory: int = 0
     pruned_time: int = 0
     smallest: tuple[float, ParallelLayout | None] = (float("inf"), None)
+    unfit: tuple[float, ParallelLayout | None] = (float("inf"), None)  # best time bound that does not fit
 
 
 _RECOMPUTE_INDEX = {r: i for i, r in enumerate(sp.RECOMPUTE_ORDER)}
@@ -194,11 +197,12 @@ def _note_memory(walk: _Walk, layout: ParallelLayout, memory_bytes: float) -> No
         walk.smallest = (memory_bytes, layout)
 
 
-def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[ParallelLayout], int]:
-    """(layouts of the block that fit, block size): every (ZeRO stage, virtual stages) variant sized."""
+def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[ParallelLayout], ParallelLayout | None, int]:
+    """(layouts of the block that fit, its first layout that does not, block size): every
+    (ZeRO stage, virtual stages) variant of the block sized."""
     q = walk.question
     zeros, virtual = _block_size(walk, group, micro_batch)
-    fitting = []
+    fitting, unfit = [], None
     for zero in zeros:
         for vpp in virtual:
             layout = group.layout(micro_batch, zero, vpp)
@@ -206,7 +210,9 @@ def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[ParallelLa
             _note_memory(walk, layout, memory_bytes)
             if memory_bytes <= walk.capacity_bytes:
                 fitting.append(layout)
-    return fitting, len(zeros) * len(virtual)
+            elif unfit is None:
+                unfit = layout
+    return fitting, unfit, len(zeros) * len(virtual)
 
 
 def _block_size(walk: _Walk, group: Group, micro_batch: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -236,19 +242,35 @@ def _search_group(walk: _Walk, group: Group) -> None:
     q = walk.question
     sizes = sp.micro_batches(walk.problem, walk.space, group)
     for position, micro_batch in enumerate(sizes):
-        fitting, block = _sized(walk, group, micro_batch)
+        fitting, unfit, block = _sized(walk, group, micro_batch)
         walk.evaluated += block
         walk.pruned_memory += block - len(fitting)
         walk.feasible += len(fitting)
+        bound_s = _lower_bound_s(walk, fitting[0] if fitting else unfit)  # type: ignore[arg-type]
+        if unfit is not None and bound_s < walk.unfit[0]:
+            walk.unfit = (bound_s, unfit)
         if not fitting:  # memory does not shrink with a larger micro-batch: neither do they fit
             _prune_rest(walk, group, sizes[position + 1 :])
             return
-        if _time_bound_beaten(walk, _lower_bound_s(walk, fitting[0])):
+        if _time_bound_beaten(walk, bound_s):
             walk.pruned_time += len(fitting)
             continue
         for layout in fitting:
             _offer(walk, estimate_training(q.model, q.system, layout, q.global_batch, q.seq_len))
         walk.costed += len(fitting)
+
+
+def _faster_unfit(walk: _Walk, plans: tuple[TrainPlan, ...]) -> TrainingEstimate | None:
+    """The sized layout with the best time bound among those that do not fit, costed, if it is
+    faster than the best plan: what memory costs (None otherwise, and for the memory objective)."""
+    bound_s, layout = walk.unfit
+    if layout is None or walk.settings.objective is TrainObjective.MEMORY:
+        return None
+    if plans and bound_s >= plans[0].figures.step_time_s:
+        return None
+    q = walk.question
+    estimate = estimate_training(q.model, q.system, layout, q.global_batch, q.seq_len)
+    return estimate if not plans or estimate.step_time_s < plans[0].figures.step_time_s else None
 
 
 def train_problem(question: TrainQuestion) -> TrainProblem:
@@ -294,4 +316,5 @@ def search_train(
         groups=len(groups),
         smallest_memory_bytes=walk.smallest[0],
         smallest_memory_layout=walk.smallest[1],
+        faster_unfit=_faster_unfit(walk, plans),
     )

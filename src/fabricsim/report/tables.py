@@ -189,6 +189,11 @@ def _plan_summary(result: dict[str, Any]) -> Table:
     ]
     if result.get("refined"):
         rows.append(("refined", f"best {result['refined']} re-timed by the event-driven engine"))
+    unfit = result.get("faster_but_unfit")
+    if unfit:
+        need = f"needs {format_bytes(unfit['memory_per_gpu_bytes'])} of {format_bytes(unfit['memory_capacity_bytes'])}"
+        step = format_seconds(unfit["step_time_s"])
+        rows.append(("faster, no fit", f"{compact_layout(unfit['layout'])}: {step}/step, {need}"))
     if not result["plans"] and result.get("smallest_memory_per_gpu_bytes") is not None:
         least = format_bytes(result["smallest_memory_per_gpu_bytes"])
         rows.append(("nothing fits", f"least memory {least} ({compact_layout(result['smallest_memory_layout'])})"))
