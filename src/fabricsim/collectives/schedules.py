@@ -12,6 +12,20 @@ Algorithms: ring (Patarasuk & Yuan 2009), binary tree (reduce up, broadcast down
 (Rabenseifner 2004, power-of-two ranks), direct all-to-all (one step, all pairs) and pairwise
 all-to-all (``ring``: n - 1 shift steps), hierarchical (intra-node reduce-scatter, inter-node ring
 all-reduce per local rank, intra-node all-gather).
+
+In-network reduction (:func:`schedule_on`, which needs the topology) sends flows to and from
+reduction switches, numbered as extra ranks after the p real ones. One step streams every edge of
+the aggregation tree (:func:`fabricsim.topology.reduction.reduction_tree`) at once, as the switch
+pipelines chunks; an edge starts when the first bytes of all the streams it carries can have
+arrived (path latencies below it, then back down), so the time is the tree's round-trip latency
+plus the slowest edge's bytes over its bandwidth.
+
+* NVLS (NCCL ``src/device/all_reduce.h``, NVLS/Simple; one NVSwitch domain): for all-reduce, GPU i
+  reduces slice i with ``multimem.ld_reduce`` (the switch reads S/p from every GPU and returns the
+  sum) and multicasts it with ``multimem.st``: S(1 + 1/p) bytes each way between every GPU and the
+  switch. Reduce-scatter: S up, S/p down; all-gather: S/p up, S down.
+* SHARP all-reduce (Graham et al., COM-HPC 2016): every tree edge carries S up (children's streams
+  reduced into one) and S down (the result multicast back), so a host moves S each way.
 """
 
 from __future__ import annotations
@@ -23,18 +37,25 @@ import numpy as np
 from fabricsim.collectives.ops import Algorithm, CollectiveOp
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import NetworkModel, make_flows
+from fabricsim.topology.graph import Topology
+from fabricsim.topology.reduction import ReductionTree, expose_nodes, reduction_tree
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """Flows ``src[i] -> dst[i]`` (ranks) of ``size_bytes[i]`` that run together."""
+    """Flows ``src[i] -> dst[i]`` (ranks) of ``size_bytes[i]`` that run together, flow i starting
+    ``start_s[i]`` after the step begins (all at once when None)."""
 
     src: np.ndarray
     dst: np.ndarray
     size_bytes: np.ndarray
+    start_s: np.ndarray | None = None
 
     def same_as(self, other: Step) -> bool:
-        return all(np.array_equal(getattr(self, n), getattr(other, n)) for n in ("src", "dst", "size_bytes"))
+        if (self.start_s is None) != (other.start_s is None):
+            return False
+        names = ("src", "dst", "size_bytes") + (("start_s",) if self.start_s is not None else ())
+        return all(np.array_equal(getattr(self, n), getattr(other, n)) for n in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +150,12 @@ def build_schedule(request: ScheduleRequest) -> list[Step]:
         (CollectiveOp.ALL_TO_ALL, Algorithm.RING): lambda: _all_to_all(n, size, False),
         (CollectiveOp.SEND_RECV, Algorithm.DIRECT): lambda: [_step([0], [1], size)],
     }
+    if (op, algo) in _IN_NETWORK:
+        raise FabricsimError(
+            "algorithm",
+            f"no flow schedule for {op.value} with {algo.value} without a topology",
+            "use schedule_on(request, topology, placement)",
+        )
     if (op, algo) not in table:
         known = ", ".join(f"{o.value}/{a.value}" for o, a in table)
         raise FabricsimError("algorithm", f"no flow schedule for {op.value} with {algo.value}", f"known: {known}")
@@ -150,7 +177,85 @@ def run_schedule(steps: list[Step], network: NetworkModel, placement: np.ndarray
         if i and step.same_as(steps[i - 1]):
             times.append(times[-1])
             continue
-        flows = make_flows(placement[step.src], placement[step.dst], step.size_bytes)
+        start = 0.0 if step.start_s is None else step.start_s
+        flows = make_flows(placement[step.src], placement[step.dst], step.size_bytes, start)
         times.append(network.run(flows).completion_time_s)
         simulated += 1
     return ScheduleTime(float(sum(times)), tuple(times), simulated, len(steps) - simulated)
+
+
+_IN_NETWORK = {
+    (CollectiveOp.ALL_REDUCE, Algorithm.NVLS),
+    (CollectiveOp.REDUCE_SCATTER, Algorithm.NVLS),
+    (CollectiveOp.ALL_GATHER, Algorithm.NVLS),
+    (CollectiveOp.ALL_REDUCE, Algorithm.SHARP),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedSchedule:
+    """Steps to run with :func:`run_schedule` on a network built over ``topology``: schedule rank
+    r runs on endpoint ``placement[r]`` (the p ranks, then any reduction switches as extra ranks)."""
+
+    steps: tuple[Step, ...]
+    topology: Topology
+    placement: np.ndarray
+
+
+def schedule_on(request: ScheduleRequest, topology: Topology, placement: np.ndarray) -> PlacedSchedule:
+    """The steps of ``request`` with its ranks on endpoints ``placement`` of ``topology``.
+
+    NVLS and SHARP use the topology's reduction switches (module docstring): the returned topology
+    lists the tree's switches as extra endpoints. Other algorithms are :func:`build_schedule`'s, on
+    ``topology`` unchanged. Raises FabricsimError (field ``algorithm``) when no reduction switch
+    serves the ranks, or NVLS is asked across more than one switch.
+    """
+    placement = np.asarray(placement, dtype=np.int64)
+    if placement.size != request.ranks:
+        raise FabricsimError("placement", f"{placement.size} endpoints for {request.ranks} ranks")
+    key = (request.op, request.algorithm)
+    if key not in _IN_NETWORK or request.ranks == 1:
+        return PlacedSchedule(tuple(build_schedule(request)), topology, placement)
+    if placement.min() < 0 or placement.max() >= topology.hosts:
+        raise FabricsimError("placement", f"endpoint ids must be in [0, {topology.hosts})")
+    tree = reduction_tree(topology, topology.endpoints[placement])
+    exposed, where = expose_nodes(topology, tree.nodes)
+    up, down = _edge_bytes(request, tree)
+    return PlacedSchedule((_tree_step(tree, up, down),), exposed, where)
+
+
+def _edge_bytes(request: ScheduleRequest, tree: ReductionTree) -> tuple[float, float]:
+    """Bytes each tree edge carries up and down (module docstring)."""
+    p, size = request.ranks, float(request.size_bytes)
+    if request.algorithm is Algorithm.SHARP:
+        return size, size
+    if np.any(tree.depth[:p] != 1) or tree.nodes.size != p + 1:
+        raise FabricsimError(
+            "algorithm",
+            "NVLS needs every rank cabled to one reduction-capable switch (one NVSwitch domain)",
+            "use sharp or ring across domains",
+        )
+    return {
+        CollectiveOp.ALL_REDUCE: (size * (1 + 1 / p), size * (1 + 1 / p)),
+        CollectiveOp.REDUCE_SCATTER: (size, size / p),
+        CollectiveOp.ALL_GATHER: (size / p, size),
+    }[request.op]
+
+
+def _tree_step(tree: ReductionTree, up_bytes: float, down_bytes: float) -> Step:
+    """Every tree edge streaming at once: child -> parent when all the child's inputs can have
+    arrived, parent -> child when the root's result can have come down to the parent."""
+    order = np.argsort(-tree.depth, kind="stable")  # leaves first
+    ready = np.zeros(tree.nodes.size)
+    for i in order:
+        if tree.parent[i] >= 0:
+            ready[tree.parent[i]] = max(ready[tree.parent[i]], ready[i] + tree.up_latency_s[i])
+    back = ready.copy()
+    for i in order[::-1]:  # root first
+        if tree.parent[i] >= 0:
+            back[i] = back[tree.parent[i]] + tree.down_latency_s[i]
+    child = np.flatnonzero(tree.parent >= 0)
+    parent = tree.parent[child]
+    src, dst = np.concatenate([child, parent]), np.concatenate([parent, child])
+    size = np.concatenate([np.full(child.size, up_bytes), np.full(child.size, down_bytes)])
+    return Step(src, dst, size, np.concatenate([ready[child], back[parent]]))
