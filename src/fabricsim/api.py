@@ -341,7 +341,11 @@ def _train_plan_result(
         evaluated=search.evaluated,
         feasible=search.feasible,
         costed=search.costed,
-        pruned=(("memory", search.pruned_memory), ("time_bound", search.pruned_time)),
+        pruned=(
+            ("memory", search.pruned_memory),
+            ("memory_larger_micro_batch", search.pruned_unsized),
+            ("time_bound", search.pruned_time),
+        ),
         elapsed_s=elapsed_s,
         plans=tuple(_plan_entry(rank, *names, plan) for rank, plan in enumerate(search.plans, 1)),
         smallest_memory_per_gpu_bytes=search.smallest_memory_bytes if smallest else None,

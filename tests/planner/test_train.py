@@ -38,7 +38,7 @@ def test_pruning_loses_nothing(brute: list, objective: TrainObjective) -> None:
     fitting = [e for e in brute if e.fits]
     assert search.evaluated == len(brute)
     assert search.feasible == len(fitting)
-    assert search.costed + search.pruned_memory + search.pruned_time == search.evaluated
+    assert search.costed + search.pruned_memory + search.pruned_unsized + search.pruned_time == search.evaluated
     assert search.costed < len(brute) / 3  # most layouts are never timed
     if objective is TrainObjective.MEMORY:
         expected = sorted(fitting, key=lambda e: (e.memory.total, e.step_time_s, layout_key(e.layout)))

@@ -113,7 +113,8 @@ class TrainSearch:
 
     ``evaluated``: valid layouts assessed (every one either timed or rejected by a bound);
     ``feasible``: those that fit in memory; ``costed``: those timed by the engine;
-    ``pruned_memory``/``pruned_time``: rejected by the memory bound / only sized (time bound);
+    ``pruned_memory``: sized and too big; ``pruned_unsized``: larger micro-batches of a block where
+    nothing fit, rejected without sizing; ``pruned_time``: fit but not timed (time bound);
     ``smallest_memory_bytes`` and ``smallest_memory_layout``: the least memory per GPU seen;
     ``faster_unfit``: a layout faster than the best plan that does not fit (see :func:`_faster_unfit`).
     """
@@ -123,6 +124,7 @@ class TrainSearch:
     feasible: int
     costed: int
     pruned_memory: int
+    pruned_unsized: int
     pruned_time: int
     groups: int
     smallest_memory_bytes: float
@@ -144,6 +146,7 @@ class _Walk:
     feasible: int = 0
     costed: int = 0
     pruned_memory: int = 0
+    pruned_unsized: int = 0
     pruned_time: int = 0
     smallest: tuple[float, ParallelLayout | None] = (float("inf"), None)
     unfit: tuple[float, ParallelLayout | None] = (float("inf"), None)  # best time bound that does not fit
@@ -225,7 +228,7 @@ def _prune_rest(walk: _Walk, group: Group, sizes: tuple[int, ...]) -> None:
     """Count the blocks of ``sizes`` as rejected by the memory bound without sizing them."""
     for micro_batch in sizes:
         zeros, virtual = _block_size(walk, group, micro_batch)
-        walk.pruned_memory += len(zeros) * len(virtual)
+        walk.pruned_unsized += len(zeros) * len(virtual)
         walk.evaluated += len(zeros) * len(virtual)
 
 
@@ -312,6 +315,7 @@ def search_train(
         feasible=walk.feasible,
         costed=walk.costed,
         pruned_memory=walk.pruned_memory,
+        pruned_unsized=walk.pruned_unsized,
         pruned_time=walk.pruned_time,
         groups=len(groups),
         smallest_memory_bytes=walk.smallest[0],
