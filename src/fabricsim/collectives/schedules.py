@@ -18,7 +18,9 @@ reduction switches, numbered as extra ranks after the p real ones. One step stre
 the aggregation tree (:func:`fabricsim.topology.reduction.reduction_tree`) at once, as the switch
 pipelines chunks; an edge starts when the first bytes of all the streams it carries can have
 arrived (path latencies below it, then back down), so the time is the tree's round-trip latency
-plus the slowest edge's bytes over its bandwidth.
+plus the slowest edge's bytes over its bandwidth. Edges are independent flows: a stream's tail is
+not tied to its input's tail, so a slower upstream edge or a shorter down stream (reduce-scatter)
+can end up to the path latency early; the bandwidth term is exact when every edge has one rate.
 
 * NVLS (NCCL ``src/device/all_reduce.h``, NVLS/Simple; one NVSwitch domain): for all-reduce, GPU i
   reduces slice i with ``multimem.ld_reduce`` (the switch reads S/p from every GPU and returns the
