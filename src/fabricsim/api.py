@@ -167,9 +167,14 @@ def sweep_runners() -> dict[sweeps.TaskKind, Callable[..., Any]]:
 
     Sweep (L8) cannot import this module (L9), so :func:`sweep` injects this registry. A task's
     parameters are the function's keyword arguments (its signature is the spec schema). Adding a
-    kind is one line here, e.g. ``sweeps.TaskKind.TRAIN: train``.
+    kind is one line here.
     """
-    return {sweeps.TaskKind.COLLECTIVE: collective}
+    return {
+        sweeps.TaskKind.COLLECTIVE: collective,
+        sweeps.TaskKind.TRAIN: train,
+        sweeps.TaskKind.INFER: infer,
+        sweeps.TaskKind.SERVE: serve,
+    }
 
 
 def sweep(
