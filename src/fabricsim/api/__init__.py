@@ -1,0 +1,31 @@
+"""The public Python API (layer L9): the only place catalog names become specs.
+
+Every function accepts catalog names or file paths, validates the inputs into specs, calls the
+library, and returns an immutable result whose ``to_json()`` is the JSON contract of DESIGN.md.
+One module per family of questions; everything public is re-exported here (``fabricsim.api.train``).
+"""
+
+from fabricsim.api.catalogs import catalog_list, catalog_show, validate
+from fabricsim.api.communication import collective, traffic
+from fabricsim.api.inference import infer, serve, simulate_infer
+from fabricsim.api.planning import plan_infer, plan_train
+from fabricsim.api.sweeping import sweep, sweep_runners
+from fabricsim.api.training import FIDELITIES, simulate_train, train
+
+__all__ = [
+    "FIDELITIES",
+    "catalog_list",
+    "catalog_show",
+    "collective",
+    "infer",
+    "plan_infer",
+    "plan_train",
+    "serve",
+    "simulate_infer",
+    "simulate_train",
+    "sweep",
+    "sweep_runners",
+    "traffic",
+    "train",
+    "validate",
+]

@@ -1,0 +1,240 @@
+"""Inference batches and serving under load (public API, layer L9)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from fabricsim import catalog
+from fabricsim.engine.variability import Variability
+from fabricsim.errors import FabricsimError
+from fabricsim.metrics import (
+    InferResult,
+    SimulatedInferResult,
+)
+from fabricsim.units import parse_size
+
+
+def inference_specs(model: str, system: str, layout_request: Any) -> tuple[Any, Any, Any]:
+    """Catalog names -> (ModelSpec, SystemSpec, InferenceLayout) for ``infer`` and ``serve``."""
+    from fabricsim.workload import inference as inference_workload
+
+    model_spec = catalog.load_model(model)
+    system_spec = catalog.load_system(system)
+    layout = inference_workload.resolve_layout(model_spec, system_spec, layout_request)
+    return model_spec, system_spec, layout
+
+
+def infer(
+    model: str,
+    system: str,
+    gpus: int,
+    *,
+    batch: int | str = "max",
+    input_len: int,
+    output_len: int,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    kv_spill: str | None = None,
+    kv_spill_capacity: str | int | None = None,
+) -> Any:
+    """Static-batch inference estimate (analytic): TTFT, TPOT, end-to-end latency, throughput, memory.
+
+    ``batch`` is sequences per model replica, or ``"max"`` for the largest whose KV fits. A model or
+    batch that does not fit is a result with ``fits`` False. ``kv_spill`` names a catalog link
+    (``pcie-gen5`` for host memory, ``cxl2``/``cxl3`` for a CXL pool) holding the KV that HBM cannot,
+    up to ``kv_spill_capacity`` per GPU. Returns :class:`metrics.InferResult`.
+    """
+    from fabricsim.engine.inference import InferScenario, KvSpill, infer_estimate
+    from fabricsim.workload.inference import LayoutRequest, check_lengths
+
+    request = LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype)
+    model_spec, system_spec, layout = inference_specs(model, system, request)
+    positive_int("input-len", input_len)
+    positive_int("output-len", output_len)
+    check_lengths(model_spec, input_len, output_len)
+    size = None if str(batch) == "max" else positive_int("batch", batch)
+    spill = None
+    if kv_spill:
+        link = catalog.load_link(kv_spill)
+        spill = KvSpill(link.name, link.bandwidth_Bps, link.latency_s)
+        if kv_spill_capacity is not None:
+            capacity = float(parse_size(kv_spill_capacity, "kv-spill-capacity"))
+            spill = dataclasses.replace(spill, capacity_bytes=capacity)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, size, spill=spill)
+    est = infer_estimate(scenario)
+    return infer_result((model_spec.name, system_spec.name), gpus, layout, est)
+
+
+def infer_result(names: tuple[str, str], gpus: int, layout: Any, est: Any) -> InferResult:
+    """The ``infer`` JSON contract of one estimate; ``names`` = (model, system)."""
+    breakdown = {"prefill_" + k: v for k, v in dataclasses.asdict(est.prefill).items()}
+    breakdown.update({"decode_" + k: v for k, v in dataclasses.asdict(est.decode).items()})
+    return InferResult(
+        model=names[0], system=names[1], gpus=gpus, ttft_s=est.ttft_s, tpot_s=est.tpot_s,
+        e2e_latency_s=est.e2e_latency_s, batch=est.batch, output_tokens_per_s=est.output_tokens_per_s,
+        kv_cache_bytes=est.kv_cache_bytes, memory_per_gpu_bytes=est.memory_per_gpu_bytes,
+        memory_capacity_bytes=est.memory_capacity_bytes, fits=est.fits,
+        layout=tuple(layout.as_dict().items()), time_breakdown_s=tuple(breakdown.items()),
+        kv_spilled_bytes=est.kv_spilled_bytes,
+    )
+
+
+def positive_int(field: str, value: object) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise FabricsimError(field, f"must be a positive integer, got {value!r}") from None
+    if number < 1:
+        raise FabricsimError(field, f"must be a positive integer, got {value!r}")
+    return number
+
+
+def _parse_disaggregate(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        prefill, decode = (int(part) for part in str(text).split(":"))
+    except ValueError:
+        raise FabricsimError("disaggregate", f"cannot parse {text!r}", "use P:D, e.g. 1:3") from None
+    if prefill < 1 or decode < 1:
+        raise FabricsimError("disaggregate", f"both pools need a replica, got {text!r}", "use P:D, e.g. 1:3")
+    return prefill, decode
+
+
+def request_stream(model_spec: Any, options: dict[str, Any]) -> Any:
+    """Poisson arrivals with sampled lengths, or a trace file (CSV or JSONL)."""
+    from fabricsim.workload import requests as request_streams
+    from fabricsim.workload.inference import check_lengths
+
+    context = model_spec.max_position_embeddings
+    if options.get("trace"):
+        path = Path(str(options["trace"]))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise FabricsimError("trace", f"cannot read {path}: {exc.strerror}", "check the path") from None
+        stream = request_streams.parse_trace(text, jsonl=path.suffix.lower() in (".jsonl", ".json", ".ndjson"))
+        check_lengths(model_spec, int(stream.input_len.max()), int(stream.output_len.max()))
+        return stream
+    rate = options.get("arrival_rate")
+    if rate is None or not (float(rate) > 0):
+        raise FabricsimError("arrival-rate", f"must be a positive number, got {rate!r}", "or give --trace FILE")
+    dists = (request_streams.parse_length_dist(options["input_len"], "input-len"),
+             request_streams.parse_length_dist(options["output_len"], "output-len"))
+    if max(dists[0].upper_bound, dists[1].upper_bound) < float("inf"):
+        check_lengths(model_spec, dists[0].upper_bound, dists[1].upper_bound)
+    count = positive_int("requests", options["requests"])
+    stream = request_streams.poisson_stream(float(rate), count, dists, (context - 1, context - 1), int(options["seed"]))
+    return request_streams.clip_to_context(stream, context)
+
+
+def serve(
+    model: str,
+    system: str,
+    gpus: int,
+    *,
+    arrival_rate: float | None = None,
+    trace: str | None = None,
+    requests: int = 1000,
+    input_len: str = "1024",
+    output_len: str = "256",
+    seed: int = 0,
+    disaggregate: str | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    token_budget: int = 8192,
+    max_batch: int = 1024,
+    slo_ttft_s: float = 2.0,
+    slo_tpot_s: float = 0.1,
+    admission: str = "on-demand",
+) -> Any:
+    """Simulate serving a request stream (Poisson or trace) with continuous batching; see
+    :mod:`fabricsim.workload.serving`. ``gpus`` is the whole deployment; each replica gets the
+    layout; ``disaggregate="P:D"`` splits the replicas into P prefill and D decode replicas.
+    ``admission`` is ``on-demand`` (vLLM: KV blocks as needed, preempt the newest on overflow) or
+    ``reserve`` (TensorRT-LLM GUARANTEED_NO_EVICT: KV for input + output reserved at admission).
+    Returns :class:`metrics.ServeResult`."""
+    from fabricsim.engine.serving import ServeScenario, replica_kv_tokens, simulate_serving
+    from fabricsim.metrics import ServeResult
+    from fabricsim.workload.inference import LayoutRequest
+
+    model_spec, system_spec, layout = inference_specs(model, system, LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype))
+    split = _parse_disaggregate(disaggregate)
+    if split and sum(split) != layout.replicas:
+        raise FabricsimError("disaggregate", f"{split[0]}:{split[1]} needs {sum(split)} replicas of "
+                             f"{layout.replica_gpus} GPUs, {gpus} GPUs make {layout.replicas}", "match --gpus")
+    if admission not in ("on-demand", "reserve"):
+        raise FabricsimError("admission", f"unknown policy {admission!r}", "use on-demand or reserve")
+    scenario = ServeScenario(model_spec, system_spec, layout, positive_int("token-budget", token_budget),
+                             positive_int("max-batch", max_batch), reserve_full=admission == "reserve",
+                             disaggregate=split)
+    stream = request_stream(model_spec, {"trace": trace, "arrival_rate": arrival_rate, "input_len": input_len,
+                                          "output_len": output_len, "requests": requests, "seed": seed})
+    longest = int((stream.input_len + stream.output_len).max())
+    if replica_kv_tokens(scenario) < longest:
+        raise FabricsimError("model", f"a replica's KV cache holds {replica_kv_tokens(scenario)} tokens, less than "
+                             f"the longest request ({longest})", "use more GPUs per replica, FP8 or shorter requests")
+    summary = simulate_serving(scenario, stream, (slo_ttft_s, slo_tpot_s))
+    return ServeResult(
+        model=model_spec.name, system=system_spec.name, gpus=gpus, requests=summary.requests,
+        completed=summary.completed, output_tokens_per_s=summary.output_tokens_per_s,
+        requests_per_s=summary.requests_per_s, ttft_s=tuple(summary.ttft.to_json().items()),
+        tpot_s=tuple(summary.tpot.to_json().items()), e2e_s=tuple(summary.e2e.to_json().items()),
+        slo_attainment=summary.slo_attainment, slo=(("ttft_s", slo_ttft_s), ("tpot_s", slo_tpot_s)),
+        arrival_rate_per_s=None if trace else float(arrival_rate or 0.0), seed=seed,
+        preemptions=summary.preemptions, steps=summary.steps, duration_s=summary.duration_s,
+        layout=tuple({**layout.as_dict(), "disaggregate": disaggregate or None}.items()),
+    )
+
+
+def simulate_infer(
+    model: str,
+    system: str,
+    gpus: int,
+    *,
+    input_len: int,
+    output_len: int,
+    variability: Variability | None = None,
+    **options: Any,
+) -> SimulatedInferResult:
+    """One static inference batch through the event-driven engine (fidelity ``simulate``).
+
+    Same inputs as :func:`infer` (``options``: batch, tp, pp, ep, dtype, kv_dtype). The decode
+    steps run as an op graph with the analytic step costs; ``variability`` (stragglers, jitter)
+    gives per-token P50/P99 TPOT. The ``flow`` network is not used for inference: its collectives
+    are small and latency-bound, where the flow model's bandwidth view says little.
+    """
+    from fabricsim.engine.inference import InferScenario
+    from fabricsim.engine.simulate_inference import simulate_decode
+    from fabricsim.workload.inference import LayoutRequest
+
+    base = infer(model, system, gpus, input_len=input_len, output_len=output_len, **options)
+    if variability is not None:
+        variability.validate()
+        if variability.ecmp_rehash:
+            raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network, which infer does not use")
+    get = options.get
+    request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
+    model_spec, system_spec, layout = inference_specs(model, system, request)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch)
+    sim = simulate_decode(scenario, variability)
+    infer_result = dataclasses.replace(base, tpot_s=sim.tpot_s, fidelity="simulate")
+    return SimulatedInferResult(
+        infer=infer_result,
+        analytic_tpot_s=sim.estimate.tpot_s,
+        tpot_s_p50=sim.tpot_s_p50,
+        tpot_s_p99=sim.tpot_s_p99,
+        seeds=variability.seeds if sim.tpot_s_p50 is not None and variability is not None else 0,
+        tokens_sampled=sim.tokens_sampled,
+        folded=tuple(sim.graph.folded.items()),
+        simulated_ops=sim.ops,
+        simulation=sim,
+    )

@@ -1,0 +1,212 @@
+"""Layout search for training and serving (public API, layer L9)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+from fabricsim import catalog, planner
+from fabricsim.api.inference import infer_result, positive_int, request_stream
+from fabricsim.api.training import simulated_train_result, train_result
+from fabricsim.engine import analytic
+from fabricsim.errors import FabricsimError
+from fabricsim.metrics import (
+    PlanEntry,
+    PlanResult,
+    SimulatedTrainResult,
+    TrainResult,
+)
+
+
+def plan_train(
+    model: str,
+    system: str,
+    gpus: int,
+    global_batch: int,
+    seq_len: int,
+    *,
+    top: int = 5,
+    objective: str = "tokens-per-s",
+    refine: int = 0,
+    constraints: dict[str, object] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> PlanResult:
+    """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
+
+    ``objective``: ``tokens-per-s`` (same ranking as ``step-time`` at a fixed batch) or ``memory``.
+    ``constraints`` limits dimensions with :func:`train`'s layout keywords, each one value or a
+    list (``{"tp": [4, 8], "recompute": "full"}``); unset dimensions take every valid value.
+    ``refine`` re-times the first K plans with the event-driven engine (fidelity ``simulate``).
+    Constraints that leave no valid layout raise FabricsimError; when nothing fits in memory the
+    result has no plans and the smallest memory need. ``on_progress(done, total)`` reports progress.
+    """
+    model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
+    system_spec.check_gpu_count(gpus)
+    for field, value in (("global-batch", global_batch), ("seq-len", seq_len), ("top", top)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise FabricsimError(field, f"must be a positive integer, got {value!r}")
+    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+        raise FabricsimError("refine", f"must be 0 or a positive integer, got {refine!r}")
+    goal = planner.parse_train_objective(objective)
+    space = planner.train_space(constraints or {})
+    question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len)
+    start = time.perf_counter()
+    search = planner.search_train(question, space, planner.PlanSettings(top, goal), on_progress)
+    search = planner.refine_search(question, search, refine, goal)
+    return _train_plan_result(question, search, goal, time.perf_counter() - start)
+
+
+def _train_plan_result(
+    question: planner.TrainQuestion, search: planner.TrainSearch, goal: planner.TrainObjective, elapsed_s: float
+) -> PlanResult:
+    names = (question.model.name, question.system.name)
+    smallest = search.smallest_memory_layout
+    return PlanResult(
+        kind="train",
+        model=names[0],
+        system=names[1],
+        gpus=question.gpus,
+        objective=goal.value,
+        evaluated=search.evaluated,
+        feasible=search.feasible,
+        costed=search.costed,
+        pruned=(
+            ("memory", search.pruned_memory),
+            ("memory_larger_micro_batch", search.pruned_unsized),
+            ("time_bound", search.pruned_time),
+        ),
+        elapsed_s=elapsed_s,
+        plans=tuple(_plan_entry(rank, *names, plan) for rank, plan in enumerate(search.plans, 1)),
+        smallest_memory_per_gpu_bytes=search.smallest_memory_bytes if smallest else None,
+        smallest_memory_layout=tuple(smallest.as_dict().items()) if smallest else None,
+        refined=sum(plan.simulation is not None for plan in search.plans),
+        extra=_faster_unfit_json(search.faster_unfit),
+    )
+
+
+def _faster_unfit_json(estimate: analytic.TrainingEstimate | None) -> tuple[tuple[str, object], ...]:
+    """``faster_but_unfit``: a layout faster than plan 1 that does not fit (what memory costs)."""
+    if estimate is None:
+        return ()
+    return (
+        (
+            "faster_but_unfit",
+            {
+                "layout": estimate.layout.as_dict(),
+                "step_time_s": estimate.step_time_s,
+                "memory_per_gpu_bytes": estimate.memory_per_gpu_bytes,
+                "memory_capacity_bytes": estimate.memory_capacity_bytes,
+            },
+        ),
+    )
+
+
+def _plan_entry(rank: int, model: str, system: str, plan: planner.TrainPlan) -> PlanEntry:
+    result: TrainResult | SimulatedTrainResult = train_result(model, system, plan.estimate)
+    if plan.simulation is not None:
+        result = simulated_train_result(result, plan.simulation, "simulate")
+    return PlanEntry(rank, result, plan.reasons)
+
+
+def plan_infer(
+    model: str,
+    system: str,
+    gpus: int,
+    input_len: int,
+    output_len: int,
+    *,
+    top: int = 5,
+    objective: str = "throughput",
+    slo_s: tuple[float | None, float | None] = (None, None),
+    constraints: dict[str, object] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    serving: dict[str, object] | None = None,
+) -> PlanResult:
+    """Search inference layouts and batch sizes of ``model`` on ``gpus`` GPUs of ``system``.
+
+    ``objective``: ``throughput`` (most output tokens/s whose TPOT and TTFT meet ``slo_s`` =
+    (TPOT SLO, TTFT SLO) in seconds, either None) or ``latency`` (least end-to-end latency at the
+    batch in ``constraints``, default 1). ``constraints``: ``tp``, ``pp``, ``ep`` (value or list),
+    ``dtype``, ``kv_dtype`` (name or list), ``batch``, ``max_batch``. Plans follow the ``infer`` contract
+    plus ``batch_limit`` (what stopped the batch growing: memory, max batch, TPOT SLO, TTFT SLO).
+    ``serving`` (``{"arrival_rate": R, "requests": N, "seed": S}``) also serves a Poisson stream on
+    each plan's layout, aggregated and split into prefill:decode replicas, and ranks those
+    deployments by SLO attainment then output tokens/s (JSON key ``serving``).
+    """
+    from fabricsim.workload.inference import check_lengths
+
+    model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
+    system_spec.check_gpu_count(gpus)
+    check_lengths(model_spec, positive_int("input-len", input_len), positive_int("output-len", output_len))
+    goal = planner.InferGoal(planner.parse_infer_objective(objective), slo_s[0], slo_s[1], positive_int("top", top))
+    planner.check_goal(goal)
+    question = planner.InferQuestion(model_spec, system_spec, gpus, input_len, output_len)
+    space = planner.infer_space(constraints or {})
+    start = time.perf_counter()
+    search = planner.search_infer(question, space, goal, on_progress)
+    extra = () if serving is None else (("serving", _serving_splits(question, search, goal, serving)),)
+    result = _infer_plan_result(question, search, goal, time.perf_counter() - start)
+    return dataclasses.replace(result, extra=extra)
+
+
+def _serving_splits(
+    question: planner.InferQuestion, search: planner.InferSearch, goal: planner.InferGoal, serving: dict[str, object]
+) -> dict[str, object]:
+    """The serving deployments (aggregated, P:D splits) of the plans' layouts, best first (JSON)."""
+    options = {"requests": 500, "seed": 0, **serving, "trace": None}
+    options |= {"input_len": str(question.input_len), "output_len": str(question.output_len)}
+    stream = request_stream(question.model, options)
+    default_ttft, default_tpot = planner.DEFAULT_SLO_S
+    slo_s = (goal.ttft_slo_s or default_ttft, goal.tpot_slo_s or default_tpot)
+    split = planner.SplitQuestion(question.model, question.system, stream, slo_s)
+    deployments, skipped = planner.search_splits(split, [plan.layout for plan in search.plans])
+    return {
+        "arrival_rate_per_s": float(options["arrival_rate"]),  # type: ignore[arg-type]
+        "requests": int(options["requests"]),  # type: ignore[call-overload]
+        "seed": int(options["seed"]),  # type: ignore[call-overload]
+        "slo": {"ttft_s": slo_s[0], "tpot_s": slo_s[1]},
+        "simulated": len(deployments),
+        "skipped_layouts": skipped,
+        "deployments": [_deployment_json(rank, d) for rank, d in enumerate(deployments[: goal.top], 1)],
+    }
+
+
+def _deployment_json(rank: int, deployment: planner.SplitPlan) -> dict[str, object]:
+    split, summary = deployment.disaggregate, deployment.summary
+    return {
+        "rank": rank,
+        "layout": {**deployment.layout.as_dict(), "disaggregate": f"{split[0]}:{split[1]}" if split else None},
+        "slo_attainment": summary.slo_attainment,
+        "output_tokens_per_s": summary.output_tokens_per_s,
+        "requests_per_s": summary.requests_per_s,
+        "ttft_s": summary.ttft.to_json(),
+        "tpot_s": summary.tpot.to_json(),
+        "e2e_s": summary.e2e.to_json(),
+    }
+
+
+def _infer_plan_result(
+    question: planner.InferQuestion, search: planner.InferSearch, goal: planner.InferGoal, elapsed_s: float
+) -> PlanResult:
+    names = (question.model.name, question.system.name)
+    smallest = search.smallest_memory_layout
+    return PlanResult(
+        kind="infer",
+        model=names[0],
+        system=names[1],
+        gpus=question.gpus,
+        objective=goal.objective.value,
+        evaluated=search.evaluated,
+        feasible=search.feasible,
+        costed=search.costed,
+        pruned=(("memory", search.pruned_memory), ("slo", search.pruned_slo)),
+        elapsed_s=elapsed_s,
+        plans=tuple(
+            PlanEntry(rank, infer_result(names, question.gpus, p.layout, p.estimate), p.reasons,
+                      (("batch_limit", p.batch_limit),))
+            for rank, p in enumerate(search.plans, 1)
+        ),
+        smallest_memory_per_gpu_bytes=search.smallest_memory_bytes,
+        smallest_memory_layout=tuple(smallest.as_dict().items()) if smallest else None,
+    )

@@ -1,0 +1,59 @@
+"""Sweeps over many scenarios (the task-kind registry lives here) (public API, layer L9)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fabricsim import sweep as sweeps
+from fabricsim.api.communication import collective
+from fabricsim.api.inference import infer, serve
+from fabricsim.api.training import train
+from fabricsim.metrics import (
+    SweepSummary,
+)
+
+
+def sweep_runners() -> dict[sweeps.TaskKind, Callable[..., Any]]:
+    """The ONE registry of sweep task kinds: kind -> the public function a task of that kind calls.
+
+    Sweep (L8) cannot import this module (L9), so :func:`sweep` injects this registry. A task's
+    parameters are the function's keyword arguments (its signature is the spec schema). Adding a
+    kind is one line here.
+    """
+    return {
+        sweeps.TaskKind.COLLECTIVE: collective,
+        sweeps.TaskKind.TRAIN: train,
+        sweeps.TaskKind.INFER: infer,
+        sweeps.TaskKind.SERVE: serve,
+    }
+
+
+def sweep(
+    spec: str | Path,
+    *,
+    db: str | Path | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    export: str | Path | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> SweepSummary:
+    """Run every task of the YAML sweep ``spec`` not yet in the SQLite store ``db``; export if asked.
+
+    ``db`` defaults to ``<spec name>.sqlite`` in the current folder; ``executor`` is ``local`` (a
+    process pool of ``workers`` processes, default: all CPUs) or ``ray`` (join ``address`` or start a
+    local Ray). ``export`` writes the spec's rows to ``.csv`` or ``.parquet``. ``on_progress(completed,
+    total)`` is called as tasks finish. Re-running a killed sweep completes it; each task is stored once.
+    """
+    runners = sweep_runners()
+    tasks = sweeps.expand(sweeps.load_spec(spec), runners)
+    options = sweeps.SweepOptions(
+        db_path=Path(db) if db is not None else Path(Path(spec).stem + ".sqlite"),
+        executor=sweeps.parse_executor(executor),
+        workers=sweeps.default_workers() if workers is None else workers,
+        address=address,
+        export_path=None if export is None else Path(export),
+    )
+    return sweeps.run_sweep(tasks, runners, options, on_progress)
