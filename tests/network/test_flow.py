@@ -151,3 +151,21 @@ def test_models_satisfy_the_network_model_protocol():
         assert isinstance(model.fidelity, str)
         checked: NetworkModel = model
         assert checked.run(make_flows([0], [1], 1.0)).finish_s.size == 1
+
+
+def test_flow_to_itself_completes_at_its_start_without_warnings():
+    """src == dst: an empty path, done at its start time (zero transfer, zero latency), no NaN,
+    and it neither delays nor shares bandwidth with the flows that do cross links."""
+    import warnings
+
+    topo = fat_tree(4, LINK)
+    flows = make_flows([0, 3, 1, 2], [0, 3, 5, 6], [1e6, 0.0, 1e8, 1e8], [0.5, 1e-6, 0.0, 0.0])
+    model = FlowNetwork(route_table(topo), Routing.ECMP, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = model.run(flows)
+        alone = model.run(make_flows([1, 2], [5, 6], 1e8))
+    assert result.finish_s[:2].tolist() == [0.5, 1e-6]
+    assert np.isinf(result.first_rate_Bps[:2]).all()
+    assert result.finish_s[2:] == pytest.approx(alone.finish_s, rel=1e-12)
+    _check_conservation_and_capacity(model.routes(flows), flows, result)

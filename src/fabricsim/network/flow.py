@@ -10,6 +10,8 @@ The event loop recomputes the allocation at every flow arrival and finish. Flows
 within ``FINISH_TOLERANCE`` (relative) of the next finish are retired together, which collapses
 the many equal-rate finishes of symmetric patterns into one event; their few leftover bytes are
 booked in that interval. A flow's finish is its last byte's transmission plus its path latency.
+A flow with an empty path (src == dst) crosses no link: it completes at its start time, with an
+infinite first rate and no bytes booked on any link.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class _State:
     first_rate: np.ndarray
     link_bytes: np.ndarray
     peak: np.ndarray
+    pathless: np.ndarray  # flows whose route crosses no link (src == dst)
 
 
 class FlowNetwork:
@@ -110,6 +113,7 @@ def simulate(routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet) -> Networ
         np.full(flows.count, np.nan),
         np.zeros(capacity_Bps.size),
         np.zeros(capacity_Bps.size),
+        np.diff(matrix.indptr) == 0,
     )
     order = np.lexsort((np.arange(flows.count), flows.start_s))
     arrivals = flows.start_s[order]
@@ -132,7 +136,9 @@ def simulate(routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet) -> Networ
 
 
 def _retire_empty(active: np.ndarray, state: _State, now: float) -> np.ndarray:
-    empty = state.remaining[active] <= 0
+    """Complete at ``now`` the arrived flows with no bytes left or no link to cross."""
+    empty = (state.remaining[active] <= 0) | state.pathless[active]
+    state.remaining[active[empty]] = 0.0
     state.done_s[active[empty]] = now
     state.first_rate[active[empty]] = np.where(
         np.isnan(state.first_rate[active[empty]]), np.inf, state.first_rate[active[empty]]
