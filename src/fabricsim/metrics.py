@@ -265,7 +265,11 @@ class InferResult:
 class ServeResult:
     """A simulated serving run (``fabricsim serve``): latency percentiles in seconds (``{p50, p90,
     p99}``), output tokens/s over the run (first arrival to last finish), SLO attainment (fraction of
-    requests with TTFT and TPOT within the SLOs)."""
+    requests with TTFT and TPOT within the SLOs). ``fits``: every pool's replica KV cache holds its
+    longest request (``kv_capacity_tokens`` per replica vs ``longest_request_tokens``);
+    ``memory_per_gpu_bytes`` is what one such request per replica needs (most loaded pool; per pool
+    in ``pools`` when disaggregated). A deployment that does not fit serves nothing: 0 completed,
+    null percentiles."""
 
     model: str
     system: str
@@ -286,12 +290,24 @@ class ServeResult:
     duration_s: float
     layout: tuple[tuple[str, object], ...]
     fidelity: str = "simulate"
+    fits: bool = True
+    memory_per_gpu_bytes: float = float("nan")
+    memory_capacity_bytes: float = float("nan")
+    kv_capacity_tokens: int = 0
+    longest_request_tokens: int = 0
+    pools: tuple[tuple[str, dict[str, object]], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
             "model": self.model,
             "system": self.system,
             "gpus": self.gpus,
+            "fits": self.fits,
+            "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
+            "memory_capacity_bytes": self.memory_capacity_bytes,
+            "kv_capacity_tokens": self.kv_capacity_tokens,
+            "longest_request_tokens": self.longest_request_tokens,
+            "pools": dict(self.pools) if self.pools else None,
             "requests": self.requests,
             "completed": self.completed,
             "output_tokens_per_s": self.output_tokens_per_s,
