@@ -100,3 +100,39 @@ def test_knee_kimi_k2_attention_dp_expert_parallel(capsys):
     assert high["ttft_s"]["p99"] > 10 * low["ttft_s"]["p99"]
     assert higher["output_tokens_per_s"] < 1.25 * high["output_tokens_per_s"]
     assert all(r["ttft_s"]["p99"] >= r["ttft_s"]["p50"] for r in results)
+
+
+UNFIT = ["serve", "--model", "llama3-405b", "--system", "dgx-h100", "--gpus", "1", "--arrival-rate", "1",
+         "--requests", "10", "--input-len", "100", "--output-len", "10", "--seed", "1"]
+
+
+def test_model_that_does_not_fit_is_a_result_not_an_error(capsys):
+    assert main([*UNFIT, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fits"] is False and data["completed"] == 0 and data["requests"] == 10
+    assert data["memory_per_gpu_bytes"] > data["memory_capacity_bytes"] == 80e9
+    assert data["kv_capacity_tokens"] == 0 and data["longest_request_tokens"] == 110
+    assert data["output_tokens_per_s"] == 0.0
+    for key in ("ttft_s", "tpot_s", "e2e_s"):
+        assert data[key] == {"p50": None, "p90": None, "p99": None}
+    assert main(UNFIT) == 0
+    table = " ".join(capsys.readouterr().out.split())
+    assert "does not fit: needs 761.4 GiB per GPU, has 74.5 GiB" in table
+
+
+def test_fitting_result_reports_memory_and_disaggregated_pools(capsys):
+    data = serve_json(capsys, "--gpus", "16", "--arrival-rate", "8", "--disaggregate", "1:1")
+    assert data["fits"] is True and data["memory_per_gpu_bytes"] < data["memory_capacity_bytes"]
+    assert set(data["pools"]) == {"prefill", "decode"} and all(p["fits"] for p in data["pools"].values())
+    assert data["pools"]["decode"]["longest_request_tokens"] == data["longest_request_tokens"]
+    unfit = ["--model", "llama3-405b", "--gpus", "2", "--tp", "1", "--dtype", "bf16", "--disaggregate", "1:1"]
+    assert main([*UNFIT, *unfit, "--json"]) == 0
+    pools = json.loads(capsys.readouterr().out)["pools"]
+    assert not pools["prefill"]["fits"] and not pools["decode"]["fits"]
+
+
+def test_console_script_unfit_exit_0():
+    exe = shutil.which("fabricsim")
+    assert exe is not None
+    proc = subprocess.run([exe, *UNFIT, "--json"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stderr == "" and json.loads(proc.stdout)["fits"] is False

@@ -102,3 +102,59 @@ def test_bad_trace_rows_name_the_line(text, jsonl, line):
     with pytest.raises(FabricsimError) as err:
         parse_trace(text, jsonl)
     assert line in str(err.value)
+
+
+def _fit_scenario(model, gpus, **extra):
+    from fabricsim import catalog
+    from fabricsim.engine.serving import ServeScenario
+    from fabricsim.workload.inference import LayoutRequest, resolve_layout
+
+    model_spec, system = catalog.load_model(model), catalog.load_system("dgx-h100")
+    layout = resolve_layout(model_spec, system, LayoutRequest(gpus, 1, None, None, None, None))
+    return ServeScenario(model_spec, system, layout, **extra)
+
+
+def _lengths(inp, out):
+    from fabricsim.workload.requests import RequestStream
+
+    return RequestStream(np.zeros(1), np.array([inp]), np.array([out]))
+
+
+def test_weights_that_do_not_fit_are_a_fit_result_with_infer_memory():
+    from fabricsim.engine.inference import InferScenario, memory_use
+    from fabricsim.engine.serving import pool_fits
+
+    scenario = _fit_scenario("llama3-405b", 1)
+    (pool,) = pool_fits(scenario, _lengths(100, 10))
+    assert not pool.fits and pool.role == "mixed"
+    assert pool.kv_capacity_tokens == 0 and pool.longest_request_tokens == 110
+    assert pool.memory_per_gpu_bytes > 8 * pool.memory_capacity_bytes  # 405B BF16 weights ~ 810 GB
+    infer_side = memory_use(InferScenario(scenario.model, scenario.system, scenario.layout, 100, 10, 1), 1)
+    assert pool.memory_per_gpu_bytes == infer_side.per_gpu_bytes
+    (small,) = pool_fits(_fit_scenario("llama3-8b", 1), _lengths(100, 10))
+    assert small.fits and small.memory_per_gpu_bytes < small.memory_capacity_bytes
+
+
+def test_kv_cache_shorter_than_the_longest_request_does_not_fit_per_pool():
+    from fabricsim.engine.serving import pool_fits, replica_kv_tokens
+
+    scenario = _fit_scenario("llama3-8b", 2, kv_free_fraction=0.005, disaggregate=(1, 1))
+    tokens = replica_kv_tokens(scenario)
+    assert 1000 < tokens < 10_000
+    prefill, decode = pool_fits(scenario, _lengths(tokens - 50, 100))
+    assert (prefill.role, prefill.fits, prefill.longest_request_tokens) == ("prefill", True, tokens - 50)
+    assert (decode.role, decode.fits, decode.longest_request_tokens) == ("decode", False, tokens + 50)
+    assert decode.memory_per_gpu_bytes <= decode.memory_capacity_bytes  # weights fit; the KV budget does not
+
+
+def test_serve_api_returns_a_result_when_nothing_fits():
+    from fabricsim import api
+
+    result = api.serve("llama3-405b", "dgx-h100", 1, arrival_rate=1.0, requests=10, input_len="100",
+                       output_len="10", seed=1)
+    assert not result.fits and result.completed == 0 and result.requests == 10
+    assert result.memory_per_gpu_bytes > result.memory_capacity_bytes == 80e9
+    assert all(math.isnan(v) for key in ("ttft_s", "tpot_s", "e2e_s") for v in dict(getattr(result, key)).values())
+    fitting = api.serve("llama3-8b", "dgx-h100", 1, arrival_rate=1.0, requests=10, input_len="100", output_len="10")
+    assert fitting.fits and fitting.completed == 10 and fitting.kv_capacity_tokens >= 110
+    assert fitting.memory_per_gpu_bytes < fitting.memory_capacity_bytes

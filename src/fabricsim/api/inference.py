@@ -161,8 +161,10 @@ def serve(
     layout; ``disaggregate="P:D"`` splits the replicas into P prefill and D decode replicas.
     ``admission`` is ``on-demand`` (vLLM: KV blocks as needed, preempt the newest on overflow) or
     ``reserve`` (TensorRT-LLM GUARANTEED_NO_EVICT: KV for input + output reserved at admission).
+    A deployment whose replica KV cache (per pool) cannot hold the longest request, weights that do
+    not fit included, is a result with ``fits`` False, its memory figures and nothing served.
     Returns :class:`metrics.ServeResult`."""
-    from fabricsim.engine.serving import ServeScenario, replica_kv_tokens, simulate_serving
+    from fabricsim.engine.serving import ServeScenario, pool_fits, simulate_serving
     from fabricsim.metrics import ServeResult
     from fabricsim.workload.inference import LayoutRequest
 
@@ -178,21 +180,43 @@ def serve(
                              disaggregate=split)
     stream = request_stream(model_spec, {"trace": trace, "arrival_rate": arrival_rate, "input_len": input_len,
                                           "output_len": output_len, "requests": requests, "seed": seed})
-    longest = int((stream.input_len + stream.output_len).max())
-    if replica_kv_tokens(scenario) < longest:
-        raise FabricsimError("model", f"a replica's KV cache holds {replica_kv_tokens(scenario)} tokens, less than "
-                             f"the longest request ({longest})", "use more GPUs per replica, FP8 or shorter requests")
+    fits = pool_fits(scenario, stream)
+    common = {
+        "model": model_spec.name, "system": system_spec.name, "gpus": gpus, "requests": len(stream),
+        "slo": (("ttft_s", slo_ttft_s), ("tpot_s", slo_tpot_s)), "seed": seed,
+        "arrival_rate_per_s": None if trace else float(arrival_rate or 0.0),
+        "layout": tuple({**layout.as_dict(), "disaggregate": disaggregate or None}.items()), **_fit_fields(fits),
+    }
+    if not common["fits"]:
+        return ServeResult(**common, **_UNFIT_OUTCOME)
     summary = simulate_serving(scenario, stream, (slo_ttft_s, slo_tpot_s))
     return ServeResult(
-        model=model_spec.name, system=system_spec.name, gpus=gpus, requests=summary.requests,
-        completed=summary.completed, output_tokens_per_s=summary.output_tokens_per_s,
+        **common, completed=summary.completed, output_tokens_per_s=summary.output_tokens_per_s,
         requests_per_s=summary.requests_per_s, ttft_s=tuple(summary.ttft.to_json().items()),
         tpot_s=tuple(summary.tpot.to_json().items()), e2e_s=tuple(summary.e2e.to_json().items()),
-        slo_attainment=summary.slo_attainment, slo=(("ttft_s", slo_ttft_s), ("tpot_s", slo_tpot_s)),
-        arrival_rate_per_s=None if trace else float(arrival_rate or 0.0), seed=seed,
-        preemptions=summary.preemptions, steps=summary.steps, duration_s=summary.duration_s,
-        layout=tuple({**layout.as_dict(), "disaggregate": disaggregate or None}.items()),
+        slo_attainment=summary.slo_attainment, preemptions=summary.preemptions, steps=summary.steps,
+        duration_s=summary.duration_s,
     )
+
+
+_NO_PERCENTILES = (("p50", float("nan")), ("p90", float("nan")), ("p99", float("nan")))
+_UNFIT_OUTCOME: dict[str, Any] = {
+    "completed": 0, "output_tokens_per_s": 0.0, "requests_per_s": 0.0, "ttft_s": _NO_PERCENTILES,
+    "tpot_s": _NO_PERCENTILES, "e2e_s": _NO_PERCENTILES, "slo_attainment": 0.0, "preemptions": 0, "steps": 0,
+    "duration_s": 0.0,
+}
+"""What a deployment that cannot hold its longest request serves: nothing (null percentiles in JSON)."""
+
+
+def _fit_fields(fits: tuple[Any, ...]) -> dict[str, Any]:
+    """ServeResult's memory keys: all pools fit; the most loaded pool's memory and longest request."""
+    worst = max(fits, key=lambda pool: (pool.memory_per_gpu_bytes, pool.longest_request_tokens))
+    return {
+        "fits": all(pool.fits for pool in fits), "memory_per_gpu_bytes": worst.memory_per_gpu_bytes,
+        "memory_capacity_bytes": worst.memory_capacity_bytes, "kv_capacity_tokens": worst.kv_capacity_tokens,
+        "longest_request_tokens": max(pool.longest_request_tokens for pool in fits),
+        "pools": tuple((pool.role, pool.to_json()) for pool in fits) if len(fits) > 1 else (),
+    }
 
 
 def simulate_infer(

@@ -143,15 +143,43 @@ def _spilled_bytes(scenario: InferScenario, kv_bytes: float) -> float:
     return min(max(0.0, kv_bytes - budget), scenario.spill.capacity_bytes)
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryUse:
+    """Per-GPU memory of ``batch`` sequences per replica at their final length (bytes)."""
+
+    kv_bytes: float
+    kv_spilled_bytes: float
+    weights_bytes: float
+    per_gpu_bytes: float
+    capacity_bytes: float
+
+    @property
+    def fits(self) -> bool:
+        return self.per_gpu_bytes <= self.capacity_bytes
+
+
+def memory_use(scenario: InferScenario, batch: int) -> MemoryUse:
+    """Memory per GPU (bytes) = weights + paged KV of ``ceil(batch / attention-DP)`` sequences of
+    ``input_len + output_len`` tokens (less what spills) + the activations of a step of
+    ``kv_policy.max_step_tokens`` tokens + the framework's reserve; capacity = HBM per GPU."""
+    layout = scenario.layout
+    per_rank = -(-batch // layout.attention_data_parallel)
+    kv = per_rank * paged_tokens(scenario.input_len + scenario.output_len) * kv_bytes_per_token_gpu(scenario)
+    spilled = _spilled_bytes(scenario, kv)
+    weights = weight_memory_per_gpu(scenario.model, layout).total_bytes
+    workspace = activation_workspace_bytes(scenario.model, layout, scenario.kv_policy.max_step_tokens)
+    memory = weights + kv - spilled + workspace + FRAMEWORK_MEMORY_BYTES
+    return MemoryUse(kv, spilled, weights, memory, scenario.system.device.hbm_capacity_bytes)
+
+
 def infer_estimate(scenario: InferScenario) -> InferEstimate:
     """TTFT, TPOT, end-to-end latency and throughput of one static batch (seconds, tokens/s)."""
     model, system, layout = scenario.model, scenario.system, scenario.layout
     batch = largest_batch(scenario) if scenario.batch is None else scenario.batch
     fits_budget = batch >= 1
     batch = max(batch, 1)
-    per_rank = -(-batch // layout.attention_data_parallel)
-    kv = per_rank * paged_tokens(scenario.input_len + scenario.output_len) * kv_bytes_per_token_gpu(scenario)
-    spilled = _spilled_bytes(scenario, kv)
+    mem = memory_use(scenario, batch)
+    kv, spilled = mem.kv_bytes, mem.kv_spilled_bytes
     coeffs = step_coefficients(model, system, layout)
     if spilled > 0 and scenario.spill is not None:
         coeffs = replace(coeffs, spill_fraction=spilled / kv, spill_Bps=scenario.spill.bandwidth_Bps,
@@ -160,10 +188,6 @@ def infer_estimate(scenario: InferScenario) -> InferEstimate:
     prefill = _prefill_parts(scenario, batch, coeffs, comm)
     decode = _decode_parts(scenario, batch, coeffs, comm)
     e2e = prefill.total_s + (scenario.output_len - 1) * decode.total_s
-    weights = weight_memory_per_gpu(model, layout).total_bytes
-    workspace = activation_workspace_bytes(model, layout, scenario.kv_policy.max_step_tokens)
-    memory = weights + kv - spilled + workspace + FRAMEWORK_MEMORY_BYTES
-    capacity = system.device.hbm_capacity_bytes
     return InferEstimate(
         ttft_s=prefill.total_s,
         tpot_s=decode.total_s,
@@ -171,10 +195,10 @@ def infer_estimate(scenario: InferScenario) -> InferEstimate:
         batch=batch,
         output_tokens_per_s=layout.replicas * batch * scenario.output_len / e2e,
         kv_cache_bytes=kv,
-        memory_per_gpu_bytes=memory,
-        memory_capacity_bytes=capacity,
-        weights_per_gpu_bytes=weights,
-        fits=fits_budget and memory <= capacity,
+        memory_per_gpu_bytes=mem.per_gpu_bytes,
+        memory_capacity_bytes=mem.capacity_bytes,
+        weights_per_gpu_bytes=mem.weights_bytes,
+        fits=fits_budget and mem.fits,
         prefill=prefill,
         decode=decode,
         kv_spilled_bytes=spilled,

@@ -7,12 +7,18 @@ hand-off time; then runs :class:`fabricsim.workload.serving.ServingSimulation`.
 GPUs are numbered replica after replica; with ``P:D`` disaggregation the P prefill replicas come
 first, so the KV of a request crosses from GPU ``g`` to GPU ``g + P x replica_gpus`` (NVLink if both
 are in one scale-up domain, else the scale-out network), every GPU sending its shard in parallel.
+
+Fit (:func:`pool_fits`): a pool fits when a replica's KV cache holds its longest request (the
+longest prompt for a prefill pool, prompt + output otherwise); its memory per GPU is that of
+``infer`` (:func:`fabricsim.engine.inference.memory_use`) for one such request per replica. A
+deployment that does not fit is a result (``fits`` False), not an error.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fabricsim.engine.inference import InferScenario, memory_use
 from fabricsim.specs import ModelSpec, SystemSpec
 from fabricsim.transformer.inference import StepWork
 from fabricsim.transformer.kv_cache import capacity_tokens, kv_bytes_per_token_per_gpu
@@ -51,6 +57,51 @@ def replica_kv_tokens(scenario: ServeScenario) -> int:
     per_token = kv_bytes_per_token_per_gpu(scenario.model, layout.kv_dtype, layout.tensor_parallel,
                                            layout.pipeline_parallel)
     return capacity_tokens(budget, per_token) * layout.attention_data_parallel
+
+
+@dataclass(frozen=True, slots=True)
+class PoolFit:
+    """Does one pool (``mixed``, ``prefill`` or ``decode``) hold its longest request? Bytes per GPU,
+    tokens per replica."""
+
+    role: str
+    fits: bool
+    memory_per_gpu_bytes: float
+    memory_capacity_bytes: float
+    kv_capacity_tokens: int
+    longest_request_tokens: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "fits": self.fits,
+            "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
+            "memory_capacity_bytes": self.memory_capacity_bytes,
+            "kv_capacity_tokens": self.kv_capacity_tokens,
+            "longest_request_tokens": self.longest_request_tokens,
+        }
+
+
+def _pool_fit(scenario: ServeScenario, role: str, lengths: tuple[int, int]) -> PoolFit:
+    """``lengths`` = (input, output) tokens of the pool's longest request."""
+    policy = KvBudgetPolicy(scenario.kv_free_fraction, scenario.token_budget)
+    one = InferScenario(scenario.model, scenario.system, scenario.layout, lengths[0], lengths[1], 1, policy)
+    memory = memory_use(one, 1)
+    tokens = replica_kv_tokens(scenario)
+    longest = lengths[0] + lengths[1]
+    return PoolFit(role, tokens >= longest and memory.fits, memory.per_gpu_bytes, memory.capacity_bytes,
+                   tokens, longest)
+
+
+def pool_fits(scenario: ServeScenario, stream: RequestStream) -> tuple[PoolFit, ...]:
+    """The fit of every pool: one ``mixed`` pool, or ``prefill`` (longest prompt) and ``decode``
+    (longest prompt + output) with ``disaggregate``."""
+    total = stream.input_len + stream.output_len
+    i = int(total.argmax())
+    longest = (int(stream.input_len[i]), int(stream.output_len[i]))
+    if not scenario.disaggregate:
+        return (_pool_fit(scenario, "mixed", longest),)
+    prompt = (int(stream.input_len.max()), 0)
+    return _pool_fit(scenario, "prefill", prompt), _pool_fit(scenario, "decode", longest)
 
 
 def make_timer(scenario: ServeScenario):

@@ -315,6 +315,7 @@ def serve_table(result: dict[str, Any]) -> Table:
     return key_value_table(
         f"serve {result['model']} on {result['gpus']} x {result['system']}",
         [
+            ("fits", serve_fit_line(result)),
             ("requests", f"{result['completed']} of {result['requests']}"
              + (f" at {rate:g}/s" if rate else " (trace)")),
             ("output tokens/s", f"{result['output_tokens_per_s']:,.0f}"),
@@ -325,6 +326,21 @@ def serve_table(result: dict[str, Any]) -> Table:
             ("preemptions", str(result["preemptions"])),
         ],
     )
+
+
+def serve_fit_line(result: dict[str, Any]) -> str:
+    """``does not fit: needs X GiB per GPU, has Y GiB`` (or ``yes: ...``) with the KV tokens of a
+    replica against the longest request; per pool when disaggregated."""
+    gib = 2.0**30
+    pools = result.get("pools") or {"": result}
+    parts = []
+    for role, pool in pools.items():
+        need, have = pool["memory_per_gpu_bytes"] / gib, pool["memory_capacity_bytes"] / gib
+        verdict = "yes" if pool["fits"] else "does not fit"
+        parts.append(f"{role + ' pool ' if role else ''}{verdict}: needs {need:.1f} GiB per GPU, has {have:.1f} GiB; "
+                     f"a replica's KV cache holds {pool['kv_capacity_tokens']:,} tokens, the longest request "
+                     f"needs {pool['longest_request_tokens']:,}")
+    return "\n".join(parts)
 
 
 def simulated_infer_table(result: dict[str, Any]) -> Any:
