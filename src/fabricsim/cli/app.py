@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from fabricsim.cli import (
@@ -24,14 +23,6 @@ from fabricsim.cli import (
     validate_cmd,
 )
 from fabricsim.errors import FabricsimError
-
-try:  # typer >= 0.2x raises the exceptions of its own vendored click, not click's
-    from typer._click import exceptions as _typer_click
-
-    _USAGE_ERRORS: tuple[type[Exception], ...] = (click.UsageError, _typer_click.UsageError)
-    _CLICK_ERRORS: tuple[type[Exception], ...] = (click.ClickException, _typer_click.ClickException)
-except ImportError:  # pragma: no cover - older typer uses click itself
-    _USAGE_ERRORS, _CLICK_ERRORS = (click.UsageError,), (click.ClickException,)
 
 app = typer.Typer(
     name="fabricsim",
@@ -62,18 +53,15 @@ def main(argv: list[str] | None = None) -> int:
     except FabricsimError as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except _USAGE_ERRORS as exc:
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        return 130
+    except typer.TyperException as exc:  # usage errors of typer's vendored click (typer >= 0.29)
         message = _one_line(exc.format_message())
         if message:  # empty when help was printed for a bare command
             print(f"error: {message}", file=sys.stderr)
-        return 2
-    except (click.exceptions.Exit, typer.Exit) as exc:
-        return exc.exit_code
-    except (click.Abort, typer.Abort):
-        print("error: aborted", file=sys.stderr)
-        return 130
-    except _CLICK_ERRORS as exc:
-        print(f"error: {_one_line(exc.format_message())}", file=sys.stderr)
         return 2
     return 0
 
