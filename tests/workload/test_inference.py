@@ -45,6 +45,13 @@ def test_resolve_defaults_and_replicas():
     assert moe.tensor_parallel == 1 and moe.attention_data_parallel == 16 and moe.replicas == 1
 
 
+@pytest.mark.parametrize("model", ["llama3-70b", "deepseek-v3"])
+def test_default_tp_is_a_power_of_two_on_a_72_gpu_domain(model):
+    # 72 halves to 36, 18, 9, 4 and would skip 8; the default is the largest power of two that fits
+    layout = resolve_layout(load_model(model), load_system("gb200-nvl72"), LayoutRequest(72))
+    assert layout.tensor_parallel == 8 and layout.replicas == 9
+
+
 def test_lengths_beyond_context_are_rejected():
     with pytest.raises(FabricsimError):
         check_lengths(load_model("llama3-70b"), 8000, 500)

@@ -96,17 +96,16 @@ class LayoutRequest:
 
 
 def resolve_layout(model: ModelSpec, system: SystemSpec, request: LayoutRequest) -> InferenceLayout:
-    """Defaults: pp 1, ep 1, tp = the largest power-of-two share of ``gpus / pp`` inside one NVLink
-    domain that divides the heads (1 when ep > 1: DeepSeek-style attention-DP), bf16 weights, FP8 KV
+    """Defaults: pp 1, ep 1, tp = the largest power of two ``<= min(gpus / pp, NVLink domain)`` that
+    divides ``gpus`` and the heads (and divides or is a multiple of the KV heads; 1 when ep > 1:
+    DeepSeek-style attention-DP), bf16 weights, FP8 KV
     for FP8/FP4 weights else bf16; ``replicas = gpus / replica_gpus`` (must divide)."""
     system.check_gpu_count(request.gpus)
     pp = request.pipeline_parallel or 1
     ep = request.expert_parallel or 1
     tp = request.tensor_parallel
     if tp is None:
-        tp = 1 if ep > 1 else max(1, min(request.gpus // pp, system.scale_up.domain_gpus))
-        while tp > 1 and _bad_tp(model, tp):
-            tp //= 2
+        tp = 1 if ep > 1 else _default_tp(model, request.gpus, min(request.gpus // pp, system.scale_up.domain_gpus))
     dtype = check_dtype(request.dtype or "bf16", "dtype")
     kv_dtype = check_dtype(request.kv_dtype or ("fp8" if dtype in ("fp8", "fp4") else "bf16"), "kv-dtype")
     layout = InferenceLayout(tp, pp, ep, dtype, kv_dtype)
@@ -115,6 +114,16 @@ def resolve_layout(model: ModelSpec, system: SystemSpec, request: LayoutRequest)
         raise FabricsimError("gpus", f"{request.gpus} GPUs is not a multiple of the {layout.replica_gpus}-GPU replica "
                              f"(tp {tp} x pp {pp}, ep {ep})", "change --gpus or the layout")
     return InferenceLayout(tp, pp, ep, dtype, kv_dtype, replicas=request.gpus // layout.replica_gpus)
+
+
+def _default_tp(model: ModelSpec, gpus: int, limit: int) -> int:
+    """The largest power of two ``<= limit`` that divides ``gpus`` and suits the heads (see
+    :func:`_bad_tp`); 1 if none does. A domain that is not a power of two (72 GPUs of an NVL72)
+    still gets 8, not 72 halved to 9 and then 4."""
+    tp = 1 << (limit.bit_length() - 1) if limit >= 1 else 1
+    while tp > 1 and (gpus % tp or _bad_tp(model, tp)):
+        tp //= 2
+    return tp
 
 
 def _bad_tp(model: ModelSpec, tp: int) -> bool:
