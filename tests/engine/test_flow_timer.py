@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from fabricsim import catalog
-from fabricsim.engine.flow_timer import FlowTimer, flow_timers, payload_flows, ring_channels, tiled_groups
+from fabricsim.collectives.schedules import ring_channels
+from fabricsim.engine.flow_timer import FlowTimer, flow_timers, payload_flows, tiled_groups
 from fabricsim.engine.simulate_training import TrainingCase, simulate_training
 from fabricsim.engine.variability import Variability
 from fabricsim.specs import ParallelLayout

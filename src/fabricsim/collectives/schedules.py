@@ -13,6 +13,15 @@ Algorithms: ring (Patarasuk & Yuan 2009), binary tree (reduce up, broadcast down
 all-to-all (``ring``: n - 1 shift steps), hierarchical (intra-node reduce-scatter, inter-node ring
 all-reduce per local rank, intra-node all-gather).
 
+Rings are NCCL-like multi-channel rings (NCCL ``src/graph/rings.cc``, one ring per channel): when
+``ranks_per_node`` > 1 ranks share each scale-up domain (node) of a group spanning several, the
+ring algorithms run ``ranks_per_node`` rings, ring c entering every domain at its local rank c and
+leaving from local rank c - 1, each carrying 1/``ranks_per_node`` of every chunk. The inter-domain
+traffic so leaves through every NIC of the domain instead of one (a single ring over 2 DGX nodes
+is ~8x slower on a rail fabric). :func:`bandwidth_step` is the one-step form the engine's flow
+timer uses: every group of a tiling runs the collective's bus bytes (nccl-tests' bus bandwidth)
+as one step on the same channels, so a step's time is the collective's bandwidth term.
+
 In-network reduction (:func:`schedule_on`, which needs the topology) sends flows to and from
 reduction switches, numbered as extra ranks after the p real ones. One step streams every edge of
 the aggregation tree (:func:`fabricsim.topology.reduction.reduction_tree`) at once, as the switch
@@ -36,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fabricsim.collectives.ops import Algorithm, CollectiveOp
+from fabricsim.collectives.ops import Algorithm, CollectiveOp, bus_factor
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import NetworkModel, make_flows
 from fabricsim.topology.graph import Topology
@@ -62,7 +71,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleRequest:
-    """What to schedule: ``ranks`` of which ``ranks_per_node`` share a node (hierarchical)."""
+    """What to schedule: ``ranks`` of which each ``ranks_per_node`` consecutive ones share a node
+    (scale-up domain): the node size of hierarchical, and the channel count of rings."""
 
     op: CollectiveOp
     algorithm: Algorithm
@@ -85,9 +95,45 @@ def _step(src: np.ndarray, dst: np.ndarray, size_bytes: float) -> Step:
     return Step(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.full(len(src), float(size_bytes)))
 
 
-def _ring(n: int, chunk: float, count: int) -> list[Step]:
-    ranks = np.arange(n)
-    return [_step(ranks, (ranks + 1) % n, chunk) for _ in range(count)]
+def ring_channels(groups: np.ndarray, per_domain: int) -> np.ndarray:
+    """NCCL-like rings over each group (rows of rank ids), [groups, channels, ranks]: when a group
+    has ``per_domain`` > 1 consecutive ranks in each of several scale-up domains, ``per_domain``
+    rings, ring c entering each domain at its local rank c (module docstring); otherwise one ring."""
+    n = groups.shape[1]
+    if per_domain <= 1 or per_domain >= n or n % per_domain:
+        return groups[:, None, :]
+    blocks = groups.reshape(groups.shape[0], n // per_domain, per_domain)
+    local = (np.arange(per_domain)[None, :] + np.arange(per_domain)[:, None]) % per_domain  # [channel, pos]
+    return blocks[:, :, local].transpose(0, 2, 1, 3).reshape(groups.shape[0], per_domain, n)
+
+
+def _ring_step(groups: np.ndarray, per_domain: int, chunk: float) -> Step:
+    """Every rank of every channel ring sends ``chunk`` / channels to its successor."""
+    rings = ring_channels(groups, per_domain)
+    return _step(rings.ravel(), np.roll(rings, -1, axis=2).ravel(), chunk / rings.shape[1])
+
+
+def _ring(n: int, chunk: float, count: int, per_domain: int = 1) -> list[Step]:
+    return [_ring_step(np.arange(n)[None, :], per_domain, chunk)] * count
+
+
+def bandwidth_step(op: CollectiveOp, groups: np.ndarray, size_bytes: float, per_domain: int = 1) -> Step:
+    """Every group (row of ``groups``, rank ids) running ``op`` on ``size_bytes`` as ONE step.
+
+    Ring ops (all-reduce, all-gather, reduce-scatter, broadcast, reduce): each rank sends
+    ``size x bus_factor(op, n)`` bytes (nccl-tests' bus bytes) to its successors on the
+    ``per_domain`` channel rings of :func:`ring_channels`; all-to-all: ``size / n`` from every rank
+    to every other (rank-major, then shift 1..n-1); send-recv: one ``size`` flow, rank 0 -> rank 1.
+    The step's time is the bandwidth term of the collective (latency steps left out).
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    n = groups.shape[1]
+    if op is CollectiveOp.SEND_RECV:
+        return _step(groups[:, 0], groups[:, 1], size_bytes)
+    if op is CollectiveOp.ALL_TO_ALL:
+        shift = (np.arange(n)[:, None] + np.arange(1, n)[None, :]).ravel() % n
+        return _step(np.repeat(groups, n - 1, axis=1).ravel(), groups[:, shift].ravel(), size_bytes / n)
+    return _ring_step(groups, per_domain, size_bytes * bus_factor(op, n))
 
 
 def _tree(n: int, size: float, up: bool, down: bool) -> list[Step]:
@@ -135,14 +181,15 @@ def _all_to_all(n: int, size: float, direct: bool) -> list[Step]:
 def build_schedule(request: ScheduleRequest) -> list[Step]:
     """The steps of ``request.op`` by ``request.algorithm``; unsupported pairs raise FabricsimError."""
     n, size, op, algo = request.ranks, float(request.size_bytes), request.op, request.algorithm
+    per_node = request.ranks_per_node
     if n < 1:
         raise FabricsimError("ranks", f"must be >= 1, got {n}")
     if n == 1:
         return []
     table = {
-        (CollectiveOp.ALL_REDUCE, Algorithm.RING): lambda: _ring(n, size / n, 2 * (n - 1)),
-        (CollectiveOp.ALL_GATHER, Algorithm.RING): lambda: _ring(n, size / n, n - 1),
-        (CollectiveOp.REDUCE_SCATTER, Algorithm.RING): lambda: _ring(n, size / n, n - 1),
+        (CollectiveOp.ALL_REDUCE, Algorithm.RING): lambda: _ring(n, size / n, 2 * (n - 1), per_node),
+        (CollectiveOp.ALL_GATHER, Algorithm.RING): lambda: _ring(n, size / n, n - 1, per_node),
+        (CollectiveOp.REDUCE_SCATTER, Algorithm.RING): lambda: _ring(n, size / n, n - 1, per_node),
         (CollectiveOp.ALL_REDUCE, Algorithm.TREE): lambda: _tree(n, size, True, True),
         (CollectiveOp.REDUCE, Algorithm.TREE): lambda: _tree(n, size, True, False),
         (CollectiveOp.BROADCAST, Algorithm.TREE): lambda: _tree(n, size, False, True),

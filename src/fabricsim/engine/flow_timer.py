@@ -8,10 +8,11 @@ of ``group_gpus`` ranks at ``group_stride`` (Megatron's rank order makes the TP,
 groups exactly such tilings), as when all data-parallel groups reduce their gradients together
 at the end of a step or all stages pass activations in the steady state of the pipeline.
 
-Traffic per group is the collective's bandwidth term as one step: each rank sends
-``size x bus_factor`` bytes (nccl-tests' bus bandwidth definition) to its ring successor
-(all-reduce, all-gather, reduce-scatter, broadcast, reduce); all-to-all sends ``size / n`` to every
-other rank; send-recv one ``size`` flow. The time is the last flow's finish (path latency
+Traffic per group is the collective's bandwidth term as one step, built by the collective
+schedules (:func:`fabricsim.collectives.schedules.bandwidth_step`): each rank sends
+``size x bus_factor`` bytes (nccl-tests' bus bandwidth definition) to its successors on NCCL-like
+channel rings (all-reduce, all-gather, reduce-scatter, broadcast, reduce); all-to-all sends
+``size / n`` to every other rank; send-recv one ``size`` flow. The time is the last flow's finish (path latency
 included once), i.e. the step-by-step latency terms of the algorithm are left out; at the message
 sizes of training steps (MB to GB) they are below 1%.
 """
@@ -22,8 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fabricsim.collectives import bus_factor, parse_op
-from fabricsim.collectives.ops import CollectiveOp
+from fabricsim.collectives import parse_op
+from fabricsim.collectives.schedules import bandwidth_step
 from fabricsim.network.base import FlowSet, make_flows
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.specs import SystemSpec
@@ -44,34 +45,12 @@ def tiled_groups(gpus: int, ranks: int, stride: int) -> np.ndarray:
     return base.transpose(0, 2, 1).reshape(-1, ranks)
 
 
-def ring_channels(groups: np.ndarray, per_domain: int) -> np.ndarray:
-    """NCCL-style rings over each group, [groups, channels, ranks]: when a group has ``per_domain``
-    > 1 ranks in each of several scale-up domains, ``per_domain`` rings each enter a domain at a
-    different GPU (so leave through a different NIC), spreading the inter-domain traffic over all
-    of the domain's NICs as NCCL's channels do; otherwise one ring."""
-    n = groups.shape[1]
-    if per_domain <= 1 or per_domain >= n or n % per_domain:
-        return groups[:, None, :]
-    blocks = groups.reshape(groups.shape[0], n // per_domain, per_domain)
-    local = (np.arange(per_domain)[None, :] + np.arange(per_domain)[:, None]) % per_domain  # [channel, pos]
-    return blocks[:, :, local].transpose(0, 2, 1, 3).reshape(groups.shape[0], per_domain, n)
-
-
 def payload_flows(payload: CommPayload, groups: np.ndarray, per_domain: int = 1) -> FlowSet:
-    """The flows of ``payload`` run by every group in ``groups`` at once (see module docstring);
-    ``per_domain`` is how many ranks of a group share a scale-up domain."""
-    op = parse_op(payload.collective)
-    n = groups.shape[1]
-    if op is CollectiveOp.SEND_RECV:
-        return make_flows(groups[:, 0], groups[:, 1], payload.size_bytes)
-    if op is CollectiveOp.ALL_TO_ALL:
-        shift = np.arange(1, n)
-        src = np.repeat(groups, n - 1, axis=1)
-        dst = groups[:, (np.arange(n)[:, None] + shift[None, :]).ravel() % n]
-        return make_flows(src, dst, payload.size_bytes / n)
-    rings = ring_channels(groups, per_domain)
-    size = payload.size_bytes * bus_factor(op, n) / rings.shape[1]
-    return make_flows(rings, np.roll(rings, -1, axis=2), size)
+    """The flows of ``payload`` run by every group in ``groups`` at once: the collective's
+    :func:`~fabricsim.collectives.schedules.bandwidth_step` (NCCL-like channel rings, ``per_domain``
+    ranks of a group per scale-up domain), ranks being GPU ids."""
+    step = bandwidth_step(parse_op(payload.collective), groups, payload.size_bytes, per_domain)
+    return make_flows(step.src, step.dst, step.size_bytes)
 
 
 class FlowTimer:
