@@ -123,6 +123,7 @@ def test_remove_links_drops_both_directions_of_a_cable():
         ("torus:dims=2x2x2x2", "dims"),
         ("mesh:k=4", "topology"),
         ("fat-tree:k", "topology"),
+        ("nvswitch:system=dgx-z900", "system"),
     ],
 )
 def test_bad_builder_strings_name_the_field(text, field):
@@ -138,3 +139,12 @@ def test_builder_strings():
     assert parse_topology("torus:dims=8x8x8").hosts == 512
     assert parse_topology("fat-tree:k=4,gbps=100").line_rate_Bps == pytest.approx(12.5e9)
     assert parse_topology("dgx-a100:gpus=32").hosts == 32
+
+
+def test_nvswitch_builder_takes_the_scale_up_of_its_system():
+    h100 = parse_topology("nvswitch")  # default system dgx-h100: 8 GPUs, 450 GB/s, NVLS
+    assert h100.hosts == 8 and h100.line_rate_Bps == pytest.approx(450e9) and h100.reduction.any()
+    a100 = parse_topology("nvswitch:system=dgx-a100,gpus=4")
+    assert a100.hosts == 4 and a100.line_rate_Bps == pytest.approx(300e9) and not a100.reduction.any()
+    nvl = parse_topology("nvswitch:system=gb200-nvl72")
+    assert nvl.hosts == 72 and nvl.line_rate_Bps == pytest.approx(900e9)

@@ -1,6 +1,10 @@
 """Builder strings -> topologies (layer L2): ``fat-tree:k=8``, ``leaf-spine:...``, ``dragonfly:...``,
-``torus:dims=8x8x8``, ``rail-optimized:nodes=..,rails=..,radix=..``, ``nvswitch:gpus=8``, ``nvl72``, or
-a catalog system name (``dgx-h100`` or ``dgx-h100:gpus=256``).
+``torus:dims=8x8x8``, ``rail-optimized:nodes=..,rails=..,radix=..``, ``nvswitch:gpus=8,system=dgx-h100``,
+``nvl72``, or a catalog system name (``dgx-h100`` or ``dgx-h100:gpus=256``).
+
+``nvswitch:`` is one scale-up domain of a catalog system (``system=``, default ``dgx-h100``): its
+per-GPU scale-up bandwidth, link latency and NVLS capability, ``gpus=`` defaulting to the system's
+domain size (8 on DGX, 72 on gb200-nvl72).
 
 Links default to the catalog's InfiniBand NDR port (``ib-ndr``: 50 GB/s per direction) with the
 Quantum-2 switch's port-to-port latency per hop; ``gbps=`` overrides the line rate (Gb/s).
@@ -30,6 +34,7 @@ from fabricsim.units import gbit_to_Bps
 DEFAULT_LINK = "ib-ndr"
 DEFAULT_SWITCH = "quantum2-qm9700"
 DEFAULT_SYSTEM_GPUS = 256
+DEFAULT_NVSWITCH_SYSTEM = "dgx-h100"
 
 
 def _default_link(params: dict[str, str]) -> LinkParams:
@@ -98,8 +103,15 @@ def _torus(p: dict[str, str]) -> Topology:
 
 
 def _nvswitch(p: dict[str, str]) -> Topology:
-    link = catalog.load_system("dgx-h100").scale_up
-    return nvswitch_domain(_number(p, "gpus", int, 8), LinkParams(link.bandwidth_Bps, link.link.latency_s))
+    name = p.get("system", DEFAULT_NVSWITCH_SYSTEM)
+    if name not in catalog.names("systems"):
+        raise unknown_name("system", name, catalog.names("systems"))
+    scale_up = catalog.load_system(name).scale_up
+    if scale_up.switch is None:
+        raise FabricsimError("system", f"{name} has no NVSwitch in its scale-up domain", "e.g. system=dgx-h100")
+    gpus = _number(p, "gpus", int, scale_up.domain_gpus)
+    link = LinkParams(scale_up.bandwidth_Bps, scale_up.link.latency_s)
+    return nvswitch_domain(gpus, link, reduction=scale_up.in_network_reduction)
 
 
 BUILDERS: dict[str, Callable[[dict[str, str]], Topology]] = {
