@@ -11,6 +11,9 @@ from fabricsim.collectives import (
     place_group,
     runnable,
 )
+from fabricsim.collectives.algorithms import ring, tree
+from fabricsim.collectives.innetwork import nvls
+from fabricsim.collectives.nccl import constants
 from fabricsim.errors import FabricsimError
 
 MiB, GiB = 2**20, 2**30
@@ -137,3 +140,30 @@ def test_large_multi_node_all_reduce_prefers_log_latency_algorithms():
     g = group("dgx-h100", 1024)
     assert estimate(AR, GiB, g).algorithm in (Algorithm.NVLS, Algorithm.TREE)
     assert estimate(AR, 4 * MiB, group("dgx-a100", 1024)).algorithm is Algorithm.TREE
+
+
+@pytest.mark.parametrize(
+    ("system", "gpus", "channels"),
+    [("dgx-a100", 8, 24), ("dgx-h100", 8, 32), ("dgx-h100", 16, 16), ("dgx-b200", 128, 16), ("dgx-h100", 16 * 8, 16)],
+)
+def test_nccl_channel_counts(system, gpus, channels):
+    # NCCL INFO logs: 8xA100 24 coll channels; 8x400G per node: 16 channels (reference 1.10)
+    assert group(system, gpus).channels == channels
+
+
+def test_blackwell_multi_node_tree_is_capped_per_channel():
+    g = group("dgx-b200", 128)  # 16 nodes: perChMaxTreeLL128Bws[Blackwell][>2 nodes] = 20 GB/s
+    ll128 = next(c for c in tree(AR, g, constants()) if c.protocol.value == "LL128")
+    assert ll128.s_per_byte == pytest.approx(2.0 / (0.85 * g.channels * 20e9))
+
+
+def test_ring_plateau_starts_at_64_bytes_per_channel_and_rank():
+    g = group("dgx-h100", 128)
+    simple = next(c for c in ring(AR, g, constants()) if c.protocol.value == "Simple")
+    assert simple.plateau_bytes == 64.0 * 128 * g.channels
+    assert simple.time_s(simple.plateau_bytes) > simple.time_s(simple.plateau_bytes - 1) + 0.3 * simple.latency_s
+
+
+def test_nvls_tree_sends_twice_as_much_per_nic_beyond_two_domains():
+    two, four = (nvls(AR, group("dgx-h100", n), constants())[0] for n in (16, 32))
+    assert four.s_per_byte == pytest.approx(2.0 * two.s_per_byte)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fabricsim.collectives.nccl import constants
+from fabricsim.collectives.nccl import DEFAULT_VERSION, available_versions, constants
 from fabricsim.errors import FabricsimError
 
 
@@ -35,3 +35,19 @@ def test_unknown_version_is_a_user_error():
     with pytest.raises(FabricsimError) as info:
         constants("1.0")
     assert info.value.field == "nccl_version"
+
+
+def test_per_channel_caps_are_transcribed():
+    nccl = constants()
+    assert nccl.per_channel_cap_Bps("tree", "blackwell", 3) == pytest.approx(24e9)
+    assert nccl.per_channel_cap_Bps("tree", "hopper", 2) == pytest.approx(41.4e9)
+    assert nccl.per_channel_cap_Bps("ring_ll128", "hopper", 1) == pytest.approx(36.7e9)
+    assert nccl.per_channel_cap_Bps("tree_ll128", "blackwell", 2) == pytest.approx(31.67e9)
+    assert nccl.per_channel_cap_Bps("nvls_tree", "hopper", 8) == pytest.approx(45.5e9)
+
+
+def test_versions_come_from_file_names():
+    assert available_versions() == ("2.30",) and DEFAULT_VERSION in available_versions()
+    with pytest.raises(FabricsimError) as info:
+        constants("2.21")
+    assert "2.30" in info.value.fix

@@ -3,7 +3,8 @@ and direct (pairwise) — closed-form costs as :class:`Candidate` values (layer 
 
 Latency terms follow NCCL 2.30's tuning model (``src/graph/tuning.cc`` ncclTopoTuneModel; reference
 1.6), bandwidth terms the alpha-beta costs of Thakur, Rabenseifner & Gropp (IJHPCA 2005) with the
-bandwidth of the slowest tier the group crosses, derated per protocol as NCCL does (reference 1.5).
+bandwidth of the slowest tier the group crosses, derated per protocol and capped per channel
+(perChMax*Bws x nChannels, ``Group.channels``) as NCCL does (reference 1.4, 1.5).
 Sizes are nccl-tests' S (reference 1.11). p = ranks, r = ranks per scale-up domain, d = domains.
 """
 
@@ -37,6 +38,13 @@ def ll_cap_Bps(group: Group, nccl: NcclConstants) -> float:
     return row["two_nodes"] if group.domains == 2 else row["more_nodes"]
 
 
+def channel_cap_Bps(group: Group, nccl: NcclConstants, table: str) -> float:
+    """nChannels x NCCL's per-channel cap ``table`` for the group's generation and domain count
+    (reference 1.4); infinite where NCCL gives no cap."""
+    cap = nccl.per_channel_cap_Bps(table, group.generation, group.domains)
+    return group.channels * cap if cap > 0.0 else math.inf
+
+
 def ring_bandwidth_Bps(group: Group) -> float:
     """Per-rank bandwidth of a ring: point-to-point NVLink inside a domain; across domains the
     domain's r rings leave through r NICs, so min(NVLink, r x NIC share)."""
@@ -61,7 +69,9 @@ def _ring_hops(group: Group, nccl: NcclConstants, protocol: Protocol) -> tuple[f
 
 def ring(op: CollectiveOp, group: Group, nccl: NcclConstants) -> tuple[Candidate, ...]:
     """NCCL ring: 2(p-1) steps moving 2(p-1)/p S for all-reduce, p-1 steps and (p-1)/p S for
-    all-gather/reduce-scatter, a pipelined chain moving S for broadcast/reduce."""
+    all-gather/reduce-scatter, a pipelined chain moving S for broadcast/reduce. LL128 is capped
+    at nChannels x perChMaxRingLL128Bw; the Simple all-reduce plateau (latency x 1.4) starts at
+    S / (nChannels x p) >= 64 B (tuning.cc, reference 1.5 and 1.7)."""
     p, d = group.ranks, group.domains
     steps, inter_steps, volume = {
         AR: (2 * (p - 1), 2 * (d - 1), 2.0 * (p - 1) / p),
@@ -78,13 +88,14 @@ def ring(op: CollectiveOp, group: Group, nccl: NcclConstants) -> tuple[Candidate
         if protocol is LL:
             bandwidth = min(ll_cap_Bps(group, nccl), nccl.protocol_bw_factor["ring_ll"] * bandwidth)
         elif protocol is LL128:
-            bandwidth *= nccl.protocol_bw_factor["ring_ll128"]
+            ll128_Bps = bandwidth * nccl.protocol_bw_factor["ring_ll128"]
+            bandwidth = min(ll128_Bps, channel_cap_Bps(group, nccl, "ring_ll128"))
         plateau = op is AR and protocol is SIMPLE and d > 1
         factor = nccl.ring_plateau_factor_sm80 if group.generation != "volta" else nccl.ring_plateau_factor_older
         out.append(
             Candidate(
                 Algorithm.RING, protocol, Shape.RING_PLATEAU if plateau else Shape.LINEAR, latency,
-                volume / bandwidth, plateau_bytes=64.0 * p, plateau_factor=factor if plateau else 1.0,
+                volume / bandwidth, plateau_bytes=64.0 * p * group.channels, plateau_factor=factor if plateau else 1.0,
             )
         )
     return tuple(out)
@@ -92,7 +103,9 @@ def ring(op: CollectiveOp, group: Group, nccl: NcclConstants) -> tuple[Candidate
 
 def tree(op: CollectiveOp, group: Group, nccl: NcclConstants) -> tuple[Candidate, ...]:
     """NCCL double binary tree all-reduce: a chain of r ranks per domain, a tree over d domains;
-    latency 2((r-1) intra + log2(d) inter), algbw = busbw / 2 with NCCL's deratings (reference 1.5)."""
+    latency 2((r-1) intra + log2(d) inter), algbw = busbw / 2 with NCCL's deratings and per-channel
+    caps, in NCCL's order: min(0.92 busbw, nCh x perChMaxTreeBw), then LL (/3.8, llMaxBw) or LL128
+    (x 7/9 or 120/128, nCh x perChMaxTreeLL128Bw), then x 0.85 for a real tree (reference 1.5)."""
     r, d = group.ranks_per_domain, group.domains
     factors = nccl.protocol_bw_factor
     out = []
@@ -100,11 +113,12 @@ def tree(op: CollectiveOp, group: Group, nccl: NcclConstants) -> tuple[Candidate
         intra = hw_latency(nccl, group.intra_hw, "tree", protocol)
         inter = hw_latency(nccl, "net", "tree", protocol)
         latency = nccl.base_latency_s["tree"][protocol.value] + 2 * ((r - 1) * intra + int(math.log2(d)) * inter)
-        bandwidth = ring_bandwidth_Bps(group) * factors["tree_allreduce"]
+        bandwidth = min(ring_bandwidth_Bps(group) * factors["tree_allreduce"], channel_cap_Bps(group, nccl, "tree"))
         if protocol is LL:
             bandwidth = min(bandwidth / factors["tree_ll_divisor"], ll_cap_Bps(group, nccl))
         elif protocol is LL128:
             bandwidth *= factors["tree_ll128_single_node"] if d == 1 else factors["tree_ll128_multi_node"]
+            bandwidth = min(bandwidth, channel_cap_Bps(group, nccl, "tree_ll128"))
         if d > 1:
             bandwidth *= factors["tree_pattern"]
         out.append(Candidate(Algorithm.TREE, protocol, Shape.TREE, latency, 2.0 / bandwidth, nccl=nccl))

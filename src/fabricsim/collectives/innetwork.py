@@ -7,7 +7,8 @@ direction a GPU moves S(1 + 1/r) bytes; reduce-scatter and all-gather move S. NV
 NCCL's NVLS bandwidth: nominal x nvlsEfficiency x (nCh-1)/nCh (tuning.cc, reference 1.5 step 2).
 The kernel pipelines chunks through three warp groups (scatter, reduce+multicast, gather); each
 chunk step pays two NVLink crossings of NCCL's Simple per-hop latency. Across domains NVLS becomes
-NCCL's NVLS-Tree: the heads' slices (S/r each) go over their NICs, pipelined with the NVLS part.
+NCCL's NVLS-Tree: the heads' slices (S/r each) go over their NICs, pipelined with the NVLS part;
+NCCL's rule interBw x 2 when nNodes <= 2 and its perChMaxNVLSTreeBws cap apply (reference 1.5).
 """
 
 from __future__ import annotations
@@ -43,12 +44,17 @@ def nvls_pipeline(op: CollectiveOp, group: Group, nccl: NcclConstants) -> Pipeli
 
 def nvls(op: CollectiveOp, group: Group, nccl: NcclConstants) -> tuple[Candidate, ...]:
     """NVLS (one domain: all-reduce, reduce-scatter, all-gather) or NVLS-Tree (several domains:
-    all-reduce; inter-domain part 2(d-1)/d x S/r over each NIC, latency 2 log2(d) x NET NVLS-Tree)."""
-    d = group.domains
+    all-reduce; latency 2 log2(d) x NET NVLS-Tree). NVLS-Tree's inter-domain part sends S/r over
+    each NIC when d <= 2 and 2 S/r beyond (NCCL: interBw x 2 when nNodes <= 2), and its bus
+    bandwidth is at most nvls_channels x perChMaxNVLSTreeBw (algbw = busbw p / 2(p-1))."""
+    d, p = group.domains, group.ranks
     latency, inter_s_per_byte = 0.0, 0.0
     if d > 1:
         latency = 2 * int(math.log2(d)) * hw_latency(nccl, "net", "nvls_tree", Protocol.SIMPLE)
-        inter_s_per_byte = 2.0 * (d - 1) / d / group.ranks_per_domain / group.scale_out_Bps
+        inter_s_per_byte = (1.0 if d <= 2 else 2.0) / group.ranks_per_domain / group.scale_out_Bps
+        cap = nccl.per_channel_cap_Bps("nvls_tree", group.generation, d)
+        if cap > 0.0:
+            inter_s_per_byte = max(inter_s_per_byte, 2.0 * (p - 1) / p / (nccl.nvls_channels * cap))
     pipeline = nvls_pipeline(op, group, nccl)
     return (Candidate(Algorithm.NVLS, Protocol.SIMPLE, Shape.PIPELINE, latency, inter_s_per_byte, pipeline=pipeline),)
 

@@ -45,6 +45,9 @@ class NcclConstants:
     nvls_step_hops: int
     nvlink_link_Bps: MappingProxyType
     protocol_bw_factor: MappingProxyType
+    per_channel_max_Bps: MappingProxyType
+    max_search_channels: int
+    channel_duplication: int
     ring_plateau_factor_sm80: float
     ring_plateau_factor_older: float
     collnet_arity_serialization_s: float
@@ -62,6 +65,11 @@ class NcclConstants:
         frac = x - i
         return table[i] + (table[i + 1] - table[i]) * frac
 
+    def per_channel_cap_Bps(self, table: str, generation: str, domains: int) -> float:
+        """NCCL's perChMax<table>Bws[generation][1 | 2 | >2 nodes] in bytes/s (0: no cap given)."""
+        row = self.per_channel_max_Bps[table].get(generation)
+        return row[min(domains, 3) - 1] if row else 0.0
+
 
 def _freeze(mapping: dict[str, Any], scale: float = 1.0) -> MappingProxyType:
     out: dict[str, Any] = {}
@@ -77,16 +85,36 @@ def _value(raw: dict[str, Any], key: str) -> Any:
     return entry["value"] if isinstance(entry, dict) and "value" in entry else entry
 
 
+def _per_channel(raw: dict[str, Any]) -> MappingProxyType:
+    return MappingProxyType({
+        table: MappingProxyType({gen: tuple(float(x) * _GBPS for x in row) for gen, row in rows.items()})
+        for table, rows in raw.items()
+        if table != "source"
+    })
+
+
+def available_versions() -> tuple[str, ...]:
+    """NCCL versions with a shipped constants file ``data/nccl_<major>_<minor>.yaml``."""
+    data = resources.files("fabricsim.collectives") / "data"
+    names = (entry.name for entry in data.iterdir())
+    return tuple(sorted(n[5:-5].replace("_", ".") for n in names if n.startswith("nccl_") and n.endswith(".yaml")))
+
+
 @lru_cache(maxsize=8)
 def constants(version: str = DEFAULT_VERSION) -> NcclConstants:
-    """Load the constants of NCCL ``version`` (e.g. ``"2.30"``) from the shipped YAML."""
+    """Load the constants of NCCL ``version`` (e.g. ``"2.30"``) from the shipped YAML: the file name
+    is the version (``nccl_2_30.yaml``), so adding a release is adding a file. Raises
+    FabricsimError naming ``nccl_version`` for a version with no file."""
     name = f"nccl_{version.replace('.', '_')}.yaml"
     path = resources.files("fabricsim.collectives") / "data" / name
     if not path.is_file():
-        raise FabricsimError("nccl_version", f"no constants for NCCL {version!r}", f"use {DEFAULT_VERSION}")
+        raise FabricsimError(
+            "nccl_version", f"no constants for NCCL {version!r}", f"use one of: {', '.join(available_versions())}"
+        )
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     plateau = raw["ring_plateau_latency_factor"]
     overhead = raw["net_overhead_us"]
+    channels = raw["channel_count"]
     return NcclConstants(
         version=str(raw["version"]),
         base_latency_s=_freeze(raw["base_latency_us"], _US),
@@ -103,6 +131,9 @@ def constants(version: str = DEFAULT_VERSION) -> NcclConstants:
         nvls_step_hops=int(_value(raw, "nvls_step_hops")),
         nvlink_link_Bps=_freeze(raw["nvlink_link_GBps"], _GBPS),
         protocol_bw_factor=_freeze(raw["protocol_bw_factor"]),
+        per_channel_max_Bps=_per_channel(raw["per_channel_max_bw_GBps"]),
+        max_search_channels=int(channels["max_search_channels"]),
+        channel_duplication=int(channels["duplication"]),
         ring_plateau_factor_sm80=float(plateau["sm80_plus"]),
         ring_plateau_factor_older=float(plateau["older"]),
         collnet_arity_serialization_s=float(_value(raw, "collnet_arity_serialization_us")) * _US,

@@ -24,7 +24,8 @@ class Group:
     ``scale_up_Bps`` is the nominal NVLink (or PCIe) bandwidth; ``scale_up_p2p_Bps`` what
     point-to-point copies reach (NCCL's per-link effective NVLink figure, topo.h, over the nominal
     per-link rate); ``scale_out_Bps`` each GPU's share of its node's NICs, divided by the fabric's
-    oversubscription when the group spans more nodes than one leaf switch reaches.
+    oversubscription when the group spans more nodes than one leaf switch reaches. ``channels`` is
+    NCCL's ring/tree channel count for the group (:func:`nccl_channels`).
     """
 
     ranks: int
@@ -41,6 +42,7 @@ class Group:
     cpu_vendor: str
     hbm_bandwidth_Bps: float
     crosses_spine: bool
+    channels: int
 
     @property
     def multi_domain(self) -> bool:
@@ -69,6 +71,7 @@ class _Fabric:
     scale_up_kind: str
     nvls_switch: bool
     nic_share_Bps: float
+    nics_per_node: int
     oversubscription: float
     leaf_nodes: int
     sharp_capable: bool
@@ -89,6 +92,7 @@ def _fabric(system: SystemSpec) -> _Fabric:
         scale_up_kind=up.link.kind.value,
         nvls_switch=up.in_network_reduction,
         nic_share_Bps=out.nic.bandwidth_Bps * out.nics_per_node / system.gpus_per_node,
+        nics_per_node=out.nics_per_node,
         oversubscription=out.oversubscription,
         leaf_nodes=max(1, out.switch.radix // 2),
         sharp_capable=out.switch.in_network_reduction,
@@ -109,6 +113,22 @@ def place_group(system: SystemSpec, ranks: int, stride: int = 1) -> Group:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise FabricsimError(field, f"must be a positive integer, got {value!r}")
     return _place(_fabric(system), ranks, stride)
+
+
+def nccl_channels(fabric: _Fabric, ranks_per_domain: int, domains: int) -> int:
+    """NCCL's ring/tree nChannels, as the YAML's ``channel_count`` derives it (a stand-in for
+    NCCL's topology search, src/graph/search.cc): one channel per NVLink inside a domain (one for a
+    PCIe domain); across domains at most one per NIC serving the group's ranks of a domain; capped
+    at ``max_search_channels``, then doubled as ncclTopoPostset duplicates channels. E.g. 8xA100
+    (12 NVLinks) 24, 8xH100 32, 8 nodes of 8 GPUs with 8 NICs 16."""
+    nccl = constants()
+    rings = 1
+    if fabric.scale_up_kind == LinkKind.NVLINK.value:
+        rings = max(1, round(fabric.scale_up_Bps / fabric.scale_up_link_Bps))
+    if domains > 1:
+        nics = -(-ranks_per_domain * fabric.nics_per_node // fabric.gpus_per_node)
+        rings = min(rings, max(1, nics))
+    return nccl.channel_duplication * min(rings, nccl.max_search_channels)
 
 
 @lru_cache(maxsize=4096)
@@ -143,4 +163,5 @@ def _place(fabric: _Fabric, ranks: int, stride: int) -> Group:
         cpu_vendor=fabric.cpu_vendor,
         hbm_bandwidth_Bps=fabric.hbm_bandwidth_Bps,
         crosses_spine=crosses_spine,
+        channels=nccl_channels(fabric, per_domain, domains),
     )
