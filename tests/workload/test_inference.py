@@ -92,3 +92,14 @@ def test_expert_parallel_adds_all_to_all_across_nodes():
     layout = InferenceLayout(expert_parallel=16, weight_dtype="fp8")
     parts = _decode(model, layout, 256, 1000)
     assert parts.communication_s > 0
+
+
+def test_uneven_pipeline_steps_at_the_pace_of_the_largest_stage():
+    # 126 layers over 4 stages: the slowest stage has 32 layers, like a 128-layer model's stages
+    model = load_model("llama3-405b")
+    padded = model.model_copy(update={"num_hidden_layers": 128})
+    layout = InferenceLayout(tensor_parallel=8, pipeline_parallel=4)
+    uneven, even = _decode(model, layout, 64, 2000), _decode(padded, layout, 64, 2000)
+    assert uneven.attention_s == pytest.approx(even.attention_s, rel=1e-12)
+    assert uneven.communication_s == pytest.approx(even.communication_s, rel=1e-12)
+    assert step_coefficients(model, H100, layout).stage_share == 32 / 126

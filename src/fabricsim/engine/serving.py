@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.inference import InferScenario, memory_use
 from fabricsim.specs import ModelSpec, SystemSpec
 from fabricsim.transformer.inference import StepWork
@@ -26,7 +27,6 @@ from fabricsim.workload.inference import (
     CommunicationModel,
     InferenceLayout,
     KvBudgetPolicy,
-    collective_time_s,
     kv_budget_per_gpu,
     step_coefficients,
     step_time,
@@ -124,8 +124,8 @@ def make_transfer(scenario: ServeScenario):
     per_token = kv_bytes_per_token_per_gpu(scenario.model, layout.kv_dtype, layout.tensor_parallel,
                                            layout.pipeline_parallel)
     small, large = 1 << 20, 1 << 26
-    t_small = collective_time_s(scenario.system, "send-recv", small, 2, stride)
-    t_large = collective_time_s(scenario.system, "send-recv", large, 2, stride)
+    times = CollectiveTimes(scenario.system)
+    t_small, t_large = times.send_recv_s(small, stride), times.send_recv_s(large, stride)
     beta = (t_large - t_small) / (large - small)
     alpha = max(0.0, t_small - beta * small)
 

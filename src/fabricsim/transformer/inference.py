@@ -107,22 +107,53 @@ class StepWork:
     kv_tokens_read: float = 0.0
 
 
-def step_flops(costs: TokenCosts, work: StepWork) -> float:
-    """Whole-model FLOPs of one step (FLOP)."""
-    return (
-        work.tokens * (costs.dense_flops_per_token + costs.expert_flops_per_token)
-        + work.logits_tokens * costs.lm_head_flops_per_token
-        + work.prefill_pairs * costs.prefill_attention_flops_per_pair
-        + work.decode_pairs * costs.decode_attention_flops_per_pair
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """Whole-model FLOPs and elements one step moves, by part (FLOP, elements, tokens); sharding over
+    GPUs is the caller's (:mod:`fabricsim.workload.inference`)."""
+
+    layer_linear_flops: float
+    """Matmuls of the transformer layers: non-expert plus routed experts, all layers."""
+    lm_head_flops: float
+    attention_flops: float
+    dense_weight_elements: float
+    """Non-expert weights read once per step."""
+    expert_weight_elements: float
+    """Weights of the expected distinct routed experts the step touches, all MoE layers."""
+    kv_tokens: float
+    """KV-cache tokens read (context attended) plus written (the new tokens)."""
+    kv_elements: float
+
+    @property
+    def flops(self) -> float:
+        return self.layer_linear_flops + self.lm_head_flops + self.attention_flops
+
+
+def step_cost(costs: TokenCosts, work: StepWork) -> StepCost:
+    """FLOPs and elements of one step of ``work`` on the whole model (see the module docstring)."""
+    experts = expected_distinct_experts(costs.num_experts, costs.experts_per_token, work.tokens)
+    kv_tokens = work.kv_tokens_read + work.tokens
+    return StepCost(
+        layer_linear_flops=work.tokens * (costs.dense_flops_per_token + costs.expert_flops_per_token),
+        lm_head_flops=work.logits_tokens * costs.lm_head_flops_per_token,
+        attention_flops=work.prefill_pairs * costs.prefill_attention_flops_per_pair
+        + work.decode_pairs * costs.decode_attention_flops_per_pair,
+        dense_weight_elements=costs.dense_weight_elements,
+        expert_weight_elements=experts * costs.num_moe_layers * costs.expert_weight_elements,
+        kv_tokens=kv_tokens,
+        kv_elements=kv_tokens * costs.kv_elements_per_token,
     )
 
 
+def step_flops(costs: TokenCosts, work: StepWork) -> float:
+    """Whole-model FLOPs of one step (FLOP)."""
+    return step_cost(costs, work).flops
+
+
 def step_bytes(costs: TokenCosts, work: StepWork, weight_bytes: float, kv_bytes: float) -> float:
-    """Whole-model HBM bytes read and written by one step (one model replica, bytes).
+    """Whole-model HBM bytes of weights and KV read and written by one step (one model replica, bytes).
 
     ``weight_bytes`` and ``kv_bytes`` are bytes per element of the weights and of the KV cache.
     """
-    experts = expected_distinct_experts(costs.num_experts, costs.experts_per_token, work.tokens)
-    weights = costs.dense_weight_elements + experts * costs.num_moe_layers * costs.expert_weight_elements
-    kv = (work.kv_tokens_read + work.tokens) * costs.kv_elements_per_token
-    return weights * weight_bytes + kv * kv_bytes
+    cost = step_cost(costs, work)
+    return (cost.dense_weight_elements + cost.expert_weight_elements) * weight_bytes + cost.kv_elements * kv_bytes

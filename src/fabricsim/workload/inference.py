@@ -15,7 +15,9 @@ ways). One step (a micro-batch per stage when ``pp > 1``) costs, per GPU, the su
   (NVLink domain or scale-out) by :mod:`fabricsim.collectives`.
 
 With ``pp`` stages the batch runs as ``pp`` micro-batches in flight, so one step of the whole batch
-takes ``pp x`` the stage time of one micro-batch (plus the p2p hops).
+takes ``pp x`` the time of one micro-batch on the slowest stage, the one with ``ceil(layers / pp)``
+layers (plus the p2p hops). FLOPs and bytes are the whole-model ones of
+:func:`fabricsim.transformer.inference.step_cost`, sharded here.
 """
 
 from __future__ import annotations
@@ -23,16 +25,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from fabricsim import collectives
+from fabricsim.collectives import CollectiveOp
+from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.specs import DTYPE_BYTES, Dtype, ModelSpec, SystemSpec
-from fabricsim.transformer.compute import gemm_efficiency
+from fabricsim.transformer.compute import ACTIVATION_BYTES, GELU_BYTES, SWIGLU_BYTES, gemm_efficiency
 from fabricsim.transformer.constants import (
     FLASH_ATTENTION_PEAK_FRACTION,
     FRAMEWORK_MEMORY_BYTES,
     HBM_FRACTION,
     KERNEL_OVERHEAD_S,
 )
-from fabricsim.transformer.inference import StepWork, TokenCosts, expected_distinct_experts, token_costs
+from fabricsim.transformer.inference import StepWork, TokenCosts, step_cost, token_costs
 from fabricsim.transformer.kv_cache import kv_bytes_per_token_per_gpu
 from fabricsim.transformer.parameters import parameter_counts
 from fabricsim.workload.inference_layout import (
@@ -55,7 +58,6 @@ __all__ = [
     "StepParts",
     "check_dtype",
     "check_lengths",
-    "collective_time_s",
     "kv_budget_per_gpu",
     "resolve_layout",
     "step_coefficients",
@@ -64,16 +66,9 @@ __all__ = [
     "weight_memory_per_gpu",
 ]
 
-ACTIVATION_BYTES = 2.0
-"""Bytes per activation element exchanged by TP all-reduces and PP send/recv (bf16)."""
-
 NORM_BYTES_PER_HIDDEN = 16.0
 """HBM bytes per hidden element and token per layer of the two fused residual-add + RMSNorm kernels
 (each reads the input and the residual and writes both, 16-bit: 4 x 2 B, twice per layer). Derived."""
-
-GATED_ACTIVATION_BYTES = 6.0
-"""Bytes per MLP intermediate element and token of SwiGLU (read gate and up, write product, 16-bit);
-the same constant as the training model's ``SWIGLU_BYTES`` (transformer.compute). Derived."""
 
 LOGIT_BYTES = 4.0
 """Bytes per vocabulary entry and sampled token: the LM head writes 16-bit logits, the sampler reads
@@ -84,7 +79,8 @@ KERNELS_PER_LAYER = 9
 output GEMM, add + norm, gate/up GEMM, activation, down GEMM. Each costs the shared
 ``KERNEL_OVERHEAD_S`` (transformer.constants). Counted from TensorRT-LLM's Llama layer. Derived."""
 
-
+# Activations (TP all-reduces, PP send/recv, workspace) are 16-bit: transformer.compute's
+# ACTIVATION_BYTES; the MLP activation kernel moves its forward SWIGLU_BYTES / GELU_BYTES.
 
 @dataclass(frozen=True, slots=True)
 class WeightMemory:
@@ -152,14 +148,13 @@ class StepCoefficients:
     pp: int
     dp: int
     stage_gpus: int
-    layers_per_stage: float
+    stage_share: float
+    """Share of the layers on the slowest (largest) stage: ``ceil(layers / pp) / layers``."""
     gemm_peak_flops: float
     attention_peak_flops: float
     hbm_Bps: float
     weight_bytes: float
     kv_bytes_per_token_gpu: float
-    dense_weight_bytes_gpu: float
-    expert_bytes_per_expert_gpu: float
     elementwise_bytes_per_token: float
     logit_bytes_per_token: float
     kernel_overhead_s: float
@@ -168,30 +163,36 @@ class StepCoefficients:
     spill_latency_s: float = 0.0
 
 
+def stage_share(model: ModelSpec, pipeline_parallel: int) -> float:
+    """Share of the model's layers on its largest pipeline stage, ``ceil(layers / pp) / layers``:
+    the step runs at the pace of the slowest stage, and memory is sized for the largest."""
+    return math.ceil(model.num_hidden_layers / pipeline_parallel) / model.num_hidden_layers
+
+
 def step_coefficients(model: ModelSpec, system: SystemSpec, layout: InferenceLayout) -> StepCoefficients:
-    """Precompute the per-GPU constants of :func:`stage_time_s` for ``layout`` on ``system``."""
-    costs = token_costs(model)
-    wbytes = DTYPE_BYTES[Dtype(layout.weight_dtype)]
-    pp, tp = layout.pipeline_parallel, layout.tensor_parallel
-    stage_share = 1.0 / pp
+    """Precompute the per-GPU constants of :func:`step_time` for ``layout`` on ``system``.
+
+    Per-layer costs (weights, KV, element-wise bytes, kernel launches) are those of the largest
+    stage, ``ceil(layers / pp)`` layers (:func:`stage_share`), which every micro-batch waits for when
+    ``pp`` does not divide the layers (Llama 3.1 405B: 126 layers, pp 4 -> 32 on the slowest stage).
+    """
+    tp = layout.tensor_parallel
+    share = stage_share(model, layout.pipeline_parallel)
     return StepCoefficients(
-        costs=costs,
+        costs=token_costs(model),
         tp=tp,
-        pp=pp,
+        pp=layout.pipeline_parallel,
         dp=layout.attention_data_parallel,
         stage_gpus=layout.stage_gpus,
-        layers_per_stage=model.num_hidden_layers / pp,
+        stage_share=share,
         gemm_peak_flops=system.device.peak(layout.weight_dtype),
         attention_peak_flops=system.device.peak("bf16"),
         hbm_Bps=system.device.hbm_bandwidth_Bps * HBM_FRACTION,
-        weight_bytes=wbytes,
-        kv_bytes_per_token_gpu=kv_bytes_per_token_per_gpu(model, layout.kv_dtype, tp, 1) * stage_share,
-        dense_weight_bytes_gpu=costs.dense_weight_elements * wbytes * stage_share / tp,
-        expert_bytes_per_expert_gpu=costs.expert_weight_elements * costs.num_moe_layers * wbytes
-        * stage_share / layout.stage_gpus,
-        elementwise_bytes_per_token=_elementwise_bytes_per_token(model, layout) * stage_share,
+        weight_bytes=DTYPE_BYTES[Dtype(layout.weight_dtype)],
+        kv_bytes_per_token_gpu=kv_bytes_per_token_per_gpu(model, layout.kv_dtype, tp, 1) * share,
+        elementwise_bytes_per_token=_elementwise_bytes_per_token(model, layout) * share,
         logit_bytes_per_token=model.vocab_size / tp * LOGIT_BYTES,
-        kernel_overhead_s=model.num_hidden_layers * stage_share * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S,
+        kernel_overhead_s=model.num_hidden_layers * share * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S,
     )
 
 
@@ -199,7 +200,7 @@ def _elementwise_bytes_per_token(model: ModelSpec, layout: InferenceLayout) -> f
     """Element-wise HBM bytes per token on one GPU for all layers: norms (not TP-split) and the MLP
     activation (TP-split; for MoE layers the top-k experts' intermediates, split over the stage)."""
     norms = NORM_BYTES_PER_HIDDEN * model.hidden_size * model.num_hidden_layers
-    act = GATED_ACTIVATION_BYTES if model.gated_mlp else 2 * ACTIVATION_BYTES
+    act = SWIGLU_BYTES[0] if model.gated_mlp else GELU_BYTES[0]
     dense_mlp = act * model.intermediate_size / layout.tensor_parallel * model.num_dense_layers
     experts = model.num_experts_per_tok + model.n_shared_experts
     moe_mlp = act * model.expert_intermediate_size * experts * model.num_moe_layers / layout.stage_gpus
@@ -219,71 +220,61 @@ class StepParts:
         return self.linear_s + self.attention_s + self.communication_s
 
 
-def compute_parts(c: StepCoefficients, tokens: float, attention_flops: float, kv_tokens: float,
-                  logits_tokens: float) -> tuple[float, float]:
-    """(linear_s, attention_s) of one micro-batch on one GPU of one stage.
-
-    ``tokens`` new tokens and ``logits_tokens`` needing logits in the micro-batch (whole replica),
-    ``attention_flops`` the whole-model attention FLOPs, ``kv_tokens`` the KV tokens read + written.
-    """
-    costs = c.costs
-    rank_tokens = tokens / c.dp
-    flops = (
-        rank_tokens * costs.dense_flops_per_token / c.tp
-        + tokens * costs.expert_flops_per_token / c.stage_gpus
-        + logits_tokens / c.dp * costs.lm_head_flops_per_token / c.tp * c.pp
-    ) / c.pp
-    efficiency = gemm_efficiency(max(rank_tokens, 1.0), costs.hidden_size / c.tp, costs.hidden_size)
-    experts = expected_distinct_experts(costs.num_experts, costs.experts_per_token, tokens)
-    weight_bytes = c.dense_weight_bytes_gpu + experts * c.expert_bytes_per_expert_gpu
+def compute_parts(c: StepCoefficients, micro: StepWork) -> tuple[float, float]:
+    """(linear_s, attention_s) of one micro-batch ``micro`` (whole replica) on one GPU of the
+    slowest stage: the whole-model FLOPs and elements of
+    :func:`fabricsim.transformer.inference.step_cost`, the layers' share ``c.stage_share`` of them,
+    split over the stage's ``tp x dp`` GPUs (non-expert weights over ``tp`` only: attention-DP ranks
+    hold copies; the LM head on the last stage)."""
+    cost = step_cost(c.costs, micro)
+    rank_tokens = micro.tokens / c.dp
+    flops = (cost.layer_linear_flops * c.stage_share + cost.lm_head_flops) / c.stage_gpus
+    efficiency = gemm_efficiency(max(rank_tokens, 1.0), c.costs.hidden_size / c.tp, c.costs.hidden_size)
+    weight_elements = cost.dense_weight_elements / c.tp + cost.expert_weight_elements / c.stage_gpus
+    weight_bytes = weight_elements * c.weight_bytes * c.stage_share
     linear_s = max(flops / (c.gemm_peak_flops * efficiency), weight_bytes / c.hbm_Bps) + (
-        rank_tokens * c.elementwise_bytes_per_token + logits_tokens / c.dp * c.logit_bytes_per_token
+        rank_tokens * c.elementwise_bytes_per_token + micro.logits_tokens / c.dp * c.logit_bytes_per_token
     ) / c.hbm_Bps + c.kernel_overhead_s
-    kv_bytes = kv_tokens / c.dp * c.kv_bytes_per_token_gpu
+    kv_bytes = cost.kv_tokens / c.dp * c.kv_bytes_per_token_gpu
     memory_s = (1.0 - c.spill_fraction) * kv_bytes / c.hbm_Bps
     if c.spill_fraction > 0.0:  # spilled KV streams over its link, overlapped with the HBM part
         memory_s = max(memory_s, c.spill_fraction * kv_bytes / c.spill_Bps + c.spill_latency_s)
-    attention_s = max(
-        attention_flops / (c.dp * c.tp * c.pp) / (c.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION), memory_s
-    )
+    attention_flops = cost.attention_flops * c.stage_share / c.stage_gpus
+    attention_s = max(attention_flops / (c.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION), memory_s)
     return linear_s, attention_s
 
 
 @dataclass
 class CommunicationModel:
-    """Seconds of a stage's collectives for a micro-batch of ``tokens`` tokens; memoised per token
-    count because the serving simulation asks for the same sizes again and again."""
+    """Seconds of a stage's collectives for a micro-batch of ``tokens`` tokens, timed (and memoised
+    per distinct collective, which the serving simulation asks for again and again) by a
+    :class:`fabricsim.collectives.times.CollectiveTimes` of the system."""
 
     system: SystemSpec
     layout: InferenceLayout
     model: ModelSpec
-    _cache: dict[int, float] = field(default_factory=dict)
+    _times: CollectiveTimes = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._times = CollectiveTimes(self.system)
 
     def time_s(self, tokens: float) -> float:
-        key = math.ceil(tokens)
-        cached = self._cache.get(key)
-        if cached is None:
-            cached = self._compute(key)
-            self._cache[key] = cached
-        return cached
-
-    def _compute(self, tokens: int) -> float:
+        """TP all-reduces and MoE all-to-alls of the slowest stage, ``ceil(layers / pp)`` layers."""
         layout, model = self.layout, self.model
         if tokens <= 0:
             return 0.0
+        tokens = math.ceil(tokens)
         dp, tp, ep = layout.attention_data_parallel, layout.tensor_parallel, layout.expert_parallel
-        rank_tokens = math.ceil(tokens / dp)
-        hidden_bytes = rank_tokens * model.hidden_size * ACTIVATION_BYTES
-        layers = model.num_hidden_layers / layout.pipeline_parallel
-        moe_share = model.num_moe_layers / model.num_hidden_layers
-        moe_layers = layers * moe_share if ep > 1 else 0.0
+        hidden_bytes = math.ceil(tokens / dp) * model.hidden_size * ACTIVATION_BYTES
+        layers = math.ceil(model.num_hidden_layers / layout.pipeline_parallel)
+        moe_layers = layers * model.num_moe_layers / model.num_hidden_layers if ep > 1 else 0.0
         total = 0.0
         if tp > 1:
-            all_reduce = collective_time_s(self.system, "all-reduce", hidden_bytes, tp)
+            all_reduce = self._times.time_s(CollectiveOp.ALL_REDUCE, hidden_bytes, tp, 1)
             total += all_reduce * (2.0 * layers - moe_layers)
         if moe_layers:
             routed = math.ceil(tokens / layout.stage_gpus) * model.num_experts_per_tok * model.hidden_size
-            a2a = collective_time_s(self.system, "all-to-all", routed * ACTIVATION_BYTES, ep)
+            a2a = self._times.time_s(CollectiveOp.ALL_TO_ALL, routed * ACTIVATION_BYTES, ep, 1)
             total += 2.0 * a2a * moe_layers
         return total
 
@@ -292,29 +283,18 @@ class CommunicationModel:
         if self.layout.pipeline_parallel == 1 or tokens <= 0:
             return 0.0
         size = math.ceil(tokens) * self.model.hidden_size * ACTIVATION_BYTES / self.layout.attention_data_parallel
-        return collective_time_s(self.system, "send-recv", size, 2, self.layout.stage_gpus)
+        return self._times.send_recv_s(size, self.layout.stage_gpus)
 
 
 def step_time(c: StepCoefficients, comm: CommunicationModel, work: StepWork) -> StepParts:
     """Seconds one step of the whole replica's ``work`` takes: ``pp`` micro-batches each pass every
-    stage, so the step is ``pp x`` a stage's time for ``work / pp`` plus a p2p hop per stage."""
+    stage, so the step is ``pp x`` the slowest stage's time for ``work / pp`` plus a p2p hop per
+    stage."""
     pp = c.pp
-    tokens = work.tokens / pp
-    attention_flops = (
-        work.prefill_pairs * c.costs.prefill_attention_flops_per_pair
-        + work.decode_pairs * c.costs.decode_attention_flops_per_pair
-    ) / pp
-    kv_tokens = (work.kv_tokens_read + work.tokens) / pp
-    linear_s, attention_s = compute_parts(c, tokens, attention_flops, kv_tokens, work.logits_tokens / pp)
-    communication_s = comm.time_s(tokens) + comm.p2p_s(tokens)
+    micro = StepWork(
+        tokens=work.tokens / pp, prefill_pairs=work.prefill_pairs / pp, decode_pairs=work.decode_pairs / pp,
+        logits_tokens=work.logits_tokens / pp, kv_tokens_read=work.kv_tokens_read / pp,
+    )
+    linear_s, attention_s = compute_parts(c, micro)
+    communication_s = comm.time_s(micro.tokens) + comm.p2p_s(micro.tokens)
     return StepParts(pp * linear_s, pp * attention_s, pp * communication_s)
-
-
-def collective_time_s(system: SystemSpec, op: str, size_bytes: float, ranks: int, stride: int = 1) -> float:
-    """Adapter to :mod:`fabricsim.collectives`: seconds of ``op`` (nccl-tests size definition) over
-    ``ranks`` GPUs taken every ``stride``-th GPU of ``system`` (NVLink domain or scale-out)."""
-    if ranks < 2 or size_bytes <= 0:
-        return 0.0
-    group = collectives.place_group(system, ranks, stride)
-    operation = collectives.parse_op(op)
-    return float(collectives.estimate(operation, math.ceil(size_bytes), group, collectives.Algorithm.AUTO).time_s)

@@ -10,7 +10,7 @@ blocks for its whole prompt + output are free and never preempts (TensorRT-LLM's
 ``GUARANTEED_NO_EVICT`` capacity scheduler). A router sends each arrival to the replica with the
 fewest outstanding requests (ties: lowest index). With disaggregation, prefill replicas only
 prefill; a finished prompt's KV crosses the fabric (an alpha-beta fit of
-:func:`fabricsim.workload.inference.collective_time_s` send/recv, per GPU shard, in parallel) to
+:class:`fabricsim.collectives.times.CollectiveTimes` send/recv, per GPU shard, in parallel) to
 the least-loaded decode replica, which decodes it.
 
 Per step the work is O(running prefills + admissions + completions): decode contexts are not
