@@ -16,7 +16,10 @@ from fabricsim.units import format_bytes, format_seconds, gbit_to_Bps, parse_siz
         ("1.5e9", 1_500_000_000),
         ("16M", 16 * 2**20),
         ("4k", 4096),
-        (" 2 gib ", 2 * 2**30),
+        (" 2 giB ", 2 * 2**30),
+        ("2 gIB", 2 * 2**30),
+        ("4kB", 4000),
+        ("7b", 7),
         ("0", 0),
         ("1B", 1),
         ("1.5KiB", 1536),
@@ -35,6 +38,14 @@ def test_parse_size_rejects(text):
         parse_size(text, "size")
     assert info.value.field == "size"
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("text", "suggest"), [("400Gb", "GB"), ("1kb", "KB"), ("8Mb", "MB"), ("2 gib", "GiB"),
+                                              ("1Tb", "TB"), ("3KIb", "KiB")])
+def test_parse_size_refuses_bit_units_with_a_hint(text, suggest):
+    with pytest.raises(FabricsimError) as info:
+        parse_size(text, "size")
+    assert info.value.field == "size" and suggest in info.value.fix and "400Gb/s = 50GB" in info.value.fix
 
 
 def test_format_bytes_and_seconds():

@@ -2,7 +2,9 @@
 
 Inside fabricsim every quantity is in SI base units: bytes, seconds, FLOP, bytes/s (per direction).
 This module converts only at the edges: user strings in, human strings out.
-GB = 1e9 bytes, GiB = 2**30 bytes; Gb (bits) = 1e9/8 bytes.
+GB = 1e9 bytes, GiB = 2**30 bytes; Gb (bits) = 1e9/8 bytes. Sizes are bytes: a size unit's
+prefix is case-insensitive but its final B must be uppercase (``kB``, ``GB``, ``gib``-style bit
+spellings ``kb``, ``Gb``, ``Mib`` are refused, so ``400Gb`` is never read as 400 GB).
 """
 
 from __future__ import annotations
@@ -49,8 +51,10 @@ TFLOPS = 1e12
 def parse_size(text: str | int | float, field: str = "size") -> int:
     """Parse a byte size such as ``8GiB``, ``512MB``, ``1048576`` or ``1.5e9`` into whole bytes.
 
-    Units are case-insensitive; ``K/M/G/T`` alone mean binary (KiB/MiB/...), as nccl-tests does.
-    Raises :class:`FabricsimError` naming ``field`` for negative, empty or unparsable input.
+    Prefixes are case-insensitive (``kB`` = ``KB``); ``K/M/G/T`` alone mean binary (KiB/MiB/...),
+    as nccl-tests does; plain ``b`` is a byte. A unit ending in a lowercase ``b`` after a prefix
+    (``kb``, ``Gb``, ``MiB`` spelt ``Mib``) is refused: that is bits by convention (400Gb/s = 50GB).
+    Raises :class:`FabricsimError` naming ``field`` for negative, empty, bit-unit or unparsable input.
     """
     if isinstance(text, bool):
         raise FabricsimError(field, f"not a size: {text!r}", "give bytes, e.g. 8GiB or 1048576")
@@ -63,12 +67,21 @@ def parse_size(text: str | int | float, field: str = "size") -> int:
                 field, f"cannot parse size {text!r}", "use a number with an optional unit, e.g. 8GiB, 512MB"
             )
         value, unit = float(match.group(1)), match.group(2).lower()
+        _reject_bits(match.group(2), field)
         if unit not in _BYTE_FACTORS:
             raise FabricsimError(field, f"unknown unit {match.group(2)!r}", "use B, KB, MB, GB, KiB, MiB, GiB, TiB")
         value *= _BYTE_FACTORS[unit]
     if not math.isfinite(value) or value < 0:
         raise FabricsimError(field, f"size must be a non-negative number, got {text!r}", "e.g. 1GiB")
     return round(value)
+
+
+def _reject_bits(unit: str, field: str) -> None:
+    """Refuse a prefixed unit whose final b is lowercase (bits by convention), e.g. ``Gb``."""
+    if len(unit) > 1 and unit.endswith("b") and unit.lower() in _BYTE_FACTORS:
+        prefix = unit[:-1].upper().replace("I", "i")
+        spelling = f"{prefix}B" if prefix.endswith("i") else f"{prefix}B or {prefix}iB"
+        raise FabricsimError(field, f"{unit!r} reads as bits", f"sizes are bytes: use {spelling}; 400Gb/s = 50GB")
 
 
 def format_bytes(num_bytes: float) -> str:

@@ -13,7 +13,9 @@ def collective(
     ),
     system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
     gpus: int = typer.Option(..., "--gpus", help="number of GPUs in the group"),
-    size: str = typer.Option(..., "--size", help="message size as nccl-tests defines it, e.g. 1GiB, 512MB, 1048576"),
+    size: str = typer.Option(
+        ..., "--size", help="message size in bytes (nccl-tests' S), e.g. 1GiB, 512MB, 1048576; 1Gb (bits) is refused"
+    ),
     algorithm: str = typer.Option(
         "auto", "--algorithm", help="auto | ring | tree | halving-doubling | nvls | sharp | hierarchical | direct"
     ),
