@@ -49,3 +49,15 @@ def test_unknown_format_and_missing_pyarrow_are_one_line_errors(tmp_path, monkey
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with pytest.raises(FabricsimError, match="Parquet needs pyarrow"):
         export_results(ROWS, tmp_path / "out.parquet")
+
+
+def test_exported_file_has_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        path = export_results(ROWS, tmp_path / "out.csv")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644  # not mkstemp's 0600
