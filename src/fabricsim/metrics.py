@@ -370,6 +370,8 @@ class TrafficResult:
 
     ``throughput_fraction`` is per sending host: bytes / completion / line rate, summarised as
     mean, 1st percentile and min; ``max_link_utilization`` is the peak carried rate / capacity.
+    ``failed_links`` cables (both directions) were removed before the run; ``healthy`` then gives
+    the same pattern's mean throughput fraction and completion without failures (null if none).
     """
 
     pattern: str
@@ -386,6 +388,9 @@ class TrafficResult:
     max_link_utilization: float
     events: int
     fidelity: str = "flow"
+    failed_links: int = 0
+    healthy_throughput_mean: float | None = None
+    healthy_completion_time_s: float | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -401,4 +406,11 @@ class TrafficResult:
             "max_link_utilization": self.max_link_utilization,
             "events": self.events,
             "fidelity": self.fidelity,
+            "failed_links": self.failed_links,
+            "healthy": None
+            if self.healthy_throughput_mean is None
+            else {
+                "throughput_fraction_mean": self.healthy_throughput_mean,
+                "completion_time_s": self.healthy_completion_time_s,
+            },
         }

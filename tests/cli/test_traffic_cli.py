@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from fabricsim import api
 from fabricsim.cli.app import main
 
 KEYS = {"hosts", "flows", "throughput_fraction", "completion_time_s", "max_link_utilization"}
@@ -67,3 +68,53 @@ def test_console_script_exit_code():
     proc = subprocess.run([exe, "traffic", "ring", "--topology", "fat-tree:k=3"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "k" in proc.stderr and proc.stdout == ""
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("count", [1, 8, 32])
+def test_failed_cables_never_raise_sprayed_throughput_above_healthy(seed, count):
+    result = api.traffic(
+        "permutation", topology="fat-tree:k=8", routing="spray", seed=seed, size="1MiB", fail_links=count
+    )
+    assert result.failed_links == count
+    assert result.throughput_mean <= result.healthy_throughput_mean * (1 + 1e-9)
+    assert result.completion_time_s >= result.healthy_completion_time_s * (1 - 1e-9)
+
+
+def test_fail_links_json_is_deterministic_by_seed(capsys):
+    argv = ["traffic", "permutation", "--topology", "fat-tree:k=8", "--routing", "spray", "--fail-links", "24"]
+    first = _json(capsys, [*argv, "--seed", "1", "--json"])
+    assert first["failed_links"] == 24 and set(first["healthy"]) == {"throughput_fraction_mean", "completion_time_s"}
+    assert first["throughput_fraction"]["mean"] < first["healthy"]["throughput_fraction_mean"]
+    assert _json(capsys, [*argv, "--seed", "1", "--json"]) == first
+    assert _json(capsys, [*argv, "--seed", "2", "--json"]) != first
+    fraction = _json(capsys, [*argv[:-2], "--fail-fraction", "0.25", "--seed", "1", "--json"])
+    assert fraction["failed_links"] == 64  # a quarter of the 256 fabric cables
+    healthy = _json(capsys, [*argv[:-2], "--seed", "1", "--json"])
+    assert healthy["failed_links"] == 0 and healthy["healthy"] is None
+    assert main([*argv, "--seed", "1"]) == 0
+    assert "failed cables" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        (["--fail-links", "999"], "fail_links"),
+        (["--fail-links", "250"], "fail_links"),  # leaves flows without a path
+        (["--fail-links", "2", "--fail-fraction", "0.1"], "fail_links"),
+        (["--fail-fraction", "1.5"], "fail_fraction"),
+    ],
+)
+def test_bad_failures_are_one_line_exit_2(capsys, extra, field):
+    assert main(["traffic", "permutation", "--topology", "fat-tree:k=8", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {field}")
+
+
+def test_console_script_unroutable_failures_exit_2():
+    exe = shutil.which("fabricsim")
+    assert exe, "fabricsim console script not installed"
+    argv = [exe, "traffic", "permutation", "--topology", "fat-tree:k=4", "--fail-links", "30"]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "--fail-links" in proc.stderr and proc.stdout == ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from fabricsim import catalog, collectives
@@ -10,10 +12,12 @@ from fabricsim.metrics import (
     CollectiveResult,
     TrafficResult,
 )
+from fabricsim.network.base import FlowSet
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.patterns import host_throughput_fraction, parse_pattern, pattern_flows
+from fabricsim.topology.graph import Topology, fabric_cables, fail_cables
 from fabricsim.topology.parse import parse_topology
-from fabricsim.topology.routing import parse_routing, route_table
+from fabricsim.topology.routing import Routing, parse_routing, route_table, unroutable
 from fabricsim.units import parse_size, to_GBps
 
 
@@ -45,6 +49,48 @@ def collective(op: str, *, system: str, gpus: int, size: str | int, algorithm: s
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One pattern run: per-sender throughput fraction, completion (s), peak utilization, events."""
+
+    fraction: np.ndarray
+    completion_time_s: float
+    max_link_utilization: float
+    events: int
+
+
+def _run_pattern(topo: Topology, flows: FlowSet, policy: Routing, seed: int) -> _Run:
+    result = FlowNetwork(route_table(topo), policy, seed).run(flows)
+    fraction = host_throughput_fraction(flows, result.finish_s, topo.line_rate_Bps)
+    peak = float(result.peak_utilization.max(initial=0.0))
+    return _Run(fraction, result.completion_time_s, peak, result.events)
+
+
+def _failure_count(topo: Topology, fail_links: int, fail_fraction: float) -> int:
+    """Cables to fail: ``fail_links``, or ``fail_fraction`` of the fabric cables (rounded)."""
+    if fail_links and fail_fraction:
+        raise FabricsimError("fail_links", "give --fail-links or --fail-fraction, not both")
+    if not 0 <= fail_fraction <= 1:
+        raise FabricsimError("fail_fraction", f"must be in [0, 1], got {fail_fraction}")
+    if fail_fraction:
+        return round(fail_fraction * fabric_cables(topo).shape[0])
+    return fail_links
+
+
+def _failed_topology(topo: Topology, flows: FlowSet, count: int, seed: int) -> Topology:
+    """``topo`` less ``count`` random fabric cables (seeded); every flow must still have a path."""
+    failed, _ = fail_cables(topo, count, seed)
+    lost = unroutable(route_table(failed), flows.src, flows.dst)
+    if lost.any():
+        raise FabricsimError(
+            "fail_links",
+            f"{int(lost.sum())} of {flows.count} flows have no path left after failing {count} fabric cables"
+            f" (--fail-links / --fail-fraction, seed {seed})",
+            "fail fewer cables or try another --seed",
+        )
+    return failed
+
+
 def traffic(
     pattern: str,
     *,
@@ -53,10 +99,18 @@ def traffic(
     seed: int = 0,
     size: str | int = "64MiB",
     hosts: int | None = None,
+    fail_links: int = 0,
+    fail_fraction: float = 0.0,
 ) -> TrafficResult:
     """Run a synthetic traffic ``pattern`` (permutation | all-to-all | incast | ring) on ``topology``
     (builder string or catalog system) with the max-min flow model; every flow carries ``size``
-    bytes and starts at t = 0. ``hosts`` uses only the first hosts (default: all)."""
+    bytes and starts at t = 0. ``hosts`` uses only the first hosts (default: all).
+
+    Failures: ``fail_links`` fabric cables (switch/NIC to switch, both directions; see
+    :func:`fabricsim.topology.graph.fabric_cables`), or ``fail_fraction`` of them, drawn with
+    ``seed``, are removed; routing uses the remaining equal-cost shortest paths, and the healthy
+    run is reported alongside. A flow left without a path is an error (field ``fail_links``).
+    """
     kind = parse_pattern(pattern)
     policy = parse_routing(routing)
     size_bytes = parse_size(size, "size")
@@ -65,9 +119,11 @@ def traffic(
     if count > topo.hosts:
         problem = f"pattern needs {count} hosts, {topology} has {topo.hosts}"
         raise FabricsimError("hosts", problem, f"use --hosts <= {topo.hosts}")
+    failures = _failure_count(topo, fail_links, fail_fraction)
     flows = pattern_flows(kind, count, float(size_bytes), seed)
-    result = FlowNetwork(route_table(topo), policy, seed).run(flows)
-    fraction = host_throughput_fraction(flows, result.finish_s, topo.line_rate_Bps)
+    failed = _failed_topology(topo, flows, failures, seed) if failures else topo
+    healthy = _run_pattern(topo, flows, policy, seed)
+    run = _run_pattern(failed, flows, policy, seed) if failures else healthy
     return TrafficResult(
         pattern=kind.value,
         topology=topology,
@@ -76,10 +132,13 @@ def traffic(
         hosts=count,
         flows=flows.count,
         size_bytes=size_bytes,
-        throughput_mean=float(fraction.mean()),
-        throughput_p1=float(np.percentile(fraction, 1)),
-        throughput_min=float(fraction.min()),
-        completion_time_s=result.completion_time_s,
-        max_link_utilization=float(result.peak_utilization.max(initial=0.0)),
-        events=result.events,
+        throughput_mean=float(run.fraction.mean()),
+        throughput_p1=float(np.percentile(run.fraction, 1)),
+        throughput_min=float(run.fraction.min()),
+        completion_time_s=run.completion_time_s,
+        max_link_utilization=run.max_link_utilization,
+        events=run.events,
+        failed_links=failures,
+        healthy_throughput_mean=float(healthy.fraction.mean()) if failures else None,
+        healthy_completion_time_s=healthy.completion_time_s if failures else None,
     )

@@ -18,11 +18,25 @@ def traffic(
     seed: int = typer.Option(0, "--seed", help="seed of the pattern and the ECMP hash"),
     size: str = typer.Option("64MiB", "--size", help="bytes per flow, e.g. 64MiB"),
     hosts: int = typer.Option(None, "--hosts", help="use only the first N hosts (default: all)"),
+    fail_links: int = typer.Option(
+        0, "--fail-links", help="fail N random fabric cables (switch-switch, both directions), drawn with --seed"
+    ),
+    fail_fraction: float = typer.Option(0.0, "--fail-fraction", help="fail this fraction of the fabric cables"),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Per-host throughput, completion time and peak link load of a traffic pattern (max-min flows)."""
+    """Per-host throughput, completion time and peak link load of a traffic pattern (max-min flows);
+    with --fail-links/--fail-fraction, after failing fabric cables, next to the healthy figures."""
     from fabricsim import api
     from fabricsim.report.tables import traffic_table
 
-    result = api.traffic(pattern, topology=topology, routing=routing, seed=seed, size=size, hosts=hosts)
+    result = api.traffic(
+        pattern,
+        topology=topology,
+        routing=routing,
+        seed=seed,
+        size=size,
+        hosts=hosts,
+        fail_links=fail_links,
+        fail_fraction=fail_fraction,
+    )
     emit(result.to_json(), as_json, traffic_table)

@@ -370,5 +370,18 @@ def traffic_table(result: dict[str, Any]) -> Table:
             ("completion time", format_seconds(result["completion_time_s"])),
             ("max link utilization", f"{result['max_link_utilization']:.3f}"),
             ("fidelity", f"{result['fidelity']} ({result['events']} events)"),
+            *_failure_rows(result),
         ],
     )
+
+
+def _failure_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """Failed cables and the healthy run's figures, when ``fabricsim traffic --fail-links`` ran."""
+    healthy = result.get("healthy")
+    if not healthy:
+        return []
+    completion = format_seconds(healthy["completion_time_s"])
+    return [
+        ("failed cables", str(result["failed_links"])),
+        ("healthy (no failures)", f"mean {healthy['throughput_fraction_mean']:.3f}, completion {completion}"),
+    ]

@@ -126,3 +126,41 @@ def cable_of(topology: Topology, link: int) -> np.ndarray:
     a, b = topology.link_src[link], topology.link_dst[link]
     back = np.flatnonzero((topology.link_src == b) & (topology.link_dst == a))
     return np.array([link, int(back[0])], dtype=np.int64)
+
+
+def cables(topology: Topology) -> np.ndarray:
+    """Every cable as its two directed link ids, [cables, 2] (forward = from the lower node id).
+
+    Parallel cables between one pair are paired k-th forward with k-th backward link (by id).
+    """
+    src, dst = topology.link_src.astype(np.int64), topology.link_dst.astype(np.int64)
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    ids = np.arange(topology.links)
+    fwd = src < dst
+    forward = ids[fwd][np.lexsort((ids[fwd], hi[fwd], lo[fwd]))]
+    backward = ids[~fwd][np.lexsort((ids[~fwd], hi[~fwd], lo[~fwd]))]
+    if forward.size != backward.size or np.any(lo[forward] != lo[backward]) or np.any(hi[forward] != hi[backward]):
+        raise FabricsimError("topology", "some links have no reverse link", "build cables with GraphBuilder.connect")
+    return np.stack([forward, backward], axis=1)
+
+
+def fabric_cables(topology: Topology) -> np.ndarray:
+    """The cables between two non-endpoint nodes (switches, NICs), [cables, 2] link ids: the ones
+    whose failure the fabric can route around (an endpoint's own access cable has no spare)."""
+    pairs = cables(topology)
+    transit = topology.node_kind != NodeKind.GPU
+    keep = transit[topology.link_src[pairs[:, 0]]] & transit[topology.link_dst[pairs[:, 0]]]
+    return pairs[keep]
+
+
+def fail_cables(topology: Topology, count: int, seed: int) -> tuple[Topology, np.ndarray]:
+    """``topology`` without ``count`` fabric cables (both directions) drawn without replacement by
+    ``numpy.random.default_rng(seed)``; also returns the failed cables' link ids, [count, 2]."""
+    candidates = fabric_cables(topology)
+    if count < 0 or count > candidates.shape[0]:
+        raise FabricsimError(
+            "fail_links", f"--fail-links {count} is not in [0, {candidates.shape[0]}] (the fabric cables)"
+        )
+    pick = np.sort(np.random.default_rng(seed).choice(candidates.shape[0], size=count, replace=False))
+    failed = candidates[pick]
+    return remove_links(topology, failed.ravel()), failed

@@ -111,6 +111,20 @@ def _distance_to(table: RouteTable, dst_node: np.ndarray, dst_host: np.ndarray, 
     return np.where(cand < 0, _UNREACHABLE, best)
 
 
+def unroutable(table: RouteTable, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Mask of the flows ``src[i] -> dst[i]`` (endpoint ids) that have no path (e.g. after failed
+    links): none of the source's first hops reaches the destination. A flow to itself is routable.
+
+    Checking the first hop suffices: distances are exact BFS hops, so a next hop at finite
+    distance always has a neighbour one hop nearer, down to the destination.
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    dst_node = table.topology.endpoints[dst]
+    cand = table.neighbor[table.topology.endpoints[src]]
+    reach = _distance_to(table, dst_node, dst, cand).min(axis=1, initial=_UNREACHABLE) < _UNREACHABLE
+    return ~reach & (src != dst)
+
+
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser (Steele et al., OOPSLA'14): a fast, well-spread 64-bit hash."""
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
