@@ -1,8 +1,9 @@
 """``fabricsim serve``: JSON contract, determinism, traces, knee, bad input => exit 2."""
 
 import json
-import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -82,8 +83,7 @@ def test_bad_trace_row_names_line(tmp_path, capsys):
 
 
 def test_console_script_exit_2():
-    exe = shutil.which("fabricsim")
-    assert exe is not None
+    exe = str(Path(sys.executable).with_name("fabricsim"))  # the venv's script, not whatever is on PATH
     proc = subprocess.run([exe, *BASE, "--arrival-rate", "-3"], capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
@@ -132,7 +132,6 @@ def test_fitting_result_reports_memory_and_disaggregated_pools(capsys):
 
 
 def test_console_script_unfit_exit_0():
-    exe = shutil.which("fabricsim")
-    assert exe is not None
+    exe = str(Path(sys.executable).with_name("fabricsim"))  # the venv's script, not whatever is on PATH
     proc = subprocess.run([exe, *UNFIT, "--json"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stderr == "" and json.loads(proc.stdout)["fits"] is False

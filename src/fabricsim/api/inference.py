@@ -7,22 +7,30 @@ from pathlib import Path
 from typing import Any
 
 from fabricsim import catalog
+from fabricsim.engine.inference import InferEstimate, InferScenario, KvSpill, infer_estimate
+from fabricsim.engine.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
+from fabricsim.engine.simulate_inference import simulate_decode
 from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError
 from fabricsim.metrics import (
     InferResult,
+    ServeResult,
     SimulatedInferResult,
 )
+from fabricsim.specs import ModelSpec, SystemSpec
 from fabricsim.units import parse_size
+from fabricsim.workload import requests as request_streams
+from fabricsim.workload.inference import InferenceLayout, LayoutRequest, check_lengths, resolve_layout
+from fabricsim.workload.requests import RequestStream
 
 
-def inference_specs(model: str, system: str, layout_request: Any) -> tuple[Any, Any, Any]:
+def inference_specs(
+    model: str, system: str, layout_request: LayoutRequest
+) -> tuple[ModelSpec, SystemSpec, InferenceLayout]:
     """Catalog names -> (ModelSpec, SystemSpec, InferenceLayout) for ``infer`` and ``serve``."""
-    from fabricsim.workload import inference as inference_workload
-
     model_spec = catalog.load_model(model)
     system_spec = catalog.load_system(system)
-    layout = inference_workload.resolve_layout(model_spec, system_spec, layout_request)
+    layout = resolve_layout(model_spec, system_spec, layout_request)
     return model_spec, system_spec, layout
 
 
@@ -41,7 +49,7 @@ def infer(
     kv_dtype: str | None = None,
     kv_spill: str | None = None,
     kv_spill_capacity: str | int | None = None,
-) -> Any:
+) -> InferResult:
     """Static-batch inference estimate (analytic): TTFT, TPOT, end-to-end latency, throughput, memory.
 
     ``batch`` is sequences per model replica, or ``"max"`` for the largest whose KV fits. A model or
@@ -49,9 +57,6 @@ def infer(
     (``pcie-gen5`` for host memory, ``cxl2``/``cxl3`` for a CXL pool) holding the KV that HBM cannot,
     up to ``kv_spill_capacity`` per GPU. Returns :class:`metrics.InferResult`.
     """
-    from fabricsim.engine.inference import InferScenario, KvSpill, infer_estimate
-    from fabricsim.workload.inference import LayoutRequest, check_lengths
-
     request = LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype)
     model_spec, system_spec, layout = inference_specs(model, system, request)
     positive_int("input-len", input_len)
@@ -70,7 +75,7 @@ def infer(
     return infer_result((model_spec.name, system_spec.name), gpus, layout, est)
 
 
-def infer_result(names: tuple[str, str], gpus: int, layout: Any, est: Any) -> InferResult:
+def infer_result(names: tuple[str, str], gpus: int, layout: InferenceLayout, est: InferEstimate) -> InferResult:
     """The ``infer`` JSON contract of one estimate; ``names`` = (model, system)."""
     breakdown = {"prefill_" + k: v for k, v in dataclasses.asdict(est.prefill).items()}
     breakdown.update({"decode_" + k: v for k, v in dataclasses.asdict(est.decode).items()})
@@ -106,11 +111,8 @@ def _parse_disaggregate(text: str | None) -> tuple[int, int] | None:
     return prefill, decode
 
 
-def request_stream(model_spec: Any, options: dict[str, Any]) -> Any:
+def request_stream(model_spec: ModelSpec, options: dict[str, Any]) -> RequestStream:
     """Poisson arrivals with sampled lengths, or a trace file (CSV or JSONL)."""
-    from fabricsim.workload import requests as request_streams
-    from fabricsim.workload.inference import check_lengths
-
     context = model_spec.max_position_embeddings
     if options.get("trace"):
         path = Path(str(options["trace"]))
@@ -155,7 +157,7 @@ def serve(
     slo_ttft_s: float = 2.0,
     slo_tpot_s: float = 0.1,
     admission: str = "on-demand",
-) -> Any:
+) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
     :mod:`fabricsim.workload.serving`. ``gpus`` is the whole deployment; each replica gets the
     layout; ``disaggregate="P:D"`` splits the replicas into P prefill and D decode replicas.
@@ -164,10 +166,6 @@ def serve(
     A deployment whose replica KV cache (per pool) cannot hold the longest request, weights that do
     not fit included, is a result with ``fits`` False, its memory figures and nothing served.
     Returns :class:`metrics.ServeResult`."""
-    from fabricsim.engine.serving import ServeScenario, pool_fits, simulate_serving
-    from fabricsim.metrics import ServeResult
-    from fabricsim.workload.inference import LayoutRequest
-
     model_spec, system_spec, layout = inference_specs(model, system, LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype))
     split = _parse_disaggregate(disaggregate)
     if split and sum(split) != layout.replicas:
@@ -208,7 +206,7 @@ _UNFIT_OUTCOME: dict[str, Any] = {
 """What a deployment that cannot hold its longest request serves: nothing (null percentiles in JSON)."""
 
 
-def _fit_fields(fits: tuple[Any, ...]) -> dict[str, Any]:
+def _fit_fields(fits: tuple[PoolFit, ...]) -> dict[str, Any]:
     """ServeResult's memory keys: all pools fit; the most loaded pool's memory and longest request."""
     worst = max(fits, key=lambda pool: (pool.memory_per_gpu_bytes, pool.longest_request_tokens))
     return {
@@ -236,10 +234,6 @@ def simulate_infer(
     gives per-token P50/P99 TPOT. The ``flow`` network is not used for inference: its collectives
     are small and latency-bound, where the flow model's bandwidth view says little.
     """
-    from fabricsim.engine.inference import InferScenario
-    from fabricsim.engine.simulate_inference import simulate_decode
-    from fabricsim.workload.inference import LayoutRequest
-
     base = infer(model, system, gpus, input_len=input_len, output_len=output_len, **options)
     if variability is not None:
         variability.validate()

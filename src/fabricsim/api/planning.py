@@ -17,6 +17,7 @@ from fabricsim.metrics import (
     SimulatedTrainResult,
     TrainResult,
 )
+from fabricsim.workload.inference import check_lengths
 
 
 def plan_train(
@@ -134,8 +135,6 @@ def plan_infer(
     each plan's layout, aggregated and split into prefill:decode replicas, and ranks those
     deployments by SLO attainment then output tokens/s (JSON key ``serving``).
     """
-    from fabricsim.workload.inference import check_lengths
-
     model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
     check_lengths(model_spec, positive_int("input-len", input_len), positive_int("output-len", output_len))

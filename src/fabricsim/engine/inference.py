@@ -2,9 +2,12 @@
 
 A batch of ``batch`` sequences per replica is prefilled together (TTFT = one prefill step of
 ``batch x input_len`` tokens with its quadratic attention), then decoded for ``output_len - 1``
-steps; TPOT is the mean decode step, averaged exactly over ``DECODE_SAMPLES`` context lengths
-spread from ``input_len`` to ``input_len + output_len`` (the step time is piecewise linear in the
-context, so this is the trapezoid rule on a convex function). Throughput counts every replica.
+steps; TPOT is the mean decode step over their contexts ``input_len + 1 .. input_len + output_len - 1``,
+taken as the equal-weight mean of the step times at ``min(DECODE_SAMPLES, output_len - 1)`` evenly
+spaced contexts from the first to the last (endpoints included). It is exact when every context is
+sampled (``output_len <= DECODE_SAMPLES + 1``) or the step time is linear in the context; the step
+time is piecewise linear (a max of compute and memory terms), so otherwise it is a close estimate of
+the mean. Throughput counts every replica.
 ``batch=None`` takes the largest batch whose paged KV fits the KV budget of
 :func:`fabricsim.workload.inference.kv_budget_per_gpu`. A batch that does not fit is reported with
 ``fits=False`` and its numbers.
@@ -39,6 +42,7 @@ from fabricsim.workload.inference import (
 )
 
 DECODE_SAMPLES = 33
+"""Most decode contexts at which :func:`infer_estimate` evaluates the step time for TPOT."""
 
 
 DEFAULT_SPILL_CAPACITY_BYTES = 256e9
