@@ -1,10 +1,12 @@
 """Analytic training estimates per second on one core (issue 3: target >= 50,000/s).
 
 A planner-like sweep: every (tp, pp, dp, vpp, micro-batch, ZeRO, recompute) layout of
-``megatron-1t`` on 3,072 GPUs of ``dgx-h100`` that passes the layout check. Reports the cold
-rate (first pass: every distinct per-layer shape and collective is computed) and the warm rate
-(the planner's steady state, caches filled). Rates use the process's CPU time (one core; immune
-to other processes on a loaded machine). Run: ``taskset -c 0 python benchmarks/bench_training.py``.
+``megatron-1t`` on 3,072 GPUs of ``dgx-h100`` that passes the layout check, through one
+``training_context`` as the planner does. Reports the cold rate (first pass with a new context:
+every distinct per-layer shape and collective is computed), the warm rate (the planner's steady
+state, caches filled) and the one-off rate of ``estimate_training`` (a fresh context per call).
+Rates use the process's CPU time (one core; immune to other processes on a loaded machine).
+Run: ``taskset -c 0 python benchmarks/bench_training.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import itertools
 import time
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.analytic import _CONTEXTS, estimate_training
+from fabricsim.engine.analytic import TrainingContext, estimate_training, training_context
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 
@@ -44,12 +46,12 @@ def layouts(model_layers: int) -> list[ParallelLayout]:
     return found
 
 
-def sweep(model: ModelSpec, system: SystemSpec, candidates: list[ParallelLayout]) -> tuple[int, float]:
+def sweep(ctx: TrainingContext, candidates: list[ParallelLayout]) -> tuple[int, float]:
     start = time.process_time()
     done = 0
     for layout in candidates:
         try:
-            estimate_training(model, system, layout, GLOBAL_BATCH, SEQ_LEN)
+            ctx.estimate(layout, GLOBAL_BATCH, SEQ_LEN)
             done += 1
         except FabricsimError:
             pass
@@ -59,12 +61,12 @@ def sweep(model: ModelSpec, system: SystemSpec, candidates: list[ParallelLayout]
 def main() -> None:
     model, system = load_model("megatron-1t"), load_system("dgx-h100")
     candidates = layouts(model.num_hidden_layers)
-    _CONTEXTS.clear()
-    done, cold_s = sweep(model, system, candidates)
+    ctx = training_context(model, system)
+    done, cold_s = sweep(ctx, candidates)
     rounds, warm_s, warm_done = 20, 0.0, 0
     wall_start = time.perf_counter()
     for _ in range(rounds):
-        n, elapsed = sweep(model, system, candidates)
+        n, elapsed = sweep(ctx, candidates)
         warm_done += n
         warm_s += elapsed
     wall_s = time.perf_counter() - wall_start
@@ -75,6 +77,20 @@ def main() -> None:
         f"({warm_done / warm_s:,.0f} valid estimates/s, {warm_s / (len(candidates) * rounds) * 1e6:.1f} µs each)"
     )
     print(f"warm, wall clock (counts time other processes take from this core): {warm_done / wall_s:,.0f} valid/s")
+    one_off, one_off_s = one_off_rate(model, system, candidates[::20])
+    print(f"one-off estimate_training (fresh context each call): {one_off / one_off_s:,.0f} valid/s")
+
+
+def one_off_rate(model: ModelSpec, system: SystemSpec, candidates: list[ParallelLayout]) -> tuple[int, float]:
+    start = time.process_time()
+    done = 0
+    for layout in candidates:
+        try:
+            estimate_training(model, system, layout, GLOBAL_BATCH, SEQ_LEN)
+            done += 1
+        except FabricsimError:
+            pass
+    return done, time.process_time() - start
 
 
 if __name__ == "__main__":

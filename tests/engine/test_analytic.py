@@ -5,7 +5,13 @@ import math
 import pytest
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.analytic import check_layout, estimate_training, resolve_layout, training_memory
+from fabricsim.engine.analytic import (
+    check_layout,
+    estimate_training,
+    resolve_layout,
+    training_context,
+    training_memory,
+)
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute
 
@@ -93,3 +99,22 @@ def test_identical_across_runs() -> None:
     layout = ParallelLayout(tensor_parallel=4, pipeline_parallel=4, data_parallel=4, virtual_stages=2)
     first = estimate_training(GPT3, H100, layout, 256, 2048)
     assert estimate_training(load_model("gpt3-175b"), load_system("dgx-h100"), layout, 256, 2048) == first
+
+
+def test_a_context_the_caller_owns_gives_the_one_off_numbers() -> None:
+    ctx = training_context(GPT3, H100)
+    assert training_context(GPT3, H100) is not ctx  # no module-level memo: each call is a new context
+    for zero in (0, 1, 2, 3):
+        layout = ParallelLayout(tensor_parallel=8, pipeline_parallel=4, data_parallel=4, zero_stage=zero)
+        assert ctx.estimate(layout, 256, 2048) == estimate_training(GPT3, H100, layout, 256, 2048)
+        assert ctx.memory(layout, 256, 2048) == training_memory(GPT3, H100, layout, 256, 2048)
+
+
+def test_pipeline_bubble_is_the_schedule_fraction_of_compute() -> None:
+    """With dp = 1 (no data-parallel time) the bubble over the m micro-batches' stage time is (p-1)/(v·m)."""
+    layout = ParallelLayout(tensor_parallel=8, pipeline_parallel=8, data_parallel=1, virtual_stages=2)
+    est = estimate_training(GPT3, A100, layout, 64, 2048)
+    t = est.time
+    stage_s = t.forward_compute_s + t.backward_compute_s + t.recompute_s + t.tp_comm_s + t.cp_comm_s + t.ep_comm_s
+    assert t.dp_comm_s == 0.0
+    assert t.pipeline_bubble_s / stage_s == pytest.approx((8 - 1) / (2 * est.microbatches), rel=1e-12)

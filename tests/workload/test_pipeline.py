@@ -3,7 +3,6 @@
 import pytest
 
 from fabricsim.workload.pipeline import (
-    bubble_fraction,
     bubble_stage_times,
     in_flight_microbatches,
     p2p_transfers_per_microbatch,
@@ -14,7 +13,6 @@ def test_bubble_of_1f1b_and_interleaved() -> None:
     assert bubble_stage_times(1, 1) == 0
     assert bubble_stage_times(8, 1) == 7
     assert bubble_stage_times(8, 2) == 3.5
-    assert bubble_fraction(8, 2, 64) == pytest.approx(7 / 128)
 
 
 def test_in_flight_microbatches() -> None:

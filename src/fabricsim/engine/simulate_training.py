@@ -139,10 +139,8 @@ def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple
 def training_plan(case: TrainingCase) -> tuple[TrainingPlan, TrainingEstimate]:
     """The op-graph plan of ``case`` and the analytic estimate it was built from."""
     layout = case.layout
-    estimate = analytic.estimate_training(
-        case.model, case.system, layout, case.global_batch, case.seq_len, case.options
-    )
     ctx = analytic.training_context(case.model, case.system, case.options)
+    estimate = ctx.estimate(layout, case.global_batch, case.seq_len)
     p2p = None
     if layout.pipeline_parallel > 1:
         sizes = work.comm_sizes(ctx.dims, layout, case.seq_len, (0.0, 0.0, 0.0))

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from fabricsim.engine.analytic import TrainingEstimate, estimate_training, training_context, training_memory
+from fabricsim.engine.analytic import TrainingContext, TrainingEstimate, training_context
 from fabricsim.engine.simulate_training import TrainingSimulation
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.planner import space as sp
@@ -141,6 +141,7 @@ class _Walk:
     space: TrainSpace
     settings: PlanSettings
     capacity_bytes: float
+    context: TrainingContext  # the engine's caches for this search (model, system)
     best: list = field(default_factory=list)  # heap of (-score, -key, estimate): the K best
     evaluated: int = 0
     feasible: int = 0
@@ -209,7 +210,7 @@ def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[ParallelLa
     for zero in zeros:
         for vpp in virtual:
             layout = group.layout(micro_batch, zero, vpp)
-            memory_bytes = training_memory(q.model, q.system, layout, q.global_batch, q.seq_len).total
+            memory_bytes = walk.context.memory(layout, q.global_batch, q.seq_len).total
             _note_memory(walk, layout, memory_bytes)
             if memory_bytes <= walk.capacity_bytes:
                 fitting.append(layout)
@@ -235,7 +236,7 @@ def _prune_rest(walk: _Walk, group: Group, sizes: tuple[int, ...]) -> None:
 def _lower_bound_s(walk: _Walk, layout: ParallelLayout) -> float:
     """m micro-batches of the slowest stage's work: no variant of the block can be faster."""
     q = walk.question
-    work = training_context(q.model, q.system).stage(layout, q.seq_len).work
+    work = walk.context.stage(layout, q.seq_len).work
     per_microbatch_s = work.forward_s + work.backward_s + work.recompute_s
     per_microbatch_s += work.tp_comm_s + work.cp_comm_s + work.ep_comm_s
     return q.global_batch // (layout.data_parallel * layout.micro_batch_size) * per_microbatch_s
@@ -259,7 +260,7 @@ def _search_group(walk: _Walk, group: Group) -> None:
             walk.pruned_time += len(fitting)
             continue
         for layout in fitting:
-            _offer(walk, estimate_training(q.model, q.system, layout, q.global_batch, q.seq_len))
+            _offer(walk, walk.context.estimate(layout, q.global_batch, q.seq_len))
         walk.costed += len(fitting)
 
 
@@ -272,7 +273,7 @@ def _faster_unfit(walk: _Walk, plans: tuple[TrainPlan, ...]) -> TrainingEstimate
     if plans and bound_s >= plans[0].figures.step_time_s:
         return None
     q = walk.question
-    estimate = estimate_training(q.model, q.system, layout, q.global_batch, q.seq_len)
+    estimate = walk.context.estimate(layout, q.global_batch, q.seq_len)
     return estimate if not plans or estimate.step_time_s < plans[0].figures.step_time_s else None
 
 
@@ -300,7 +301,8 @@ def search_train(
         raise FabricsimError("top", f"must be at least 1, got {settings.top}")
     problem = train_problem(question)
     sp.check_space(problem, space)
-    walk = _Walk(question, problem, space, settings, question.system.device.hbm_capacity_bytes)
+    capacity_bytes = question.system.device.hbm_capacity_bytes
+    walk = _Walk(question, problem, space, settings, capacity_bytes, training_context(question.model, question.system))
     groups = list(sp.train_groups(problem, space))
     step = max(1, len(groups) // 200)
     for index, group in enumerate(groups):

@@ -16,7 +16,7 @@ flash attention) drop the 5·a·s/h term, full recomputation keeps only the 2·s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from fabricsim.specs import Recompute
 from fabricsim.transformer.compute import ShardShape
@@ -32,9 +32,8 @@ def gradient_bytes_per_param(dtype: str) -> float:
     return 4.0
 
 
-@dataclass(frozen=True, slots=True)
-class StateBytes:
-    """Model-state bytes on one GPU."""
+class StateBytes(NamedTuple):
+    """Model-state bytes on one GPU (a named tuple: built once per layout on the planner's hot path)."""
 
     weights: float
     gradients: float
@@ -49,20 +48,17 @@ def state_bytes(dense_params: float, expert_params: float, shards: tuple[int, in
     """Bytes of weights, gradients and Adam state for the parameters one GPU holds.
 
     ``dense_params``/``expert_params``: parameters on this GPU before ZeRO sharding;
-    ``shards`` = (zero stage, data-parallel size, expert-data-parallel size).
+    ``shards`` = (zero stage, data-parallel size, expert-data-parallel size). ZeRO stage 1 shards
+    the optimizer state, 2 also the gradients, 3 also the weights (Rajbhandari et al., SC'20).
+    The one implementation of the rule: the analytic engine's memory calls it per layout.
     """
     zero, dp, edp = shards
-    grad = gradient_bytes_per_param(dtype)
-
-    def sharded(stage: int, per_param: float) -> float:
-        if zero >= stage:
-            return per_param * (dense_params / dp + expert_params / edp)
-        return per_param * (dense_params + expert_params)
-
+    sharded = dense_params / dp + expert_params / edp
+    whole = dense_params + expert_params
     return StateBytes(
-        weights=sharded(3, WEIGHT_BYTES),
-        gradients=sharded(2, grad),
-        optimizer=sharded(1, ADAM_STATE_BYTES_PER_PARAM),
+        WEIGHT_BYTES * (sharded if zero >= 3 else whole),
+        gradient_bytes_per_param(dtype) * (sharded if zero >= 2 else whole),
+        ADAM_STATE_BYTES_PER_PARAM * (sharded if zero >= 1 else whole),
     )
 
 

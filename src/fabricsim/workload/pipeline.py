@@ -11,13 +11,10 @@ from __future__ import annotations
 
 
 def bubble_stage_times(pipeline_parallel: int, virtual_stages: int) -> float:
-    """Idle time per step, in units of one micro-batch's forward+backward time on one GPU."""
+    """Idle time per step, in units of one micro-batch's forward+backward time on one GPU:
+    (p - 1)/v (the analytic engine's pipeline bubble; over m micro-batches of compute the bubble
+    fraction is (p - 1)/(v·m))."""
     return (pipeline_parallel - 1) / virtual_stages
-
-
-def bubble_fraction(pipeline_parallel: int, virtual_stages: int, microbatches: int) -> float:
-    """Bubble over ideal compute time: (p - 1)/(v·m)."""
-    return (pipeline_parallel - 1) / (virtual_stages * microbatches)
 
 
 def in_flight_microbatches(pipeline_parallel: int, virtual_stages: int, microbatches: int) -> float:

@@ -1,0 +1,69 @@
+"""Memory per GPU of a training layout: model states and in-flight activations (layer L6).
+
+Assembles the per-GPU figures of :mod:`fabricsim.transformer.memory` for the most loaded GPU of a
+layout: the parameters of the largest pipeline stage (:func:`stage_parameters`), their model
+states after ZeRO sharding (:func:`fabricsim.transformer.memory.state_bytes`, the one
+implementation of the sharding rule), the activations stage 0 holds for its in-flight
+micro-batches under the pipeline schedule (:func:`fabricsim.workload.pipeline.in_flight_microbatches`)
+or, on the last stage, one micro-batch plus the logits, and the framework overhead.
+Pure functions; the analytic engine (:mod:`fabricsim.engine.analytic`) caches their inputs per
+per-GPU shape.
+"""
+
+from __future__ import annotations
+
+from fabricsim.engine.training_types import MemoryBreakdown, StageEntry
+from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.transformer.compute import ShardShape
+from fabricsim.transformer.constants import FRAMEWORK_MEMORY_BYTES
+from fabricsim.transformer.flops import ModelDims
+from fabricsim.transformer.memory import (
+    WEIGHT_BYTES,
+    layer_activation_bytes,
+    logits_activation_bytes,
+    state_bytes,
+)
+from fabricsim.workload import training as work
+from fabricsim.workload.pipeline import in_flight_microbatches
+
+
+def stage_parameters(dims: ModelDims, layout: ParallelLayout) -> tuple[float, float]:
+    """(dense, expert) parameters on one GPU of the largest stage, before ZeRO sharding."""
+    stage = work.largest_stage(dims, layout.pipeline_parallel)
+    dense, expert = work.stage_parameters(dims, stage, layout.tensor_parallel, layout.expert_parallel)
+    if layout.pipeline_parallel == 1 and not dims.tied_embeddings:  # one GPU holds both ends
+        dense += min(dims.embedding_params, dims.output_params) / layout.tensor_parallel
+    return dense, expert
+
+
+def stage_activations(dims: ModelDims, layout: ParallelLayout, shape: ShardShape) -> tuple[float, float, float]:
+    """Bytes of (one micro-batch's activations on the largest stage, the output layer's
+    activations of one micro-batch, the working set of one layer rebuilt under full recomputation)."""
+    stage = work.largest_stage(dims, layout.pipeline_parallel)
+    per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, layout.recompute, False)
+    per_microbatch += stage.moe_layers * layer_activation_bytes(dims, shape, layout.recompute, True)
+    working = 0.0
+    if layout.recompute is Recompute.FULL:  # one layer's activations rebuilt during its backward
+        working = layer_activation_bytes(dims, shape, Recompute.NONE, stage.moe_layers > 0)
+    return per_microbatch, logits_activation_bytes(dims, shape), working
+
+
+def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> MemoryBreakdown:
+    """Bytes on the most loaded GPU: model states after ZeRO sharding
+    (:func:`fabricsim.transformer.memory.state_bytes`; expert parameters over dp/ep), plus under
+    ZeRO-3 two gathered layers (current + prefetched); activations of the in-flight micro-batches on
+    stage 0 (or one micro-batch plus the logits on the last stage); framework overhead."""
+    dp = layout.data_parallel
+    shards = (layout.zero_stage, dp, max(1, dp // layout.expert_parallel))
+    states = state_bytes(entry.dense_params, entry.expert_params, shards, layout.dtype)
+    weights = states.weights
+    if layout.zero_stage == 3 and dp > 1:
+        weights += 2.0 * WEIGHT_BYTES * (entry.dense_params + entry.expert_params) / max(1, entry.layers)
+    pp = layout.pipeline_parallel
+    first = in_flight_microbatches(pp, layout.virtual_stages, microbatches) * entry.activation_per_microbatch
+    if pp == 1:
+        activations = first + entry.logits_activation
+    else:
+        activations = max(first, entry.activation_per_microbatch + entry.logits_activation)
+    activations += entry.recompute_working
+    return MemoryBreakdown(weights, states.gradients, states.optimizer, activations, FRAMEWORK_MEMORY_BYTES)

@@ -1,0 +1,192 @@
+"""Time of one training step from the per-GPU work of its slowest stage (layer L6).
+
+The closed form of :mod:`fabricsim.engine.analytic`: per layer, the forward/backward/recompute
+compute (:mod:`fabricsim.transformer.compute`) and the exposed tensor-, context- and
+expert-parallel collectives (``max(0, comm - overlappable compute)``); per step, the exposed
+data-parallel gradient reduction (Megatron-LM buckets overlapped with backward, or after it) and
+ZeRO gathers, the optimizer step (HBM-bound), the pipeline send/recv and the bubble
+(:func:`fabricsim.workload.pipeline.bubble_stage_times`), composed as::
+
+    step = m·t_microbatch + (pp-1)/vpp·t_stage + dp_exposed + optimizer
+
+Functions take a :class:`StepContext` (the analytic engine's per-sweep context satisfies it) so
+their collective and rate look-ups are cached by the caller.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from fabricsim.collectives import CollectiveOp
+from fabricsim.engine.comm import CollectiveTimes
+from fabricsim.engine.training_types import StageEntry, StageWork, TimeBreakdown
+from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.transformer.compute import DeviceRates, LayerTimes, ShardShape, layer_forward_times, logits_times_s
+from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE
+from fabricsim.transformer.flops import ModelDims
+from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param
+from fabricsim.workload import training as work
+from fabricsim.workload.pipeline import bubble_stage_times, p2p_transfers_per_microbatch
+from fabricsim.workload.training import TrainingOptions
+
+# Megatron-LM DistributedDataParallelConfig default bucket: 40M parameters (max(40M, 1M x dp)).
+GRAD_BUCKET_PARAMS = 40.0e6
+
+AR, AG, RS, A2A = CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL
+
+
+class StepContext(Protocol):
+    """What the step-time functions need: model dimensions, cached collective times, options and
+    device rates per dtype."""
+
+    dims: ModelDims
+    comm: CollectiveTimes
+    options: TrainingOptions
+
+    def rates(self, dtype: str) -> DeviceRates: ...
+
+
+def shard_shape(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> ShardShape:
+    """The per-GPU shape of one micro-batch of ``layout`` (tokens of ``seq_len``)."""
+    return ShardShape(
+        micro_batch=layout.micro_batch_size,
+        seq_len=seq_len,
+        tensor_parallel=layout.tensor_parallel,
+        context_parallel=layout.context_parallel,
+        expert_parallel=layout.expert_parallel,
+        sequence_parallel=layout.sequence_parallel,
+        flash_attention=ctx.options.flash_attention,
+    )
+
+
+def _recompute_s(times: LayerTimes, recompute: Recompute) -> float:
+    if recompute is Recompute.FULL:
+        return times.total_s
+    return times.attention_s if recompute is Recompute.SELECTIVE else 0.0
+
+
+def _layer_comm_s(
+    ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, times: LayerTimes
+) -> tuple[float, float]:
+    """Exposed (tensor-parallel, context-parallel) seconds of one layer, forward + backward + recompute."""
+    t, comm = layout.tensor_parallel, ctx.comm
+    passes = 3.0 if layout.recompute is Recompute.FULL else 2.0
+    if layout.sequence_parallel:
+        per_pass = 2.0 * (comm.time_s(AG, sizes.tensor_bytes, t, 1) + comm.time_s(RS, sizes.tensor_bytes, t, 1))
+    else:
+        per_pass = 2.0 * comm.time_s(AR, sizes.tensor_bytes, t, 1)
+    tp = passes * per_pass
+    if ctx.options.overlap_tp_comm:
+        tp = max(0.0, tp - passes * times.linear_s)
+    cp_fwd = comm.time_s(AG, sizes.context_kv_bytes, layout.context_parallel, t)
+    cp_bwd = cp_fwd + comm.time_s(RS, sizes.context_kv_bytes, layout.context_parallel, t)
+    cp = max(0.0, cp_fwd - times.attention_s) + max(0.0, cp_bwd - 2.0 * times.attention_s)
+    if layout.recompute is Recompute.FULL:
+        cp += max(0.0, cp_fwd - times.attention_s)
+    return tp, cp
+
+
+def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageWork:
+    """Per-micro-batch seconds of the largest stage: compute by kind and exposed TP/CP/EP collectives;
+    the last stage's output layer counts where it makes that stage the slowest."""
+    dims, rates = ctx.dims, ctx.rates(layout.dtype)
+    shape = shard_shape(ctx, layout, seq_len)
+    stage = work.largest_stage(dims, layout.pipeline_parallel)
+    sizes = work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0))
+    forward = backward = recompute = tp = cp = ep = 0.0
+    for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True)):
+        if count == 0:
+            continue
+        times = layer_forward_times(dims, rates, shape, moe)
+        tp_layer, cp_layer = _layer_comm_s(ctx, layout, sizes, times)
+        forward += count * times.total_s
+        backward += count * times.backward_s
+        recompute += count * _recompute_s(times, layout.recompute)
+        tp += count * tp_layer
+        cp += count * cp_layer
+        if moe:
+            passes = 6.0 if layout.recompute is Recompute.FULL else 4.0
+            stride = layout.tensor_parallel * layout.context_parallel
+            ep += count * passes * ctx.comm.time_s(A2A, sizes.expert_bytes, layout.expert_parallel, stride)
+    logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
+    share = 1.0
+    if layout.pipeline_parallel > 1:  # the last stage has floor(L/pp) layers plus the output layer
+        last_layers = dims.layers // layout.pipeline_parallel
+        extra = last_layers * (forward + backward) / stage.layers + logits_fwd + logits_bwd - (forward + backward)
+        share = max(0.0, extra) / (logits_fwd + logits_bwd)
+    return StageWork(forward + share * logits_fwd, backward + share * logits_bwd, recompute, tp, cp, ep)
+
+
+def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, params: tuple[float, float]) -> float:
+    """Exposed seconds of the data-parallel gradient reduction and ZeRO parameter gathers."""
+    dp, ep, zero = layout.data_parallel, layout.expert_parallel, layout.zero_stage
+    if dp == 1:
+        return 0.0
+    comm, stride = ctx.comm, layout.tensor_parallel * layout.context_parallel
+    dense, expert = params
+    grad = gradient_bytes_per_param(layout.dtype)
+    op = AR if zero == 0 else RS
+    reduce_s = comm.time_s(op, dense * grad, dp, stride) + comm.time_s(op, expert * grad, dp // ep, stride * ep)
+    gather_s = 0.0
+    if zero >= 1:  # updated parameters all-gathered after the (sharded) optimizer step
+        gather_s = comm.time_s(AG, dense * WEIGHT_BYTES, dp, stride)
+        gather_s += comm.time_s(AG, expert * WEIGHT_BYTES, dp // ep, stride * ep)
+    if not ctx.options.overlap_grad_reduce:
+        return reduce_s + gather_s
+    total = dense + expert
+    tail = reduce_s * min(1.0, GRAD_BUCKET_PARAMS / total) if total else 0.0
+    exposed = max(tail, reduce_s - stage.backward_s - stage.recompute_s)
+    return exposed + max(0.0, gather_s - stage.forward_s)
+
+
+def zero3_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, params: tuple[float, float]) -> float:
+    """ZeRO-3/FSDP: per micro-batch the weights are all-gathered for forward and for backward."""
+    if layout.zero_stage < 3 or layout.data_parallel == 1:
+        return 0.0
+    stride = layout.tensor_parallel * layout.context_parallel
+    gather = ctx.comm.time_s(AG, params[0] * WEIGHT_BYTES, layout.data_parallel, stride)
+    edp = layout.data_parallel // layout.expert_parallel
+    gather += ctx.comm.time_s(AG, params[1] * WEIGHT_BYTES, edp, stride * layout.expert_parallel)
+    return max(0.0, gather - stage.forward_s) + max(0.0, gather - stage.backward_s - stage.recompute_s)
+
+
+def optimizer_s(ctx: StepContext, layout: ParallelLayout, params: tuple[float, float]) -> float:
+    """Seconds of the (ZeRO-sharded) Adam step: bytes per updated parameter / usable HBM B/s."""
+    dense, expert = params
+    if layout.zero_stage >= 1:
+        dense /= layout.data_parallel
+        expert /= max(1, layout.data_parallel // layout.expert_parallel)
+    return (dense + expert) * OPTIMIZER_BYTES_PER_PARAM_UPDATE / ctx.rates(layout.dtype).hbm_Bps
+
+
+def step_time(
+    ctx: StepContext,
+    layout: ParallelLayout,
+    entry: StageEntry,
+    dp_times: tuple[float, float, float],
+    microbatches: int,
+) -> TimeBreakdown:
+    """Seconds of one step by cause (module docstring); ``dp_times`` = (exposed DP reduction and
+    gathers per step, ZeRO-3 exposed per micro-batch, optimizer)."""
+    stage = entry.work
+    m = microbatches
+    pp, vpp = layout.pipeline_parallel, layout.virtual_stages
+    p2p = 0.0
+    if pp > 1:
+        stride = layout.tensor_parallel * layout.context_parallel * layout.data_parallel
+        p2p = p2p_transfers_per_microbatch(pp, vpp) * ctx.comm.send_recv_s(entry.p2p_bytes, stride)
+    dp_s, zero3, optimizer_s = dp_times
+    per_mb = stage.forward_s + stage.backward_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
+    per_mb += stage.ep_comm_s + zero3
+    return TimeBreakdown(
+        forward_compute_s=m * stage.forward_s,
+        backward_compute_s=m * stage.backward_s,
+        recompute_s=m * stage.recompute_s,
+        tp_comm_s=m * stage.tp_comm_s,
+        cp_comm_s=m * stage.cp_comm_s,
+        ep_comm_s=m * stage.ep_comm_s,
+        pp_comm_s=m * p2p,
+        pipeline_bubble_s=bubble_stage_times(pp, vpp) * per_mb,
+        dp_comm_s=m * zero3 + dp_s,
+        optimizer_s=optimizer_s,
+    )
