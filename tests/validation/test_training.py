@@ -2,7 +2,7 @@
 
 from statistics import mean
 
-from fabricsim.validation import run_suite
+from fabricsim.validation import SuiteResult, run_suite
 
 
 def test_training_suite_bounds() -> None:
@@ -68,3 +68,18 @@ def test_memory_matches_korthikanti_figure_1() -> None:
             embedding_gib = 18 * 51200 * int(workload["hidden_size"]) / 8 / 2**30
             assert abs(states / (states_gib + embedding_gib) - 1) < 0.01, (key, states, states_gib)
             assert abs(memory.activations / 2**30 / expected - 1) < 0.10, (key, recompute, memory.activations)
+
+
+def test_suite_says_it_is_in_sample(capsys) -> None:
+    """GEMM_PEAK_FRACTION was fitted on these rows: the JSON and the table say so."""
+    import json
+
+    from fabricsim.cli.app import main
+    from fabricsim.transformer.constants import GEMM_PEAK_FRACTION
+
+    assert main(["validate", "training", "--json"]) == 0
+    suite = json.loads(capsys.readouterr().out)["suites"][0]
+    assert suite["calibration"].startswith(f"in-sample: GEMM_PEAK_FRACTION={GEMM_PEAK_FRACTION} ")
+    assert main(["validate", "training"]) == 0
+    assert "in-sample: GEMM_PEAK_FRACTION" in capsys.readouterr().out
+    assert "calibration" not in SuiteResult("uncalibrated", ()).to_json()

@@ -73,6 +73,8 @@ def validation_tables(payload: dict[str, Any]) -> Any:
             title=f"{suite['name']}: mean |error| {suite['mean_abs_error'] * 100:.1f}%, "
             f"max {suite['max_abs_error'] * 100:.1f}%",
             title_justify="left",
+            caption=suite.get("calibration"),
+            caption_justify="left",
         )
         for column in ("entry", "metric", "measured", "predicted", "error"):
             table.add_column(column, justify="right" if column in ("measured", "predicted", "error") else "left")

@@ -46,8 +46,11 @@ class ValidationEntry:
 
 @dataclass(frozen=True, slots=True)
 class SuiteResult:
+    """A suite's entries; ``calibration`` says which fitted constants saw these rows ("" = none)."""
+
     name: str
     entries: tuple[ValidationEntry, ...]
+    calibration: str = ""
 
     @property
     def mean_abs_error(self) -> float:
@@ -58,12 +61,15 @@ class SuiteResult:
         return max((abs(e.error) for e in self.entries), default=0.0)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        payload: dict[str, object] = {
             "name": self.name,
             "entries": [e.to_json() for e in self.entries],
             "mean_abs_error": self.mean_abs_error,
             "max_abs_error": self.max_abs_error,
         }
+        if self.calibration:
+            payload["calibration"] = self.calibration
+        return payload
 
 
 def data_path(filename: str) -> Path:
