@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from fabricsim.cli.common import JSON_OPTION, emit
+from fabricsim.cli.common import JSON_OPTION, SYSTEM_OPTION, emit
 
 
 def collective(
     op: str = typer.Argument(
         ..., help="all-reduce | all-gather | reduce-scatter | all-to-all | broadcast | reduce | send-recv"
     ),
-    system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
+    system: str = SYSTEM_OPTION,
     gpus: int = typer.Option(..., "--gpus", help="number of GPUs in the group"),
     size: str = typer.Option(
         ..., "--size", help="message size in bytes (nccl-tests' S), e.g. 1GiB, 512MB, 1048576; 1Gb (bits) is refused"

@@ -20,3 +20,6 @@ def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any
     from rich.console import Console
 
     Console(highlight=False).print(render(payload))
+
+MODEL_OPTION = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json")
+SYSTEM_OPTION = typer.Option(..., "--system", help="catalog system name or YAML path")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import typer
 
 from fabricsim.cli import fidelity as fidelity_flags
-from fabricsim.cli.common import JSON_OPTION, emit
+from fabricsim.cli.common import JSON_OPTION, MODEL_OPTION, SYSTEM_OPTION, emit
 
 
 def infer(
-    model: str = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json"),
-    system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
+    model: str = MODEL_OPTION,
+    system: str = SYSTEM_OPTION,
     gpus: int = typer.Option(..., "--gpus", help="number of GPUs (replicas = gpus / (pp x max(tp, ep)))"),
     batch: str = typer.Option("max", "--batch", help="sequences per replica, or 'max' for the largest whose KV fits"),
     input_len: int = typer.Option(..., "--input-len", help="prompt tokens per sequence"),

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import typer
 
-from fabricsim.cli.common import JSON_OPTION, emit
+from fabricsim.cli.common import JSON_OPTION, MODEL_OPTION, SYSTEM_OPTION, emit
 from fabricsim.errors import FabricsimError
 
 app = typer.Typer(help="Find the best parallel layout for training or serving a model.", no_args_is_help=True)
@@ -54,8 +54,8 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
 
 @app.command("train", no_args_is_help=True)
 def train(
-    model: str = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json"),
-    system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
+    model: str = MODEL_OPTION,
+    system: str = SYSTEM_OPTION,
     gpus: int = typer.Option(..., "--gpus", help="number of GPUs"),
     global_batch: int = typer.Option(..., "--global-batch", help="sequences per optimizer step"),
     seq_len: int = typer.Option(..., "--seq-len", help="tokens per sequence"),
@@ -113,8 +113,8 @@ def _slo_s(flag: str, milliseconds: float | None) -> float | None:
 
 @app.command("infer", no_args_is_help=True)
 def infer(
-    model: str = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json"),
-    system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
+    model: str = MODEL_OPTION,
+    system: str = SYSTEM_OPTION,
     gpus: int = typer.Option(..., "--gpus", help="number of GPUs (the rest of a layout's replica GPUs are replicas)"),
     input_len: int = typer.Option(..., "--input-len", help="prompt tokens per request"),
     output_len: int = typer.Option(..., "--output-len", help="generated tokens per request"),

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from fabricsim.cli.common import JSON_OPTION, emit
+from fabricsim.cli.common import JSON_OPTION, MODEL_OPTION, SYSTEM_OPTION, emit
 
 DIST_HELP = "DIST: an integer, uniform:LO,HI, lognormal:MEAN,SIGMA or normal:MEAN,STD (tokens)"
 
 
 def serve(
-    model: str = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json"),
-    system: str = typer.Option(..., "--system", help="catalog system name or YAML path"),
+    model: str = MODEL_OPTION,
+    system: str = SYSTEM_OPTION,
     gpus: int = typer.Option(..., "--gpus", help="GPUs of the whole deployment (split into replicas)"),
     arrival_rate: float | None = typer.Option(None, "--arrival-rate", help="Poisson arrivals, requests/s"),
     trace: str | None = typer.Option(
