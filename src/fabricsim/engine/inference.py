@@ -125,11 +125,16 @@ def _decode_parts(scenario: InferScenario, batch: int, coeffs, comm: Communicati
     )
 
 
+def prefill_chunks(scenario: InferScenario, batch: int) -> int:
+    """Prefill steps of ``batch`` prompts: ``ceil(batch x input_len / max_step_tokens)``, at least 1."""
+    return max(1, -(-batch * scenario.input_len // scenario.kv_policy.max_step_tokens))
+
+
 def _prefill_parts(scenario: InferScenario, batch: int, coeffs, comm: CommunicationModel) -> StepParts:
     """The batch's prompts in ``ceil(batch x input_len / max_step_tokens)`` equal chunks of whole
     prompts (chunked prefill keeps the activations of one step bounded)."""
     prompt_tokens = batch * scenario.input_len
-    chunks = max(1, -(-prompt_tokens // scenario.kv_policy.max_step_tokens))
+    chunks = prefill_chunks(scenario, batch)
     pairs = batch * prefill_attention_pairs(scenario.input_len, 0.0)
     one = step_time(
         coeffs,

@@ -50,6 +50,7 @@ from fabricsim.workload.inference_layout import (
 
 __all__ = [
     "INFERENCE_DTYPES",
+    "CollectiveCall",
     "CommunicationModel",
     "InferenceLayout",
     "KvBudgetPolicy",
@@ -244,6 +245,18 @@ def compute_parts(c: StepCoefficients, micro: StepWork) -> tuple[float, float]:
     return linear_s, attention_s
 
 
+@dataclass(frozen=True, slots=True)
+class CollectiveCall:
+    """``count`` back-to-back ``op``s of ``size_bytes`` (nccl-tests S) over ``ranks`` adjacent GPUs,
+    ``time_s`` seconds each on the uncontended fabric (a stage's share of one micro-batch)."""
+
+    op: CollectiveOp
+    size_bytes: float
+    ranks: int
+    count: float
+    time_s: float
+
+
 @dataclass
 class CommunicationModel:
     """Seconds of a stage's collectives for a micro-batch of ``tokens`` tokens, timed (and memoised
@@ -260,23 +273,31 @@ class CommunicationModel:
 
     def time_s(self, tokens: float) -> float:
         """TP all-reduces and MoE all-to-alls of the slowest stage, ``ceil(layers / pp)`` layers."""
+        total = 0.0
+        for call in self.calls(tokens):
+            total += call.count * call.time_s
+        return total
+
+    def calls(self, tokens: float) -> tuple[CollectiveCall, ...]:
+        """The collectives behind :meth:`time_s`: 2 TP all-reduces per dense layer and 1 per MoE
+        layer (with EP), a dispatch and a combine all-to-all over the EP group per MoE layer."""
         layout, model = self.layout, self.model
         if tokens <= 0:
-            return 0.0
+            return ()
         tokens = math.ceil(tokens)
         dp, tp, ep = layout.attention_data_parallel, layout.tensor_parallel, layout.expert_parallel
         hidden_bytes = math.ceil(tokens / dp) * model.hidden_size * ACTIVATION_BYTES
         layers = math.ceil(model.num_hidden_layers / layout.pipeline_parallel)
         moe_layers = layers * model.num_moe_layers / model.num_hidden_layers if ep > 1 else 0.0
-        total = 0.0
+        out = []
         if tp > 1:
             all_reduce = self._times.time_s(CollectiveOp.ALL_REDUCE, hidden_bytes, tp, 1)
-            total += all_reduce * (2.0 * layers - moe_layers)
+            out.append(CollectiveCall(CollectiveOp.ALL_REDUCE, hidden_bytes, tp, 2.0 * layers - moe_layers, all_reduce))
         if moe_layers:
             routed = math.ceil(tokens / layout.stage_gpus) * model.num_experts_per_tok * model.hidden_size
             a2a = self._times.time_s(CollectiveOp.ALL_TO_ALL, routed * ACTIVATION_BYTES, ep, 1)
-            total += 2.0 * a2a * moe_layers
-        return total
+            out.append(CollectiveCall(CollectiveOp.ALL_TO_ALL, routed * ACTIVATION_BYTES, ep, 2.0 * moe_layers, a2a))
+        return tuple(out)
 
     def p2p_s(self, tokens: float) -> float:
         """Send/recv of the micro-batch's hidden states to the next stage (seconds)."""
