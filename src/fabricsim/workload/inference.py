@@ -303,8 +303,11 @@ class CommunicationModel:
         """Send/recv of the micro-batch's hidden states to the next stage (seconds)."""
         if self.layout.pipeline_parallel == 1 or tokens <= 0:
             return 0.0
-        size = math.ceil(tokens) * self.model.hidden_size * ACTIVATION_BYTES / self.layout.attention_data_parallel
-        return self._times.send_recv_s(size, self.layout.stage_gpus)
+        return self._times.send_recv_s(self.p2p_bytes(tokens), self.layout.stage_gpus)
+
+    def p2p_bytes(self, tokens: float) -> float:
+        """Bytes of one stage-to-stage send of a micro-batch's hidden states (per attention-DP rank)."""
+        return math.ceil(tokens) * self.model.hidden_size * ACTIVATION_BYTES / self.layout.attention_data_parallel
 
 
 def step_time(c: StepCoefficients, comm: CommunicationModel, work: StepWork) -> StepParts:
