@@ -331,10 +331,11 @@ class ServeResult:
 class SimulatedInferResult:
     """A static inference batch from the event-driven engine (``fabricsim infer --fidelity simulate``).
 
-    ``infer`` is the ``fabricsim infer`` contract (TPOT from the simulated steady-state decode);
-    with variability, ``tpot_s_p50``/``tpot_s_p99`` are percentiles over every simulated token of
-    ``seeds`` runs (``tokens_sampled`` intervals). ``simulation`` (not serialised) holds the graph
-    and timeline for traces.
+    ``infer`` is the ``fabricsim infer`` contract (TTFT from the simulated prefill chunks, TPOT from
+    the simulated steady-state decode; ``fidelity`` simulate or flow); with variability,
+    ``tpot_s_p50``/``tpot_s_p99`` are percentiles over every simulated token of ``seeds`` runs
+    (``tokens_sampled`` intervals) and ``ttft_s_p50``/``ttft_s_p99`` over the runs' batch TTFT.
+    ``simulation`` (not serialised) holds the graph and timeline for traces.
     """
 
     infer: InferResult
@@ -346,12 +347,17 @@ class SimulatedInferResult:
     folded: tuple[tuple[str, int], ...]
     simulated_ops: int
     simulation: object = field(default=None, compare=False, repr=False)
+    analytic_ttft_s: float | None = None
+    ttft_s_p50: float | None = None
+    ttft_s_p99: float | None = None
 
     def to_json(self) -> dict[str, object]:
         out = self.infer.to_json()
         out.update(
             {"analytic_tpot_s": self.analytic_tpot_s, "folded": dict(self.folded), "simulated_ops": self.simulated_ops}
         )
+        if self.analytic_ttft_s is not None:
+            out["analytic_ttft_s"] = self.analytic_ttft_s
         if self.tpot_s_p50 is not None:
             out.update(
                 {
@@ -361,6 +367,8 @@ class SimulatedInferResult:
                     "tokens_sampled": self.tokens_sampled,
                 }
             )
+        if self.ttft_s_p50 is not None:
+            out.update({"ttft_s_p50": self.ttft_s_p50, "ttft_s_p99": self.ttft_s_p99})
         return out
 
 
