@@ -1,42 +1,53 @@
-"""Decode op graphs and simulated TPOT: agrees with the analytic TPOT, tails ordered, max-of-many."""
+"""Inference op graphs: prefill chunks fill the pipeline once, decode keeps it full, layer groups."""
 
 import numpy as np
 import pytest
 
-from fabricsim import catalog
-from fabricsim.engine.inference import InferScenario
 from fabricsim.engine.simulate import execute
-from fabricsim.engine.simulate_inference import simulate_decode
-from fabricsim.engine.variability import Variability
-from fabricsim.workload.inference import InferenceLayout
-from fabricsim.workload.inference_graph import DecodePlan, build_decode_graph
+from fabricsim.workload.graph import CommPayload, Stream
+from fabricsim.workload.inference_graph import Collective, InferencePlan, StagePass, build_inference_graph
+
+PAYLOAD = CommPayload("all-reduce", 1 << 20, 8)
+
+
+def _plan(p: int, chunks: int, steps: int, groups: int = 1) -> InferencePlan:
+    prefill = StagePass(4.0, (Collective("tp-all-reduce", Stream.TP_COMM, 1.0, 8.0, PAYLOAD),), 0.5 if p > 1 else 0.0)
+    decode = StagePass(1.0, (Collective("tp-all-reduce", Stream.TP_COMM, 0.25, 8.0, PAYLOAD),), 0.1 if p > 1 else 0.0)
+    return InferencePlan(p, chunks, prefill, steps, decode, stage_gpus=8, layers=8, layer_groups=groups)
+
+
+def _ends(plan: InferencePlan):
+    built = build_inference_graph(plan)
+    return built, execute(built.graph, np.array([op.duration_s for op in built.graph.ops])).end_s
 
 
 @pytest.mark.parametrize("p", [1, 2, 4])
-def test_full_pipeline_token_interval_is_pp_stage_times(p):
-    plan = DecodePlan(pipeline_parallel=p, steps=6, compute_s=1.0, collectives_s=0.25, p2p_s=0.1 if p > 1 else 0.0)
-    graph, done = build_decode_graph(plan)
-    end = execute(graph, np.array([op.duration_s for op in graph.ops])).end_s
-    intervals = np.diff(end[np.array(done)], axis=1)
-    assert intervals[:, -1] == pytest.approx(np.full(p, p * (1.25 + plan.p2p_s)))
+def test_decode_token_interval_is_pp_stage_passes(p):
+    built, end = _ends(_plan(p, 0, 6))
+    intervals = np.diff(end[np.array(built.token_done)], axis=1)
+    assert intervals[:, -1] == pytest.approx(np.full(p, p * (1.25 + (0.1 if p > 1 else 0.0))))
+    assert built.prefill_done == [-1] * p
 
 
-def _scenario(tp: int, pp: int = 1) -> InferScenario:
-    model, system = catalog.load_model("llama3-70b"), catalog.load_system("dgx-h100")
-    return InferScenario(model, system, InferenceLayout(tensor_parallel=tp, pipeline_parallel=pp), 1024, 256, batch=64)
+@pytest.mark.parametrize(("p", "chunks"), [(1, 3), (2, 3), (4, 1)])
+def test_prefill_fills_the_pipeline_once(p, chunks):
+    built, end = _ends(_plan(p, chunks, 2))
+    stage_pass = 5.0 + (0.5 if p > 1 else 0.0)
+    assert end[built.prefill_done].max() == pytest.approx((chunks * p + p - 1) * stage_pass)
+    first_decode = [ops[0] for ops in built.token_done]
+    starts = execute(built.graph, np.array([op.duration_s for op in built.graph.ops])).start_s
+    for j in range(p):  # a micro-batch decodes after its own prefill, not before
+        first_op = min(i for i, op in enumerate(built.graph.ops) if op.name.startswith(f"decode step0.mb{j}"))
+        assert starts[first_op] >= end[built.prefill_done[j]] - 1e-12
+        assert end[first_decode[j]] > end[built.prefill_done[j]]
 
 
-@pytest.mark.parametrize(("tp", "pp"), [(8, 1), (4, 2)])
-def test_simulated_tpot_matches_the_analytic_tpot(tp, pp):
-    sim = simulate_decode(_scenario(tp, pp))
-    assert sim.tpot_s == pytest.approx(sim.estimate.tpot_s, rel=1e-6)
-    assert sim.tpot_s_p99 is None
-
-
-def test_tpot_tails_are_ordered_and_grow_with_gpus_in_lock_step():
-    v = Variability(compute_jitter=0.05, straggler_fraction=0.01, straggler_slowdown=0.2, seeds=30, seed=5)
-    sims = {tp: simulate_decode(_scenario(tp), v) for tp in (2, 8)}
-    for sim in sims.values():
-        assert sim.tpot_s_p99 >= sim.tpot_s_p50 >= sim.tpot_s
-    relative = {tp: sim.tpot_s_p99 / sim.tpot_s for tp, sim in sims.items()}
-    assert relative[8] > relative[2]
+def test_layer_groups_split_compute_and_collectives():
+    built, end = _ends(_plan(1, 1, 1, groups=4))
+    ops = [op for op in built.graph.ops if "prefill" in op.name]
+    compute = [op for op in ops if op.stream is Stream.COMPUTE]
+    comm = [op for op in ops if op.stream is Stream.TP_COMM]
+    assert len(compute) == len(comm) == 4
+    assert sum(op.repeat for op in comm) == 8 and all(op.payload == PAYLOAD for op in comm)
+    assert all(op.sync_points == 2 for op in compute)
+    assert end[built.prefill_done[0]] == pytest.approx(5.0)

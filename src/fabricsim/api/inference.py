@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from fabricsim import catalog
+from fabricsim.engine.flow_timer import flow_timers
 from fabricsim.engine.inference import InferEstimate, InferScenario, KvSpill, infer_estimate
 from fabricsim.engine.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
-from fabricsim.engine.simulate_inference import simulate_decode
+from fabricsim.engine.simulate_inference import simulate_inference
 from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError
 from fabricsim.metrics import (
@@ -224,35 +225,53 @@ def simulate_infer(
     *,
     input_len: int,
     output_len: int,
+    fidelity: str = "simulate",
     variability: Variability | None = None,
     **options: Any,
 ) -> SimulatedInferResult:
-    """One static inference batch through the event-driven engine (fidelity ``simulate``).
+    """One static inference batch through the event-driven engine.
 
-    Same inputs as :func:`infer` (``options``: batch, tp, pp, ep, dtype, kv_dtype). The decode
-    steps run as an op graph with the analytic step costs; ``variability`` (stragglers, jitter)
-    gives per-token P50/P99 TPOT. The ``flow`` network is not used for inference: its collectives
-    are small and latency-bound, where the flow model's bandwidth view says little.
+    Same inputs as :func:`infer` (``options``: batch, tp, pp, ep, dtype, kv_dtype). The prefill
+    chunks and decode steps run as an op graph with the analytic step costs (TTFT and TPOT from the
+    graph; the end-to-end latency and throughput follow from them). ``fidelity`` is ``simulate``
+    (collectives at their analytic, uncontended times) or ``flow`` (TP/EP/PP payloads re-timed on
+    the system topology by the flow model, every group at once; never below the analytic time, see
+    :mod:`fabricsim.engine.simulate_inference`). ``variability`` (stragglers, jitter; ECMP
+    re-hashing with ``flow``) gives P50/P99 TTFT over runs and TPOT over tokens.
     """
+    if fidelity not in ("simulate", "flow"):
+        raise FabricsimError("fidelity", f"unknown fidelity {fidelity!r}", "use simulate or flow")
     base = infer(model, system, gpus, input_len=input_len, output_len=output_len, **options)
     if variability is not None:
         variability.validate()
-        if variability.ecmp_rehash:
-            raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network, which infer does not use")
+        if variability.ecmp_rehash and fidelity != "flow":
+            raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")
     get = options.get
     request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
     model_spec, system_spec, layout = inference_specs(model, system, request)
     scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch)
-    sim = simulate_decode(scenario, variability)
-    infer_result = dataclasses.replace(base, tpot_s=sim.tpot_s, fidelity="simulate")
+    timers = None
+    if fidelity == "flow":
+        rehash = variability is not None and variability.ecmp_rehash
+        timers = flow_timers(system_spec, gpus, rehash, variability.seed if variability is not None else 0)
+    sim = simulate_inference(scenario, variability, timers)
+    e2e = sim.ttft_s + (output_len - 1) * sim.tpot_s
+    infer_result = dataclasses.replace(
+        base, ttft_s=sim.ttft_s, tpot_s=sim.tpot_s, e2e_latency_s=e2e,
+        output_tokens_per_s=layout.replicas * base.batch * output_len / e2e if e2e > 0 else 0.0, fidelity=fidelity,
+    )
+    varied = sim.tpot_s_p50 is not None and variability is not None
     return SimulatedInferResult(
         infer=infer_result,
         analytic_tpot_s=sim.estimate.tpot_s,
         tpot_s_p50=sim.tpot_s_p50,
         tpot_s_p99=sim.tpot_s_p99,
-        seeds=variability.seeds if sim.tpot_s_p50 is not None and variability is not None else 0,
+        seeds=variability.seeds if varied and variability is not None else 0,
         tokens_sampled=sim.tokens_sampled,
         folded=tuple(sim.graph.folded.items()),
         simulated_ops=sim.ops,
         simulation=sim,
+        analytic_ttft_s=sim.estimate.ttft_s,
+        ttft_s_p50=sim.ttft_s_p50,
+        ttft_s_p99=sim.ttft_s_p99,
     )

@@ -1,7 +1,7 @@
 """``--fidelity``, ``--trace`` and variability options of ``fabricsim train`` and ``infer`` (layer L11).
 
 ``--fidelity analytic`` (default) keeps the closed form; ``simulate`` runs the event-driven engine
-with the analytic collective times; ``flow`` times collectives on the flow-level network (train only).
+with the analytic collective times; ``flow`` times collectives on the flow-level network.
 ``--trace out.json`` writes a Chrome/Perfetto timeline (atomically). Variability:
 ``--seeds N`` Monte-Carlo runs, ``--straggler FRACTION:SLOWDOWN`` (e.g. ``0.01:0.2``: 1% of GPUs
 20% slower), ``--jitter SIGMA`` (kernel time jitter), ``--link-jitter SIGMA``, ``--ecmp-rehash``
@@ -87,15 +87,16 @@ def run_train(flags: SimulationFlags, train_args: tuple[Any, ...], layout: dict[
 
 
 def run_infer(flags: SimulationFlags, infer_args: tuple[Any, ...], options: dict[str, Any], as_json: bool) -> None:
-    """Run ``fabricsim infer`` through the engine (fidelity simulate) and print it; trace if asked."""
+    """Run ``fabricsim infer`` through the engine (fidelity simulate or flow) and print it; trace if asked."""
     from fabricsim import api
     from fabricsim.io.trace import write_trace
     from fabricsim.report.tables import simulated_infer_table
 
-    if flags.fidelity not in ("analytic", "simulate"):
-        raise FabricsimError("fidelity", f"infer supports analytic and simulate, got {flags.fidelity!r}")
+    if flags.fidelity not in api.FIDELITIES:
+        raise FabricsimError("fidelity", f"unknown fidelity {flags.fidelity!r}", "use analytic, simulate or flow")
+    fidelity = "simulate" if flags.fidelity == "analytic" else flags.fidelity
     model, system, gpus = infer_args
-    result = api.simulate_infer(model, system, gpus, variability=variability(flags), **options)
+    result = api.simulate_infer(model, system, gpus, fidelity=fidelity, variability=variability(flags), **options)
     if flags.trace is not None:
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.timeline)

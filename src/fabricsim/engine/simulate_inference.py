@@ -1,56 +1,139 @@
-"""Simulated decode: TPOT per token from an op graph, with P50/P99 under variability (layer L6).
+"""Simulated static-batch inference: TTFT and TPOT from an op graph, P50/P99 under variability (layer L6).
 
 The costs are the analytic inference engine's (:func:`fabricsim.engine.inference.infer_estimate`:
-mean decode step over the output's context lengths, and its communication model for the
-collectives and pipeline hand-off of one micro-batch); :mod:`fabricsim.workload.inference_graph`
-lays them out over ``DECODE_STEPS`` steps of ``pp`` micro-batches. A token's TPOT is the time
-between consecutive completions of its micro-batch at the last stage. Without variability the
-simulated TPOT equals the analytic one (a full pipeline); with stragglers and jitter the per-token
-distribution over steps and seeds gives P50/P99 TPOT (a token waits for the slowest GPU of every
-stage it crosses).
+the prefill chunk of :func:`~fabricsim.engine.inference.prefill_chunks` and the mean decode step;
+:class:`fabricsim.workload.inference.CommunicationModel` for the collectives and pipeline hand-off
+of one micro-batch); :mod:`fabricsim.workload.inference_graph` lays them out as the prefill chunks
+then ``DECODE_STEPS`` decode steps of ``pp`` micro-batches. TTFT is the time the batch's last
+micro-batch leaves prefill; a token's TPOT is the time between consecutive completions of its
+micro-batch at the last stage. Without variability and with ``pp = 1`` both equal the analytic ones;
+with ``pp > 1`` the simulated prefill also pays the pipeline fill (``pp - 1`` stage passes), which the
+analytic TTFT leaves out. With stragglers and jitter the per-run TTFT and the per-token intervals
+over steps and seeds give P50/P99 (a token waits for the slowest GPU of every stage it crosses).
+
+Network fidelity: by default the collectives keep their analytic (uncontended) times. With a flow
+timer (:func:`fabricsim.engine.flow_timer.flow_timers`), each TP/EP/PP payload is timed on the
+system topology with every group of its shape active at once; the flow model leaves out the
+algorithms' per-step latencies (:mod:`fabricsim.engine.flow_timer`), which dominate the KB-sized
+decode messages, so a call takes ``max(uncontended analytic time, flow time)``: contention can only
+add to the analytic time.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from fabricsim.engine.inference import InferEstimate, InferScenario, infer_estimate
-from fabricsim.engine.simulate import Timeline, execute
-from fabricsim.engine.variability import Variability, perturbed
-from fabricsim.workload.graph import OpGraph
+from fabricsim.engine.inference import InferEstimate, InferScenario, infer_estimate, prefill_chunks
+from fabricsim.engine.simulate import CommTimer, Timeline, execute
+from fabricsim.engine.variability import TimerFactory, Variability, perturbed
+from fabricsim.specs import SystemSpec
+from fabricsim.workload.graph import CommPayload, OpGraph, Stream
 from fabricsim.workload.inference import CommunicationModel
-from fabricsim.workload.inference_graph import DecodePlan, build_decode_graph
+from fabricsim.workload.inference_graph import (
+    Collective,
+    InferenceGraph,
+    InferencePlan,
+    StagePass,
+    build_inference_graph,
+)
 
 DECODE_STEPS = 32  # steps simulated per run: enough for P99 over steps x micro-batches x seeds
+MAX_PREFILL_CHUNKS = 64  # more chunks are folded: each simulated chunk stands for several equal ones
+LAYER_GROUPS = 4  # compute/collective alternations per stage pass (fewer if the stage has fewer layers)
+
+_CATEGORY = {"all-reduce": ("tp-all-reduce", Stream.TP_COMM), "all-to-all": ("ep-all-to-all", Stream.EP_COMM)}
 
 
-def decode_plan(scenario: InferScenario, estimate: InferEstimate, steps: int = DECODE_STEPS) -> DecodePlan:
-    """Per micro-batch and stage costs of the mean decode step of ``estimate``."""
-    layout = scenario.layout
-    p = layout.pipeline_parallel
-    comm = CommunicationModel(scenario.system, layout, scenario.model)
-    tokens = estimate.batch / p
-    collectives_s, p2p_s = comm.time_s(tokens), comm.p2p_s(tokens)
-    stage_s = estimate.decode.total_s / p
-    return DecodePlan(
-        pipeline_parallel=p,
-        steps=steps,
-        compute_s=max(stage_s - collectives_s - p2p_s, 0.0),
-        collectives_s=collectives_s,
-        p2p_s=p2p_s,
-        stage_gpus=layout.stage_gpus,
-        layers=max(1, scenario.model.num_hidden_layers // p),
-    )
+def _link_class(system: SystemSpec, ranks: int, stride: int) -> str:
+    """``scale-out`` when ``ranks`` GPUs ``stride`` apart span more than one scale-up domain."""
+    return "scale-out" if (ranks - 1) * stride >= system.scale_up.domain_gpus else "scale-up"
+
+
+def _stage_pass(
+    comm: CommunicationModel, tokens: float, compute_s: float, calls_s: dict[CommPayload, float]
+) -> StagePass:
+    """One micro-batch of ``tokens`` through a stage; records each payload's analytic call time."""
+    collectives = []
+    for call in comm.calls(tokens):
+        category, stream = _CATEGORY[call.op.value]
+        payload = CommPayload(call.op.value, int(call.size_bytes + 0.5), call.ranks, 1,
+                              _link_class(comm.system, call.ranks, 1))
+        calls_s[payload] = call.time_s
+        collectives.append(Collective(category, stream, call.count * call.time_s, call.count, payload))
+    p2p_s = comm.p2p_s(tokens)
+    p2p_payload = None
+    if p2p_s > 0:
+        stride = comm.layout.stage_gpus
+        p2p_payload = CommPayload("send-recv", int(comm.p2p_bytes(tokens) + 0.5), 2, stride,
+                                  _link_class(comm.system, 2, stride))
+        calls_s[p2p_payload] = p2p_s
+    comm_s = sum(c.time_s for c in collectives) + p2p_s
+    return StagePass(max(compute_s - comm_s, 0.0), tuple(collectives), p2p_s, p2p_payload)
 
 
 @dataclass(frozen=True, slots=True)
-class DecodeSimulation:
-    """Simulated TPOT (s): the mean without variability, and per-token percentiles with it."""
+class PlannedInference:
+    """The plan, each payload's analytic time per call (s), and the prefill chunks per simulated one."""
+
+    plan: InferencePlan
+    call_s: dict[CommPayload, float]
+    chunks_per_simulated: float
+
+
+def inference_plan(scenario: InferScenario, estimate: InferEstimate, steps: int = DECODE_STEPS) -> PlannedInference:
+    """Per micro-batch and stage costs of a prefill chunk and of the mean decode step of ``estimate``."""
+    layout = scenario.layout
+    p, batch = layout.pipeline_parallel, estimate.batch
+    comm = CommunicationModel(scenario.system, layout, scenario.model)
+    chunks = prefill_chunks(scenario, batch)
+    simulated = min(chunks, MAX_PREFILL_CHUNKS)
+    fold = chunks / simulated
+    calls_s: dict[CommPayload, float] = {}
+    prefill = _stage_pass(comm, batch * scenario.input_len / chunks / p, estimate.prefill.total_s / chunks / p, calls_s)
+    if fold > 1:  # a simulated chunk is ``fold`` real ones back to back
+        prefill = StagePass(prefill.compute_s * fold, tuple(
+            Collective(c.category, c.stream, c.time_s * fold, c.calls * fold, c.payload) for c in prefill.collectives
+        ), prefill.p2p_s * fold, prefill.p2p_payload)
+    decode = _stage_pass(comm, batch / p, estimate.decode.total_s / p, calls_s)
+    layers = max(1, math.ceil(scenario.model.num_hidden_layers / p))
+    plan = InferencePlan(
+        pipeline_parallel=p, prefill_chunks=simulated, prefill=prefill,
+        decode_steps=steps if scenario.output_len > 1 else 0, decode=decode,
+        stage_gpus=layout.stage_gpus, layers=layers, layer_groups=min(LAYER_GROUPS, layers),
+    )
+    return PlannedInference(plan, calls_s, fold)
+
+
+def network_durations(built: InferenceGraph, call_s: dict[CommPayload, float], timer: CommTimer | None) -> np.ndarray:
+    """Duration (s) of every op: nominal, or with ``timer`` each payload op's nominal time scaled by
+    ``max(1, timer(payload) / analytic call time)`` (see the module docstring); one timing per payload."""
+    ops = built.graph.ops
+    out = np.array([op.duration_s for op in ops])
+    if timer is None:
+        return out
+    factor: dict[CommPayload, float] = {}
+    for i, op in enumerate(ops):
+        if op.payload is None or op.payload not in call_s:
+            continue
+        if op.payload not in factor:
+            nominal = call_s[op.payload]
+            factor[op.payload] = max(1.0, float(timer(op.payload)) / nominal) if nominal > 0 else 1.0
+        out[i] *= factor[op.payload]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceSimulation:
+    """Simulated TTFT and TPOT (s): nominal, and percentiles with variability."""
 
     estimate: InferEstimate
+    ttft_s: float
     tpot_s: float
+    ttft_s_p50: float | None
+    ttft_s_p99: float | None
     tpot_s_p50: float | None
     tpot_s_p99: float | None
     tokens_sampled: int
@@ -62,27 +145,48 @@ class DecodeSimulation:
         return len(self.graph.ops)
 
 
+def _ttft(end_s: np.ndarray, built: InferenceGraph) -> float:
+    done = [i for i in built.prefill_done if i >= 0]
+    return float(end_s[done].max()) if done else 0.0
+
+
 def _intervals(end_s: np.ndarray, token_done: list[list[int]]) -> np.ndarray:
     """Times between consecutive tokens of each micro-batch (the first step's latency excluded)."""
-    done = end_s[np.array(token_done)]  # [micro-batch, step]
+    done = end_s[np.array(token_done, dtype=int)]  # [micro-batch, step]
     return np.diff(done, axis=1).ravel()
 
 
-def simulate_decode(scenario: InferScenario, variability: Variability | None = None) -> DecodeSimulation:
-    """TPOT of ``scenario`` from the event-driven engine (analytic collective times)."""
+def simulate_inference(
+    scenario: InferScenario, variability: Variability | None = None, timers: TimerFactory | None = None
+) -> InferenceSimulation:
+    """TTFT and TPOT of ``scenario`` from the event-driven engine; ``timers(None)`` times the
+    payloads of the nominal run and ``timers(run)`` those of Monte-Carlo run ``run`` (None or a
+    factory returning None: analytic collective times)."""
     estimate = infer_estimate(scenario)
-    graph, token_done = build_decode_graph(decode_plan(scenario, estimate))
-    nominal = np.array([op.duration_s for op in graph.ops])
-    timeline = execute(graph, nominal)
-    base = _intervals(timeline.end_s, token_done)
-    tpot = float(base[-len(token_done) :].mean())  # steady state: the last step of every micro-batch
+    planned = inference_plan(scenario, estimate)
+    built = build_inference_graph(planned.plan)
+    if planned.chunks_per_simulated > 1:
+        built.graph.folded["prefill_chunks_per_simulated_chunk"] = math.ceil(planned.chunks_per_simulated)
+    timer = timers(None) if timers is not None else None
+    nominal = network_durations(built, planned.call_s, timer)
+    timeline = execute(built.graph, nominal)
+    base = _intervals(timeline.end_s, built.token_done)
+    p = len(built.token_done)
+    tpot = float(base[-p:].mean()) if base.size else 0.0  # steady state: the last step of every micro-batch
+    ttft = _ttft(timeline.end_s, built)
     if variability is None or not variability.active:
-        return DecodeSimulation(estimate, tpot, None, None, 0, graph, timeline)
+        return InferenceSimulation(estimate, ttft, tpot, None, None, None, None, 0, built.graph, timeline)
     variability.validate()
-    samples = [
-        _intervals(execute(graph, perturbed(graph, nominal, variability, run)).end_s, token_done)
-        for run in range(variability.seeds)
-    ]
+    ttfts, samples = [], []
+    for run in range(variability.seeds):
+        durations = nominal
+        if timers is not None and variability.ecmp_rehash:
+            durations = network_durations(built, planned.call_s, timers(run))
+        end = execute(built.graph, perturbed(built.graph, durations, variability, run)).end_s
+        ttfts.append(_ttft(end, built))
+        samples.append(_intervals(end, built.token_done))
     pooled = np.concatenate(samples)
-    p50, p99 = (float(np.quantile(pooled, q)) for q in (0.5, 0.99))
-    return DecodeSimulation(estimate, tpot, p50, p99, int(pooled.size), graph, timeline)
+    tpot_q = [float(np.quantile(pooled, q)) for q in (0.5, 0.99)] if pooled.size else [0.0, 0.0]
+    ttft_q = [float(np.quantile(ttfts, q)) for q in (0.5, 0.99)]
+    return InferenceSimulation(estimate, ttft, tpot, ttft_q[0], ttft_q[1], tpot_q[0], tpot_q[1], int(pooled.size),
+                               built.graph, timeline)
