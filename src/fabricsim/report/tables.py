@@ -346,10 +346,15 @@ def serve_fit_line(result: dict[str, Any]) -> str:
 
 
 def simulated_infer_table(result: dict[str, Any]) -> Any:
-    """``infer_table`` plus the simulation's extras: analytic TPOT and per-token tails."""
+    """``infer_table`` plus the simulation's extras: analytic TTFT/TPOT, TTFT and per-token TPOT tails."""
     from rich.console import Group
 
     rows = [("analytic TPOT", format_seconds(result["analytic_tpot_s"]))]
+    if "analytic_ttft_s" in result:
+        rows.insert(0, ("analytic TTFT", format_seconds(result["analytic_ttft_s"])))
+    if "ttft_s_p50" in result:
+        ttft = (format_seconds(result["ttft_s_p50"]), format_seconds(result["ttft_s_p99"]))
+        rows.append(("TTFT P50 / P99", f"{ttft[0]} / {ttft[1]}"))
     if "tpot_s_p50" in result:
         p50, p99 = format_seconds(result["tpot_s_p50"]), format_seconds(result["tpot_s_p99"])
         rows.append(("TPOT P50 / P99", f"{p50} / {p99} ({result['tokens_sampled']:,} tokens, {result['seeds']} seeds)"))
