@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from enum import Enum
+from typing import TypeVar
 
 
 class FabricsimError(ValueError):
@@ -36,3 +38,17 @@ def did_you_mean(name: str, choices: Iterable[str], limit: int = 3) -> str:
 def unknown_name(field: str, name: str, choices: Iterable[str]) -> FabricsimError:
     """Error for a name that is not in a catalog or registry."""
     return FabricsimError(field, f"unknown {field} {name!r}", did_you_mean(name, choices))
+
+
+EnumT = TypeVar("EnumT", bound=Enum)
+
+
+def parse_choice(field: str, text: object, choices: type[EnumT]) -> EnumT:
+    """The member of the string enum ``choices`` whose value is ``text`` (trimmed, any case);
+    otherwise a FabricsimError naming ``field`` and the close values."""
+    if isinstance(text, choices):
+        return text
+    try:
+        return choices(str(text).strip().lower())
+    except ValueError:
+        raise unknown_name(field, str(text), [c.value for c in choices]) from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from fabricsim.errors import unknown_name
+from fabricsim.errors import parse_choice
 
 
 class CollectiveOp(StrEnum):
@@ -64,26 +64,13 @@ def parse_op(text: str | CollectiveOp) -> CollectiveOp:
 
     Raises FabricsimError(field "op") listing the close names for anything else.
     """
-    if isinstance(text, CollectiveOp):
-        return text
-    key = str(text).strip().lower()
-    try:
-        return CollectiveOp(key)
-    except ValueError:
-        if key in _OP_ALIASES:
-            return _OP_ALIASES[key]
-        raise unknown_name("op", str(text), [o.value for o in CollectiveOp]) from None
+    alias = _OP_ALIASES.get(str(text).strip().lower())
+    return alias if alias is not None else parse_choice("op", text, CollectiveOp)
 
 
 def parse_algorithm(text: str | Algorithm) -> Algorithm:
     """``"ring"`` etc. to an :class:`Algorithm`; FabricsimError(field "algorithm") otherwise."""
-    if isinstance(text, Algorithm):
-        return text
-    key = str(text).strip().lower()
-    try:
-        return Algorithm(key)
-    except ValueError:
-        raise unknown_name("algorithm", str(text), [a.value for a in Algorithm]) from None
+    return parse_choice("algorithm", text, Algorithm)
 
 
 def bus_factor(op: CollectiveOp, ranks: int) -> float:

@@ -11,7 +11,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.network.base import FlowSet, make_flows
 
 
@@ -23,10 +23,7 @@ class Pattern(StrEnum):
 
 
 def parse_pattern(name: str) -> Pattern:
-    try:
-        return Pattern(name)
-    except ValueError:
-        raise unknown_name("pattern", name, [p.value for p in Pattern]) from None
+    return parse_choice("pattern", name, Pattern)
 
 
 def derangement(hosts: int, rng: np.random.Generator) -> np.ndarray:

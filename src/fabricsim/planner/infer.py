@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from fabricsim.engine.inference import InferEstimate, InferScenario, infer_estimate, largest_batch
-from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.planner.explain import MIN_SHARE, part_deltas
 from fabricsim.planner.space import default_dtypes, divisors
 from fabricsim.specs import ModelSpec, SystemSpec
@@ -44,10 +44,7 @@ class InferObjective(StrEnum):
 
 
 def parse_infer_objective(text: str) -> InferObjective:
-    try:
-        return InferObjective(text)
-    except ValueError:
-        raise unknown_name("objective", text, [o.value for o in InferObjective]) from None
+    return parse_choice("objective", text, InferObjective)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from enum import StrEnum
 
 from fabricsim.engine.analytic import TrainingContext, TrainingEstimate, training_context
 from fabricsim.engine.simulate_training import TrainingSimulation
-from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.planner import space as sp
 from fabricsim.planner.explain import PlanFigures, train_reasons
 from fabricsim.planner.space import Group, TrainProblem, TrainSpace
@@ -52,10 +52,7 @@ class TrainObjective(StrEnum):
 
 
 def parse_train_objective(text: str) -> TrainObjective:
-    try:
-        return TrainObjective(text)
-    except ValueError:
-        raise unknown_name("objective", text, [o.value for o in TrainObjective]) from None
+    return parse_choice("objective", text, TrainObjective)
 
 
 @dataclass(frozen=True, slots=True)

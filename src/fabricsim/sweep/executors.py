@@ -26,7 +26,7 @@ from enum import StrEnum
 from itertools import islice
 from typing import Any, Protocol
 
-from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.errors import FabricsimError, parse_choice
 
 RAY_CONNECT_TIMEOUT_S = 3.0  # a reachable head node answers a TCP connect in milliseconds
 WINDOW_PER_WORKER = 2  # items in flight per worker: one running, one queued
@@ -47,10 +47,7 @@ class Executor(Protocol):
 
 
 def parse_executor(name: str) -> ExecutorKind:
-    try:
-        return ExecutorKind(name)
-    except ValueError:
-        raise unknown_name("executor", name, [k.value for k in ExecutorKind]) from None
+    return parse_choice("executor", name, ExecutorKind)
 
 
 def _windowed(

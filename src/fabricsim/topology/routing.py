@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.topology.graph import NodeKind, Topology
 
 _UNREACHABLE = np.iinfo(np.int32).max // 4
@@ -39,10 +39,7 @@ class Routing(StrEnum):
 
 
 def parse_routing(name: str) -> Routing:
-    try:
-        return Routing(name)
-    except ValueError:
-        raise unknown_name("routing", name, [r.value for r in Routing]) from None
+    return parse_choice("routing", name, Routing)
 
 
 @dataclass(frozen=True, slots=True)
