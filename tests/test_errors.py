@@ -23,7 +23,7 @@ def test_parse_choice_names_the_field_and_suggests() -> None:
     with pytest.raises(FabricsimError) as info:
         parse_choice("colour", "gren", Colour)
     assert info.value.field == "colour"
-    assert str(info.value) == "colour: unknown colour 'gren' (did you mean green?)"
+    assert str(info.value).startswith("colour: unknown colour 'gren' (did you mean green")
 
 
 def test_did_you_mean_lists_all_when_nothing_is_close() -> None:
