@@ -77,7 +77,8 @@ def validation_tables(payload: dict[str, Any]) -> Any:
             caption_justify="left",
         )
         for column in ("entry", "metric", "measured", "predicted", "error"):
-            table.add_column(column, justify="right" if column in ("measured", "predicted", "error") else "left")
+            numeric = column in ("measured", "predicted", "error")
+            table.add_column(column, justify="right" if numeric else "left", overflow="ellipsis" if numeric else "fold")
         for e in suite["entries"]:
             table.add_row(
                 e["id"], f"{e['metric']} [{e['unit']}]", f"{e['measured']:.4g}", f"{e['predicted']:.4g}",
