@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 
 from fabricsim.units import format_bytes, format_seconds
@@ -65,7 +66,6 @@ def catalog_item_table(item: dict[str, Any]) -> Table:
 
 
 def validation_tables(payload: dict[str, Any]) -> Any:
-    from rich.console import Group
 
     tables = []
     for suite in payload["suites"]:
@@ -106,7 +106,6 @@ def sweep_table(summary: dict[str, Any]) -> Table:
 
 def train_table(result: dict[str, Any]) -> Any:
     """Layout, step time, MFU/HFU, and the time and memory breakdowns of a ``train`` result."""
-    from rich.console import Group
 
     layout = result["layout"]
     layout_text = " ".join(f"{key}={value}" for key, value in layout.items())
@@ -141,7 +140,6 @@ def train_table(result: dict[str, Any]) -> Any:
 
 def simulated_train_table(result: dict[str, Any]) -> Any:
     """``train_table`` plus the simulation's extras: analytic step, tails, exposed comm, folding."""
-    from rich.console import Group
 
     rows = [("analytic step time", format_seconds(result["analytic_step_time_s"]))]
     if "step_time_s_p50" in result:
@@ -239,7 +237,6 @@ def _breakdown_table(plans: list[dict[str, Any]], key: str, title: str) -> Table
 
 def plan_table(result: dict[str, Any]) -> Any:
     """Search summary, the ranked plans with why each loses to #1, and the best plans' breakdowns."""
-    from rich.console import Group
 
     parts: list[Any] = [_plan_summary(result)]
     plans = result["plans"]
@@ -348,7 +345,6 @@ def serve_fit_line(result: dict[str, Any]) -> str:
 
 def simulated_infer_table(result: dict[str, Any]) -> Any:
     """``infer_table`` plus the simulation's extras: analytic TTFT/TPOT, TTFT and per-token TPOT tails."""
-    from rich.console import Group
 
     rows = [("analytic TPOT", format_seconds(result["analytic_tpot_s"]))]
     if "analytic_ttft_s" in result:
