@@ -15,7 +15,7 @@ import itertools
 import time
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.analytic import TrainingContext, estimate_training, training_context
+from fabricsim.engine.training.analytic import TrainingContext, estimate_training, training_context
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 

@@ -6,7 +6,7 @@ import pytest
 from fabricsim import catalog
 from fabricsim.collectives.schedules import ring_channels
 from fabricsim.engine.flow_timer import FlowTimer, flow_timers, payload_flows, tiled_groups
-from fabricsim.engine.simulate_training import TrainingCase, simulate_training
+from fabricsim.engine.training.simulate import TrainingCase, simulate_training
 from fabricsim.engine.variability import Variability
 from fabricsim.specs import ParallelLayout
 from fabricsim.topology.routing import Routing

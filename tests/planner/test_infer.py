@@ -4,11 +4,11 @@ import pytest
 
 from fabricsim import api
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.inference import InferScenario, infer_estimate, largest_batch
+from fabricsim.engine.inference.analytic import InferScenario, infer_estimate, largest_batch
+from fabricsim.engine.inference.step import validate_layout
 from fabricsim.errors import FabricsimError
 from fabricsim.planner import InferGoal, InferObjective, InferQuestion, InferSpace, infer_space, search_infer
 from fabricsim.planner.infer import infer_layouts
-from fabricsim.workload.inference import validate_layout
 
 LLAMA = InferQuestion(load_model("llama3-70b"), load_system("dgx-h100"), 8, 1024, 256)
 DEEPSEEK = InferQuestion(load_model("deepseek-v3"), load_system("h800"), 32, 1024, 256)

@@ -3,7 +3,7 @@
 import pytest
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.analytic import check_layout
+from fabricsim.engine.training.analytic import check_layout
 from fabricsim.errors import FabricsimError
 from fabricsim.planner import space as sp
 from fabricsim.planner.space import TrainProblem, TrainSpace, train_space

@@ -5,8 +5,8 @@ import json
 from fabricsim import api
 from fabricsim.catalog import load_model, load_system
 from fabricsim.cli.app import main
+from fabricsim.engine.inference.step import InferenceLayout
 from fabricsim.planner.split import MAX_SPLITS, SplitQuestion, search_splits, split_options
-from fabricsim.workload.inference import InferenceLayout
 from fabricsim.workload.requests import LengthDist, poisson_stream
 
 

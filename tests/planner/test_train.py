@@ -4,7 +4,7 @@ import pytest
 
 from fabricsim import api
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.analytic import estimate_training
+from fabricsim.engine.training.analytic import estimate_training
 from fabricsim.errors import FabricsimError
 from fabricsim.planner import PlanSettings, TrainObjective, TrainQuestion, TrainSpace, search_train
 from fabricsim.planner import space as sp

@@ -5,9 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fabricsim.catalog import load_model, load_system
+from fabricsim.engine.inference.step import CommunicationModel, InferenceLayout, step_coefficients, step_time
 from fabricsim.specs import DTYPE_BYTES, Dtype
 from fabricsim.transformer.inference import StepWork, prefill_attention_pairs, step_bytes, step_flops, token_costs
-from fabricsim.workload.inference import CommunicationModel, InferenceLayout, step_coefficients, step_time
 
 CASES = [
     ("llama3-8b", "dgx-h100", 1, 1, 1),

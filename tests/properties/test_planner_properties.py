@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.analytic import estimate_training, training_context, training_memory
+from fabricsim.engine.training.analytic import estimate_training, training_context, training_memory
 from fabricsim.planner import space as sp
 from fabricsim.planner.space import TrainProblem, TrainSpace
 from fabricsim.transformer.flops import model_dims

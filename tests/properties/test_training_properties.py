@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.analytic import estimate_training, training_memory
+from fabricsim.engine.training.analytic import estimate_training, training_memory
 from fabricsim.specs import ParallelLayout, Recompute
 
 MODELS = {name: load_model(name) for name in ("gpt3-175b", "llama3-70b", "mixtral-8x22b")}

@@ -34,7 +34,7 @@ KORTHIKANTI_FIG1_GIB = {
 
 def test_memory_matches_korthikanti_figure_1() -> None:
     from fabricsim.catalog import load_system
-    from fabricsim.engine.analytic import training_memory
+    from fabricsim.engine.training.analytic import training_memory
     from fabricsim.specs import ParallelLayout, Recompute
     from fabricsim.validation import training
     from fabricsim.validation.base import load_entries

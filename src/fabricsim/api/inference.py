@@ -8,9 +8,10 @@ from typing import Any
 
 from fabricsim import catalog
 from fabricsim.engine.flow_timer import flow_timers
-from fabricsim.engine.inference import InferEstimate, InferScenario, KvSpill, infer_estimate
-from fabricsim.engine.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
-from fabricsim.engine.simulate_inference import simulate_inference
+from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, KvSpill, infer_estimate
+from fabricsim.engine.inference.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
+from fabricsim.engine.inference.simulate import simulate_inference
+from fabricsim.engine.inference.step import InferenceLayout, LayoutRequest, check_lengths, resolve_layout
 from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError
 from fabricsim.metrics import (
@@ -21,7 +22,6 @@ from fabricsim.metrics import (
 from fabricsim.specs import ModelSpec, SystemSpec
 from fabricsim.units import parse_size
 from fabricsim.workload import requests as request_streams
-from fabricsim.workload.inference import InferenceLayout, LayoutRequest, check_lengths, resolve_layout
 from fabricsim.workload.requests import RequestStream
 
 
@@ -160,7 +160,7 @@ def serve(
     admission: str = "on-demand",
 ) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
-    :mod:`fabricsim.workload.serving`. ``gpus`` is the whole deployment; each replica gets the
+    :mod:`fabricsim.engine.inference.scheduler`. ``gpus`` is the whole deployment; each replica gets the
     layout; ``disaggregate="P:D"`` splits the replicas into P prefill and D decode replicas.
     ``admission`` is ``on-demand`` (vLLM: KV blocks as needed, preempt the newest on overflow) or
     ``reserve`` (TensorRT-LLM GUARANTEED_NO_EVICT: KV for input + output reserved at admission).
@@ -236,7 +236,7 @@ def simulate_infer(
     graph; the end-to-end latency and throughput follow from them). ``fidelity`` is ``simulate``
     (collectives at their analytic, uncontended times) or ``flow`` (TP/EP/PP payloads re-timed on
     the system topology by the flow model, every group at once; never below the analytic time, see
-    :mod:`fabricsim.engine.simulate_inference`). ``variability`` (stragglers, jitter; ECMP
+    :mod:`fabricsim.engine.inference.simulate`). ``variability`` (stragglers, jitter; ECMP
     re-hashing with ``flow``) gives P50/P99 TTFT over runs and TPOT over tokens.
     """
     if fidelity not in ("simulate", "flow"):

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from fabricsim import catalog, planner
 from fabricsim.api.inference import infer_result, positive_int, request_stream
 from fabricsim.api.training import simulated_train_result, train_result
-from fabricsim.engine import analytic
+from fabricsim.engine.inference.step import check_lengths
+from fabricsim.engine.training import analytic
 from fabricsim.errors import FabricsimError
 from fabricsim.metrics import (
     PlanEntry,
@@ -17,7 +18,6 @@ from fabricsim.metrics import (
     SimulatedTrainResult,
     TrainResult,
 )
-from fabricsim.workload.inference import check_lengths
 
 
 def plan_train(

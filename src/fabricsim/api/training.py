@@ -6,9 +6,9 @@ import dataclasses
 from typing import Any
 
 from fabricsim import catalog
-from fabricsim.engine import analytic
 from fabricsim.engine.flow_timer import flow_timers
-from fabricsim.engine.simulate_training import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
+from fabricsim.engine.training import analytic
+from fabricsim.engine.training.simulate import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
 from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.metrics import (

@@ -1,7 +1,7 @@
 """Memoised collective times on one system, for the step models above (layer L4).
 
-The one cache between the analytic step models (training: :mod:`fabricsim.engine.analytic` via
-:mod:`fabricsim.engine.comm`; inference: :mod:`fabricsim.workload.inference`) and
+The one cache between the analytic step models (training: :mod:`fabricsim.engine.training.analytic`;
+inference: :mod:`fabricsim.engine.inference.step`) and
 :func:`fabricsim.collectives.estimate`: it places a group of ``ranks`` GPUs at ``stride`` on the
 system and asks for one collective of ``size_bytes`` (nccl-tests definition, rounded to whole bytes)
 with NCCL-like automatic algorithm choice. Groups and times are cached per instance, so a layout

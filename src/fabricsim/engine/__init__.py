@@ -1,9 +1,13 @@
-"""fabricsim.engine (layer L6): turn a workload into times.
+"""fabricsim.engine (layer L6): turn a workload into times, one home per model.
 
-* :mod:`fabricsim.engine.analytic` -- closed-form training step, µs per layout:
-  ``estimate_training(model, system, layout, global_batch, seq_len)``, ``training_memory(...)``
-  (memory only, for pruning) and ``check_layout(...)`` (raises ``FabricsimError``).
-* :mod:`fabricsim.engine.simulate` -- event-driven execution of an op graph.
+* :mod:`fabricsim.engine.training` -- training step: closed form (``analytic``, ``step_time``,
+  ``memory``, ``results``) and the simulated step (``simulate``).
+* :mod:`fabricsim.engine.inference` -- inference: the replica step model (``step``), the static-batch
+  closed form (``analytic``), the simulated batch (``simulate``), the request-level scheduler
+  (``scheduler``) and its wiring to the step model (``serving``).
+* :mod:`fabricsim.engine.simulate`, :mod:`fabricsim.engine.variability`,
+  :mod:`fabricsim.engine.flow_timer` -- shared: event-driven execution of an op graph, seeded
+  variability, flow-timed communication.
 
 Submodules are imported on demand so that importing one engine does not load the others.
 """

@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from fabricsim.engine.inference import InferEstimate, InferScenario, infer_estimate, largest_batch
+from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, infer_estimate, largest_batch
+from fabricsim.engine.inference.step import INFERENCE_DTYPES, InferenceLayout
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.planner.explain import MIN_SHARE, part_deltas
 from fabricsim.planner.space import default_dtypes, divisors
 from fabricsim.specs import ModelSpec, SystemSpec
-from fabricsim.workload.inference import INFERENCE_DTYPES, InferenceLayout
 
 Progress = Callable[[int, int], None]
 

@@ -1,7 +1,7 @@
 """Refine the best training plans with a higher fidelity (layer L8).
 
 The analytic ranking is re-checked by running the first K plans through the event-driven engine
-(:func:`fabricsim.engine.simulate_training.simulate_training`, fidelity ``simulate``: the op graph
+(:func:`fabricsim.engine.training.simulate.simulate_training`, fidelity ``simulate``: the op graph
 of the step with 1F1B/interleaved scheduling and overlapped gradient buckets, collectives timed
 by the analytic collective model). The refined plans are re-ranked among themselves by their
 simulated figures; the rest keep their analytic order after them. Cost: proportional to the
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fabricsim.engine.simulate_training import TrainingCase, simulate_training, step_breakdown
+from fabricsim.engine.training.simulate import TrainingCase, simulate_training, step_breakdown
 from fabricsim.errors import FabricsimError
 from fabricsim.planner.explain import PlanFigures
 from fabricsim.planner.train import (

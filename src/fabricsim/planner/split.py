@@ -1,7 +1,7 @@
 """Prefill/decode split of a serving deployment: aggregated or P:D disaggregated (layer L8).
 
 For each candidate inference layout with at least two replicas, the request stream is served by
-the request-level serving simulation (:func:`fabricsim.engine.serving.simulate_serving`:
+the request-level serving simulation (:func:`fabricsim.engine.inference.serving.simulate_serving`:
 continuous batching, chunked prefill, KV transfer from prefill to decode replicas) once with every
 replica doing both phases and once per split of the replicas into P prefill and D decode replicas
 (every P from 1 to replicas - 1; above :data:`MAX_SPLITS` splits, that many evenly spread ones).
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabricsim.engine.serving import ServeScenario, replica_kv_tokens, simulate_serving
+from fabricsim.engine.inference.scheduler import ServingSummary
+from fabricsim.engine.inference.serving import ServeScenario, replica_kv_tokens, simulate_serving
+from fabricsim.engine.inference.step import InferenceLayout
 from fabricsim.planner.infer import layout_key
 from fabricsim.specs import ModelSpec, SystemSpec
-from fabricsim.workload.inference import InferenceLayout
 from fabricsim.workload.requests import RequestStream
-from fabricsim.workload.serving import ServingSummary
 
 MAX_SPLITS = 15
 DEFAULT_SLO_S = (2.0, 0.1)

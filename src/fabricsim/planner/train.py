@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from fabricsim.engine.analytic import TrainingContext, TrainingEstimate, training_context
-from fabricsim.engine.simulate_training import TrainingSimulation
+from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
+from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.planner import space as sp
 from fabricsim.planner.explain import PlanFigures, train_reasons

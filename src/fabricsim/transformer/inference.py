@@ -110,7 +110,7 @@ class StepWork:
 @dataclass(frozen=True, slots=True)
 class StepCost:
     """Whole-model FLOPs and elements one step moves, by part (FLOP, elements, tokens); sharding over
-    GPUs is the caller's (:mod:`fabricsim.workload.inference`)."""
+    GPUs is the caller's (:mod:`fabricsim.engine.inference.step`)."""
 
     layer_linear_flops: float
     """Matmuls of the transformer layers: non-expert plus routed experts, all layers."""

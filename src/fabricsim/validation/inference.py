@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 
 from fabricsim import catalog
-from fabricsim.engine.serving import ServeScenario, replica_kv_tokens, simulate_serving
+from fabricsim.engine.inference.serving import ServeScenario, replica_kv_tokens, simulate_serving
+from fabricsim.engine.inference.step import InferenceLayout
 from fabricsim.validation.base import SuiteResult, ValidationEntry, load_entries
-from fabricsim.workload.inference import InferenceLayout
 from fabricsim.workload.requests import LengthDist, poisson_stream
 
 DATA_FILE = "inference-trtllm-h100.yaml"

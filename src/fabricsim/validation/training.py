@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabricsim.catalog import load_system
-from fabricsim.engine.analytic import TrainingEstimate, estimate_training
+from fabricsim.engine.training.analytic import TrainingEstimate, estimate_training
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute
 from fabricsim.transformer.constants import GEMM_PEAK_FRACTION
 from fabricsim.validation.base import SuiteResult, ValidationEntry, load_entries

@@ -2,7 +2,7 @@
 
 :class:`TimeBreakdown`, :class:`MemoryBreakdown` and :class:`TrainingEstimate` are immutable named
 tuples (cheaper to build than frozen dataclasses on the planner's hot path); :class:`StageWork`
-and :class:`StageEntry` are cached per per-GPU shape by :mod:`fabricsim.engine.analytic`.
+and :class:`StageEntry` are cached per per-GPU shape by :mod:`fabricsim.engine.training.analytic`.
 """
 
 from __future__ import annotations

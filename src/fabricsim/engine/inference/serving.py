@@ -3,7 +3,7 @@
 Builds, for a model, a system and a per-replica layout, the step timer
 (:func:`fabricsim.workload.inference.step_time`), each replica's KV capacity (paged token slots
 that fit the KV budget, times the attention-DP ranks) and, for disaggregated pools, the KV
-hand-off time; then runs :class:`fabricsim.workload.serving.ServingSimulation`.
+hand-off time; then runs :class:`fabricsim.engine.inference.scheduler.ServingSimulation`.
 GPUs are numbered replica after replica; with ``P:D`` disaggregation the P prefill replicas come
 first, so the KV of a request crosses from GPU ``g`` to GPU ``g + P x replica_gpus`` (NVLink if both
 are in one scale-up domain, else the scale-out network), every GPU sending its shard in parallel.
@@ -19,11 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fabricsim.collectives.times import CollectiveTimes
-from fabricsim.engine.inference import InferScenario, memory_use
-from fabricsim.specs import ModelSpec, SystemSpec
-from fabricsim.transformer.inference import StepWork
-from fabricsim.transformer.kv_cache import capacity_tokens, kv_bytes_per_token_per_gpu
-from fabricsim.workload.inference import (
+from fabricsim.engine.inference.analytic import InferScenario, memory_use
+from fabricsim.engine.inference.scheduler import (
+    ClusterConfig,
+    SchedulerConfig,
+    ServingSimulation,
+    ServingSummary,
+    summarize,
+)
+from fabricsim.engine.inference.step import (
     CommunicationModel,
     InferenceLayout,
     KvBudgetPolicy,
@@ -31,8 +35,10 @@ from fabricsim.workload.inference import (
     step_coefficients,
     step_time,
 )
+from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.transformer.inference import StepWork
+from fabricsim.transformer.kv_cache import capacity_tokens, kv_bytes_per_token_per_gpu
 from fabricsim.workload.requests import RequestStream
-from fabricsim.workload.serving import ClusterConfig, SchedulerConfig, ServingSimulation, ServingSummary, summarize
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Time of one training step from the per-GPU work of its slowest stage (layer L6).
 
-The closed form of :mod:`fabricsim.engine.analytic`: per layer, the forward/backward/recompute
+The closed form of :mod:`fabricsim.engine.training.analytic`: per layer, the forward/backward/recompute
 compute (:mod:`fabricsim.transformer.compute`) and the exposed tensor-, context- and
 expert-parallel collectives (``max(0, comm - overlappable compute)``); per step, the exposed
 data-parallel gradient reduction (Megatron-LM buckets overlapped with backward, or after it) and
@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from fabricsim.collectives import CollectiveOp
-from fabricsim.engine.comm import CollectiveTimes
-from fabricsim.engine.training_types import StageEntry, StageWork, TimeBreakdown
+from fabricsim.collectives.times import CollectiveTimes
+from fabricsim.engine.training.results import StageEntry, StageWork, TimeBreakdown
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.compute import DeviceRates, LayerTimes, ShardShape, layer_forward_times, logits_times_s
 from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE

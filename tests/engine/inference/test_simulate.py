@@ -4,10 +4,10 @@ import pytest
 
 from fabricsim import catalog
 from fabricsim.engine.flow_timer import flow_timers
-from fabricsim.engine.inference import InferScenario, KvBudgetPolicy
-from fabricsim.engine.simulate_inference import MAX_PREFILL_CHUNKS, simulate_inference
+from fabricsim.engine.inference.analytic import InferScenario, KvBudgetPolicy
+from fabricsim.engine.inference.simulate import MAX_PREFILL_CHUNKS, simulate_inference
+from fabricsim.engine.inference.step import LayoutRequest, resolve_layout
 from fabricsim.engine.variability import Variability
-from fabricsim.workload.inference import LayoutRequest, resolve_layout
 
 CASES = {
     "llama3-70b tp8": ("llama3-70b", "dgx-h100", LayoutRequest(8, 8, 1, None, None, None), 64),

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fabricsim.engine.inference import InferEstimate, InferScenario, infer_estimate, prefill_chunks
+from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, infer_estimate, prefill_chunks
+from fabricsim.engine.inference.step import CommunicationModel
 from fabricsim.engine.simulate import CommTimer, Timeline, execute
 from fabricsim.engine.variability import TimerFactory, Variability, perturbed
 from fabricsim.specs import SystemSpec
 from fabricsim.workload.graph import CommPayload, OpGraph, Stream
-from fabricsim.workload.inference import CommunicationModel
 from fabricsim.workload.inference_graph import (
     Collective,
     InferenceGraph,

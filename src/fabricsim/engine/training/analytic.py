@@ -11,8 +11,8 @@ The breakdown in :class:`TimeBreakdown` adds up to ``step_time_s`` exactly. Resu
 named tuples (cheaper to build than frozen dataclasses on this hot path). Work that depends only
 on (model, system, options) or on the per-layer shape is cached in a :class:`TrainingContext` the
 caller owns, so a planner sweeping millions of layouts with one context pays mostly for the
-arithmetic of the composition. The step-time formulas live in :mod:`fabricsim.engine.training_time`,
-the memory assembly in :mod:`fabricsim.engine.training_memory`; this module owns the context and
+arithmetic of the composition. The step-time formulas live in :mod:`fabricsim.engine.training.step_time`,
+the memory assembly in :mod:`fabricsim.engine.training.memory`; this module owns the context and
 the entry points.
 
 Public entry points: :func:`training_context` then ``ctx.estimate`` / ``ctx.memory`` (sweeps),
@@ -22,9 +22,16 @@ Public entry points: :func:`training_context` then ``ctx.estimate`` / ``ctx.memo
 
 from __future__ import annotations
 
-from fabricsim.engine.comm import CollectiveTimes
-from fabricsim.engine.training_memory import memory_breakdown, stage_activations, stage_parameters
-from fabricsim.engine.training_time import (
+from fabricsim.collectives.times import CollectiveTimes
+from fabricsim.engine.training.memory import memory_breakdown, stage_activations, stage_parameters
+from fabricsim.engine.training.results import (
+    MemoryBreakdown,
+    StageEntry,
+    StageWork,
+    TimeBreakdown,
+    TrainingEstimate,
+)
+from fabricsim.engine.training.step_time import (
     A2A,
     AG,
     AR,
@@ -36,13 +43,6 @@ from fabricsim.engine.training_time import (
     stage_work,
     step_time,
     zero3_exposed_s,
-)
-from fabricsim.engine.training_types import (
-    MemoryBreakdown,
-    StageEntry,
-    StageWork,
-    TimeBreakdown,
-    TrainingEstimate,
 )
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.compute import DeviceRates, device_rates

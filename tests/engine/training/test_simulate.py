@@ -8,7 +8,7 @@ import pytest
 
 from fabricsim import api
 from fabricsim.catalog import load_system
-from fabricsim.engine.simulate_training import TrainingCase, simulate_training
+from fabricsim.engine.training.simulate import TrainingCase, simulate_training
 from fabricsim.engine.variability import Variability
 from fabricsim.validation import training as suite
 from fabricsim.validation.base import load_entries

@@ -3,9 +3,7 @@
 import pytest
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.errors import FabricsimError
-from fabricsim.transformer.inference import StepWork
-from fabricsim.workload.inference import (
+from fabricsim.engine.inference.step import (
     CommunicationModel,
     InferenceLayout,
     LayoutRequest,
@@ -16,6 +14,8 @@ from fabricsim.workload.inference import (
     validate_layout,
     weight_memory_per_gpu,
 )
+from fabricsim.errors import FabricsimError
+from fabricsim.transformer.inference import StepWork
 
 H100 = load_system("dgx-h100")
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.analytic import (
+from fabricsim.engine.training.analytic import (
     check_layout,
     estimate_training,
     resolve_layout,

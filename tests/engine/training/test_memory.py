@@ -3,8 +3,8 @@
 import pytest
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.analytic import training_context
-from fabricsim.engine.training_memory import memory_breakdown
+from fabricsim.engine.training.analytic import training_context
+from fabricsim.engine.training.memory import memory_breakdown
 from fabricsim.specs import ParallelLayout
 from fabricsim.transformer.memory import WEIGHT_BYTES, state_bytes
 

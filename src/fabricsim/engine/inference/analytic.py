@@ -25,11 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from fabricsim.specs import ModelSpec, SystemSpec
-from fabricsim.transformer.constants import FRAMEWORK_MEMORY_BYTES
-from fabricsim.transformer.inference import StepWork, prefill_attention_pairs
-from fabricsim.transformer.kv_cache import kv_bytes_per_token_per_gpu, max_sequences, paged_tokens
-from fabricsim.workload.inference import (
+from fabricsim.engine.inference.step import (
     CommunicationModel,
     InferenceLayout,
     KvBudgetPolicy,
@@ -40,6 +36,10 @@ from fabricsim.workload.inference import (
     step_time,
     weight_memory_per_gpu,
 )
+from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.transformer.constants import FRAMEWORK_MEMORY_BYTES
+from fabricsim.transformer.inference import StepWork, prefill_attention_pairs
+from fabricsim.transformer.kv_cache import kv_bytes_per_token_per_gpu, max_sequences, paged_tokens
 
 DECODE_SAMPLES = 33
 """Most decode contexts at which :func:`infer_estimate` evaluates the step time for TPOT."""

@@ -3,8 +3,8 @@
 import pytest
 
 from fabricsim.catalog import load_model, load_system
-from fabricsim.engine.inference import InferScenario, infer_estimate, largest_batch
-from fabricsim.workload.inference import InferenceLayout
+from fabricsim.engine.inference.analytic import InferScenario, infer_estimate, largest_batch
+from fabricsim.engine.inference.step import InferenceLayout
 
 H100 = load_system("dgx-h100")
 FP8_TP2 = InferenceLayout(tensor_parallel=2, weight_dtype="fp8", kv_dtype="fp8")
@@ -45,7 +45,7 @@ def test_replicas_multiply_throughput():
 
 
 def test_kv_spill_tier_holds_what_hbm_cannot_at_link_speed():
-    from fabricsim.engine.inference import KvSpill
+    from fabricsim.engine.inference.analytic import KvSpill
 
     base = scenario(batch=400, inp=4096, out=1024)
     assert not infer_estimate(base).fits

@@ -6,13 +6,13 @@ states after ZeRO sharding (:func:`fabricsim.transformer.memory.state_bytes`, th
 implementation of the sharding rule), the activations stage 0 holds for its in-flight
 micro-batches under the pipeline schedule (:func:`fabricsim.workload.pipeline.in_flight_microbatches`)
 or, on the last stage, one micro-batch plus the logits, and the framework overhead.
-Pure functions; the analytic engine (:mod:`fabricsim.engine.analytic`) caches their inputs per
+Pure functions; the analytic engine (:mod:`fabricsim.engine.training.analytic`) caches their inputs per
 per-GPU shape.
 """
 
 from __future__ import annotations
 
-from fabricsim.engine.training_types import MemoryBreakdown, StageEntry
+from fabricsim.engine.training.results import MemoryBreakdown, StageEntry
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.compute import ShardShape
 from fabricsim.transformer.constants import FRAMEWORK_MEMORY_BYTES

@@ -1,6 +1,6 @@
 """Simulated training step: the analytic model's costs laid out as an op graph and run (layer L6).
 
-:func:`training_plan` asks the analytic training engine (:mod:`fabricsim.engine.analytic`) for the
+:func:`training_plan` asks the analytic training engine (:mod:`fabricsim.engine.training.analytic`) for the
 per-micro-batch work of the slowest stage (compute, recompute, exposed TP/CP/EP collectives), the
 pipeline transfer, the data-parallel gradient reduction, ZeRO gathers and the optimizer step, and
 turns them into a :class:`~fabricsim.workload.training_graph.TrainingPlan`: no cost is re-derived
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fabricsim.engine import analytic
-from fabricsim.engine.analytic import GRAD_BUCKET_PARAMS, StageWork, TrainingEstimate
 from fabricsim.engine.simulate import CommTimer, SimulationResult, simulate
+from fabricsim.engine.training import analytic
+from fabricsim.engine.training.analytic import GRAD_BUCKET_PARAMS, StageWork, TrainingEstimate
 from fabricsim.engine.variability import TailResult, TimerFactory, Variability, monte_carlo
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
+from fabricsim.engine.inference.scheduler import ClusterConfig, SchedulerConfig, ServingSimulation, summarize
 from fabricsim.errors import FabricsimError
 from fabricsim.workload.requests import LengthDist, parse_length_dist, parse_trace, poisson_stream
-from fabricsim.workload.serving import ClusterConfig, SchedulerConfig, ServingSimulation, summarize
 
 
 def timer(work):
@@ -106,8 +106,8 @@ def test_bad_trace_rows_name_the_line(text, jsonl, line):
 
 def _fit_scenario(model, gpus, **extra):
     from fabricsim import catalog
-    from fabricsim.engine.serving import ServeScenario
-    from fabricsim.workload.inference import LayoutRequest, resolve_layout
+    from fabricsim.engine.inference.serving import ServeScenario
+    from fabricsim.engine.inference.step import LayoutRequest, resolve_layout
 
     model_spec, system = catalog.load_model(model), catalog.load_system("dgx-h100")
     layout = resolve_layout(model_spec, system, LayoutRequest(gpus, 1, None, None, None, None))
@@ -121,8 +121,8 @@ def _lengths(inp, out):
 
 
 def test_weights_that_do_not_fit_are_a_fit_result_with_infer_memory():
-    from fabricsim.engine.inference import InferScenario, memory_use
-    from fabricsim.engine.serving import pool_fits
+    from fabricsim.engine.inference.analytic import InferScenario, memory_use
+    from fabricsim.engine.inference.serving import pool_fits
 
     scenario = _fit_scenario("llama3-405b", 1)
     (pool,) = pool_fits(scenario, _lengths(100, 10))
@@ -136,7 +136,7 @@ def test_weights_that_do_not_fit_are_a_fit_result_with_infer_memory():
 
 
 def test_kv_cache_shorter_than_the_longest_request_does_not_fit_per_pool():
-    from fabricsim.engine.serving import pool_fits, replica_kv_tokens
+    from fabricsim.engine.inference.serving import pool_fits, replica_kv_tokens
 
     scenario = _fit_scenario("llama3-8b", 2, kv_free_fraction=0.005, disaggregate=(1, 1))
     tokens = replica_kv_tokens(scenario)
