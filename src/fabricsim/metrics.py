@@ -91,6 +91,7 @@ class TrainResult:
     time_breakdown_s: tuple[tuple[str, float], ...]
     layout: tuple[tuple[str, object], ...]
     fidelity: str = "analytic"
+    options: tuple[tuple[str, object], ...] = ()  # framework settings (TrainingOptions.as_dict)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -100,6 +101,7 @@ class TrainResult:
             "global_batch": self.global_batch,
             "seq_len": self.seq_len,
             "microbatches": self.microbatches,
+            "options": dict(self.options),
             "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s,
             "model_tflops_per_gpu": self.model_tflops_per_gpu,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from fabricsim import catalog, planner
 from fabricsim.api.inference import infer_result, positive_int, request_stream
-from fabricsim.api.training import simulated_train_result, train_result
+from fabricsim.api.training import simulated_train_result, train_result, training_options
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
 from fabricsim.errors import FabricsimError
@@ -32,9 +32,16 @@ def plan_train(
     refine: int = 0,
     constraints: dict[str, object] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    settings: dict[str, object] | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
 
+    ``settings`` takes :func:`train`'s framework keywords (``flash_attention``, ``overlap_grad_reduce``,
+    ``overlap_param_gather``, ``tp_comm_overlap``, ``a2a_overlap``, ``fp8_recipe``,
+    ``capacity_factor``). An overlap left unset is free to choose, and the planner chooses it on:
+    in this model each overlap only subtracts hidden time (exposed = max(0, comm - compute) <= comm)
+    and costs no memory, so "on" is never worse for any layout (``tests/planner`` checks it) and
+    searching "off" could not change the ranking. Plans report the settings they ran with.
     ``objective``: ``tokens-per-s`` (same ranking as ``step-time`` at a fixed batch) or ``memory``.
     ``constraints`` limits dimensions with :func:`train`'s layout keywords, each one value or a
     list (``{"tp": [4, 8], "recompute": "full"}``); unset dimensions take every valid value.
@@ -51,7 +58,8 @@ def plan_train(
         raise FabricsimError("refine", f"must be 0 or a positive integer, got {refine!r}")
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints or {})
-    question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len)
+    options = training_options(**(settings or {}), free=True)  # type: ignore[arg-type]
+    question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)
     start = time.perf_counter()
     search = planner.search_train(question, space, planner.PlanSettings(top, goal), on_progress)
     search = planner.refine_search(question, search, refine, goal)
@@ -78,7 +86,7 @@ def _train_plan_result(
             ("time_bound", search.pruned_time),
         ),
         elapsed_s=elapsed_s,
-        plans=tuple(_plan_entry(rank, *names, plan) for rank, plan in enumerate(search.plans, 1)),
+        plans=tuple(_plan_entry(rank, *names, plan, question.options) for rank, plan in enumerate(search.plans, 1)),
         smallest_memory_per_gpu_bytes=search.smallest_memory_bytes if smallest else None,
         smallest_memory_layout=tuple(smallest.as_dict().items()) if smallest else None,
         refined=sum(plan.simulation is not None for plan in search.plans),
@@ -103,8 +111,10 @@ def _faster_unfit_json(estimate: analytic.TrainingEstimate | None) -> tuple[tupl
     )
 
 
-def _plan_entry(rank: int, model: str, system: str, plan: planner.TrainPlan) -> PlanEntry:
-    result: TrainResult | SimulatedTrainResult = train_result(model, system, plan.estimate)
+def _plan_entry(
+    rank: int, model: str, system: str, plan: planner.TrainPlan, options: analytic.TrainingOptions | None
+) -> PlanEntry:
+    result: TrainResult | SimulatedTrainResult = train_result(model, system, plan.estimate, options)
     if plan.simulation is not None:
         result = simulated_train_result(result, plan.simulation, "simulate")
     return PlanEntry(rank, result, plan.reasons)

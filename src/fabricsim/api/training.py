@@ -16,6 +16,64 @@ from fabricsim.metrics import (
     TrainResult,
 )
 from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.workload.training import FP8_RECIPES, TrainingOptions
+
+# The framework settings train / plan train / sweeps accept, with Megatron-Core's defaults
+# (TrainingOptions documents each one).
+OPTION_FLAGS = {
+    "flash_attention": "flash-attention",
+    "overlap_grad_reduce": "overlap-grad-reduce",
+    "overlap_param_gather": "overlap-param-gather",
+    "tp_comm_overlap": "tp-comm-overlap",
+    "a2a_overlap": "a2a-overlap",
+}
+
+
+def training_options(
+    *,
+    flash_attention: bool | None = None,
+    overlap_grad_reduce: bool | None = None,
+    overlap_param_gather: bool | None = None,
+    tp_comm_overlap: bool | None = None,
+    a2a_overlap: bool | None = None,
+    fp8_recipe: str | None = None,
+    capacity_factor: float | None = None,
+    free: bool | None = None,
+) -> TrainingOptions:
+    """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
+    attention on), or ``free`` when given (the planner passes True: in this model an overlap never
+    makes a step slower or bigger, so it is the best free choice). Raises ``FabricsimError``."""
+    given = {
+        "flash_attention": flash_attention,
+        "overlap_grad_reduce": overlap_grad_reduce,
+        "overlap_param_gather": overlap_param_gather,
+        "tp_comm_overlap": tp_comm_overlap,
+        "a2a_overlap": a2a_overlap,
+    }
+    switches: dict[str, bool] = {}
+    for name, value in given.items():
+        if value is not None and not isinstance(value, bool):
+            raise FabricsimError(OPTION_FLAGS[name], f"must be true or false, got {value!r}")
+        if value is None and free is not None and name != "flash_attention":
+            value = free
+        switches[name] = value if value is not None else name == "flash_attention"
+    if fp8_recipe is not None and fp8_recipe not in FP8_RECIPES:
+        raise unknown_name("fp8-recipe", str(fp8_recipe), FP8_RECIPES)
+    if capacity_factor is not None:
+        if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, (int, float)):
+            raise FabricsimError("capacity-factor", f"must be a number, got {capacity_factor!r}")
+        capacity_factor = float(capacity_factor)
+    options = TrainingOptions(
+        flash_attention=switches["flash_attention"],
+        overlap_grad_reduce=switches["overlap_grad_reduce"],
+        overlap_tp_comm=switches["tp_comm_overlap"],
+        overlap_param_gather=switches["overlap_param_gather"],
+        a2a_overlap=switches["a2a_overlap"],
+        fp8_recipe=fp8_recipe or "delayed",
+        capacity_factor=capacity_factor,
+    )
+    options.validate()
+    return options
 
 
 def train(
@@ -36,13 +94,23 @@ def train(
     recompute: str | None = None,
     sequence_parallel: bool | None = None,
     dtype: str | None = None,
+    expert_tp: int | None = None,
+    flash_attention: bool | None = None,
+    overlap_grad_reduce: bool | None = None,
+    overlap_param_gather: bool | None = None,
+    tp_comm_overlap: bool | None = None,
+    a2a_overlap: bool | None = None,
+    fp8_recipe: str | None = None,
+    capacity_factor: float | None = None,
 ) -> TrainResult:
     """Estimate one training step of ``model`` on ``gpus`` GPUs of ``system`` (analytic fidelity).
 
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
-    sequence parallelism when tp > 1, bf16). Invalid layouts raise FabricsimError naming the field;
-    a layout that does not fit is a result with ``fits`` False.
+    sequence parallelism when tp > 1, bf16, expert TP = tp where it fits else 1). Framework
+    settings (``flash_attention`` ... ``capacity_factor``) default as Megatron-Core does (see
+    :func:`training_options`). Invalid input raises FabricsimError naming the field; a layout
+    that does not fit is a result with ``fits`` False.
     """
     model_spec = catalog.load_model(model)
     system_spec = catalog.load_system(system)
@@ -64,12 +132,24 @@ def train(
         recompute=recompute,
         sequence_parallel=sequence_parallel,
         dtype=dtype,
+        expert_tensor_parallel=expert_tp,
     )
-    estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len)
-    return train_result(model_spec.name, system_spec.name, estimate)
+    options = training_options(
+        flash_attention=flash_attention,
+        overlap_grad_reduce=overlap_grad_reduce,
+        overlap_param_gather=overlap_param_gather,
+        tp_comm_overlap=tp_comm_overlap,
+        a2a_overlap=a2a_overlap,
+        fp8_recipe=fp8_recipe,
+        capacity_factor=capacity_factor,
+    )
+    estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len, options)
+    return train_result(model_spec.name, system_spec.name, estimate, options)
 
 
-def train_result(model: str, system: str, estimate: analytic.TrainingEstimate) -> TrainResult:
+def train_result(
+    model: str, system: str, estimate: analytic.TrainingEstimate, options: TrainingOptions | None = None
+) -> TrainResult:
     """The ``train`` JSON contract of one analytic estimate."""
     return TrainResult(
         model=model,
@@ -90,6 +170,7 @@ def train_result(model: str, system: str, estimate: analytic.TrainingEstimate) -
         memory_breakdown_bytes=tuple(estimate.memory.as_dict().items()),
         time_breakdown_s=tuple(estimate.time.as_dict().items()),
         layout=tuple(estimate.layout.as_dict().items()),
+        options=tuple((options or TrainingOptions()).as_dict().items()),
     )
 
 
@@ -110,7 +191,14 @@ def _layout_from_json(layout: dict[str, object]) -> ParallelLayout:
         recompute=Recompute(layout["recompute"]),
         sequence_parallel=bool(layout["sequence_parallel"]),
         dtype=str(layout["dtype"]),
+        expert_tensor_parallel=_expert_tp(layout),
     )
+
+
+def _expert_tp(layout: dict[str, object]) -> int | None:
+    """The layout's expert TP, None where it equals TP (the default, also the only value for dense models)."""
+    etp = int(layout.get("expert_tp", layout["tp"]))  # type: ignore[call-overload]
+    return None if etp == int(layout["tp"]) else etp  # type: ignore[call-overload]
 
 
 def simulate_train(
@@ -137,12 +225,14 @@ def simulate_train(
     if variability is not None:
         variability.validate()
     base = train(model, system, gpus, global_batch, seq_len, **layout)
+    options = dict(base.options)
     case = TrainingCase(
         catalog.load_model(model),
         catalog.load_system(system),
         _layout_from_json(dict(base.layout)),
         global_batch,
         seq_len,
+        training_options(**{k: v for k, v in options.items()}),  # type: ignore[arg-type]
     )
     rehash = variability is not None and variability.ecmp_rehash
     if rehash and fidelity != "flow":

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import typer
 
+from fabricsim.cli import train_settings as ts
 from fabricsim.cli.common import JSON_OPTION, MODEL_OPTION, SYSTEM_OPTION, emit
 from fabricsim.errors import FabricsimError
 
@@ -75,9 +76,20 @@ def train(
         None, "--sequence-parallel/--no-sequence-parallel", help="only with / without (default: both when tp > 1)"
     ),
     dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16, and fp8 where native)"),
+    expert_tp: str | None = typer.Option(
+        None, "--expert-tp", help=f"expert tensor-parallel sizes (default 1 and tp): {_LIST}"
+    ),
+    flash_attention: bool | None = ts.FLASH_OPTION,
+    overlap_grad_reduce: bool | None = ts.GRAD_OPTION,
+    overlap_param_gather: bool | None = ts.PARAM_OPTION,
+    tp_comm_overlap: bool | None = ts.TP_COMM_OPTION,
+    a2a_overlap: bool | None = ts.A2A_OPTION,
+    fp8_recipe: str | None = ts.FP8_RECIPE_OPTION,
+    capacity_factor: float | None = ts.CAPACITY_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Rank training layouts (TP, PP, DP, CP, EP, vpp, micro-batch, ZeRO, recompute, SP, dtype)."""
+    """Rank training layouts (TP, PP, DP, CP, EP, expert TP, vpp, micro-batch, ZeRO, recompute, SP, dtype)
+    and choose the free overlaps."""
     from fabricsim import api
     from fabricsim.report.tables import plan_table
 
@@ -87,6 +99,10 @@ def train(
     }
     constraints |= {"micro_batch": int_list("micro-batch", micro_batch), "zero": int_list("zero", zero)}
     constraints |= {"recompute": str_list(recompute), "dtype": str_list(dtype), "sequence_parallel": sequence_parallel}
+    constraints["expert_tp"] = int_list("expert-tp", expert_tp)
+    switches = (flash_attention, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, a2a_overlap)
+    settings = ts.settings(None, switches, fp8_recipe, capacity_factor)
+    del settings["expert_tp"]  # a layout constraint here
     with progress_bar(not as_json and sys.stderr.isatty()) as on_progress:
         result = api.plan_train(
             model,
@@ -99,6 +115,7 @@ def train(
             refine=refine,
             constraints=constraints,
             on_progress=on_progress,
+            settings=settings,
         )
     emit(result.to_json(), as_json, plan_table)
 

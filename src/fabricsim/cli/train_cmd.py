@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from fabricsim.cli import fidelity as fidelity_flags
+from fabricsim.cli import train_settings as ts
 from fabricsim.cli.common import JSON_OPTION, MODEL_OPTION, SYSTEM_OPTION, emit
 
 
@@ -22,11 +23,23 @@ def train(
     vpp: int | None = typer.Option(None, "--vpp", help="model chunks per GPU, interleaved schedule (default 1)"),
     micro_batch: int | None = typer.Option(None, "--micro-batch", help="sequences per micro-batch (default 1)"),
     zero: int | None = typer.Option(None, "--zero", help="ZeRO stage 0|1|2|3 (default 1 for MoE, else 0)"),
-    recompute: str | None = typer.Option(None, "--recompute", help="none | selective | full (default none)"),
+    recompute: str | None = typer.Option(
+        None,
+        "--recompute",
+        help="none | selective (core_attn) | fine-grained (layernorm, mla_up_proj, moe_act) | full (default none)",
+    ),
     sequence_parallel: bool | None = typer.Option(
         None, "--sequence-parallel/--no-sequence-parallel", help="sequence parallelism (default on when tp > 1)"
     ),
     dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16)"),
+    expert_tp: int | None = ts.EXPERT_TP_OPTION,
+    flash_attention: bool | None = ts.FLASH_OPTION,
+    overlap_grad_reduce: bool | None = ts.GRAD_OPTION,
+    overlap_param_gather: bool | None = ts.PARAM_OPTION,
+    tp_comm_overlap: bool | None = ts.TP_COMM_OPTION,
+    a2a_overlap: bool | None = ts.A2A_OPTION,
+    fp8_recipe: str | None = ts.FP8_RECIPE_OPTION,
+    capacity_factor: float | None = ts.CAPACITY_OPTION,
     as_json: bool = JSON_OPTION,
     fidelity: str = fidelity_flags.FIDELITY_OPTION,
     trace: str | None = fidelity_flags.TRACE_OPTION,
@@ -42,10 +55,12 @@ def train(
     from fabricsim.report.tables import train_table
 
     flags = fidelity_flags.SimulationFlags(fidelity, trace, seeds, straggler, jitter, link_jitter, ecmp_rehash, seed)
+    switches = (flash_attention, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, a2a_overlap)
+    settings = ts.settings(expert_tp, switches, fp8_recipe, capacity_factor)
     if flags.wants_engine:  # --fidelity simulate|flow, --trace or variability: the event-driven engine
         layout = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "micro_batch": micro_batch}
         layout |= {"zero": zero, "recompute": recompute, "sequence_parallel": sequence_parallel, "dtype": dtype}
-        fidelity_flags.run_train(flags, (model, system, gpus, global_batch, seq_len), layout, as_json)
+        fidelity_flags.run_train(flags, (model, system, gpus, global_batch, seq_len), layout | settings, as_json)
         return
     result = api.train(
         model,
@@ -64,5 +79,6 @@ def train(
         recompute=recompute,
         sequence_parallel=sequence_parallel,
         dtype=dtype,
+        **settings,  # type: ignore[arg-type]
     )
     emit(result.to_json(), as_json, train_table)

@@ -24,6 +24,7 @@ from fabricsim.planner.train import (
     figures_score,
     layout_key,
 )
+from fabricsim.workload.training import TrainingOptions
 
 
 def _no_network(run: int | None) -> None:
@@ -33,7 +34,10 @@ def _no_network(run: int | None) -> None:
 
 def refine_plan(question: TrainQuestion, plan: TrainPlan) -> TrainPlan:
     """``plan`` with its figures from one simulated step (no variability)."""
-    case = TrainingCase(question.model, question.system, plan.estimate.layout, question.global_batch, question.seq_len)
+    case = TrainingCase(
+        question.model, question.system, plan.estimate.layout, question.global_batch, question.seq_len,
+        question.options or TrainingOptions(),
+    )
     sim = simulate_training(case, _no_network, None)
     figures = PlanFigures(step_breakdown(sim), sim.step_time_s, plan.estimate.memory.total)
     return replace(plan, figures=figures, simulation=sim)

@@ -38,7 +38,7 @@ from fabricsim.planner.explain import PlanFigures, train_reasons
 from fabricsim.planner.space import Group, TrainProblem, TrainSpace
 from fabricsim.specs import ModelSpec, ParallelLayout, SystemSpec
 from fabricsim.transformer.flops import model_dims
-from fabricsim.workload.training import DTYPES
+from fabricsim.workload.training import DTYPES, TrainingOptions
 
 Progress = Callable[[int, int], None]
 
@@ -57,13 +57,15 @@ def parse_train_objective(text: str) -> TrainObjective:
 
 @dataclass(frozen=True, slots=True)
 class TrainQuestion:
-    """Model and system specs, GPU count, global batch (sequences) and sequence length (tokens)."""
+    """Model and system specs, GPU count, global batch (sequences), sequence length (tokens) and the
+    framework settings every layout runs with (None: Megatron-Core's defaults)."""
 
     model: ModelSpec
     system: SystemSpec
     gpus: int
     global_batch: int
     seq_len: int
+    options: TrainingOptions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +170,7 @@ def layout_key(layout: ParallelLayout) -> tuple:
         _RECOMPUTE_INDEX[layout.recompute],
         int(layout.sequence_parallel),
         _DTYPE_INDEX[layout.dtype],
+        layout.expert_tp,
     )
 
 
@@ -299,7 +302,8 @@ def search_train(
     problem = train_problem(question)
     sp.check_space(problem, space)
     capacity_bytes = question.system.device.hbm_capacity_bytes
-    walk = _Walk(question, problem, space, settings, capacity_bytes, training_context(question.model, question.system))
+    context = training_context(question.model, question.system, question.options)
+    walk = _Walk(question, problem, space, settings, capacity_bytes, context)
     groups = list(sp.train_groups(problem, space))
     step = max(1, len(groups) // 200)
     for index, group in enumerate(groups):

@@ -29,6 +29,7 @@ from fabricsim.transformer.constants import (
     KERNEL_OVERHEAD_S,
 )
 from fabricsim.transformer.flops import ModelDims
+from fabricsim.transformer.moe import expert_shard
 
 ACTIVATION_BYTES = 2.0  # 16-bit activations (bf16/fp16), also under FP8 recipes
 # Bytes per element moved by the element-wise kernels of one layer: (forward, backward).
@@ -51,8 +52,14 @@ class DeviceRates:
     gemm_operand_bytes: float
 
 
-def device_rates(device: DeviceSpec, dtype: str) -> DeviceRates:
-    """Peaks for ``dtype`` GEMMs (FP8 only for GEMMs; attention stays 16-bit) and usable HBM B/s."""
+def device_rates(device: DeviceSpec, dtype: str, fp8_recipe: str = "delayed") -> DeviceRates:
+    """Peaks for ``dtype`` GEMMs (FP8 only for GEMMs; attention stays 16-bit) and usable HBM B/s.
+
+    ``fp8_recipe`` (delayed | current | block | mxfp8, Megatron-Core's ``--fp8-recipe``) is the hook
+    for recipe-specific kernel costs (scaling granularity, quantise/amax kernels); this model does
+    not price recipes differently yet, so every recipe gets the same rates.
+    """
+    del fp8_recipe  # hook: recipe costs belong to the kernel-level compute model
     gemm_bytes = 1.0 if dtype == "fp8" else 2.0
     return DeviceRates(
         gemm_peak_flops=device.peak(dtype),
@@ -93,6 +100,8 @@ class ShardShape:
     expert_parallel: int
     sequence_parallel: bool
     flash_attention: bool
+    expert_tensor_parallel: int = 0  # 0: the tensor-parallel size (Megatron-Core's default)
+    capacity_factor: float = 1.0  # expert load over the mean (padded to capacity); 1 = dropless, balanced
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +140,12 @@ def _mlp_linear_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens
         return gemm_time_s(rates, tokens, up * dims.ffn / t, dims.hidden) + gemm_time_s(
             rates, tokens, dims.hidden, dims.ffn / t
         )
-    local_experts = dims.experts / shape.expert_parallel
-    per_expert_tokens = tokens * dims.experts_per_token / local_experts
-    routed = gemm_time_s(rates, per_expert_tokens, up * dims.expert_ffn / t, dims.hidden, local_experts)
-    routed += gemm_time_s(rates, per_expert_tokens, dims.hidden, dims.expert_ffn / t, local_experts)
+    etp = shape.expert_tensor_parallel or t
+    parallel = (t, shape.expert_parallel, etp)
+    ex = expert_shard(tokens, dims.experts, dims.experts_per_token, dims.expert_ffn, parallel, shape.capacity_factor)
+    # grouped GEMM: E/ep groups of (tokens per expert) x (f/etp) x h
+    routed = gemm_time_s(rates, ex.tokens_per_expert, up * ex.ffn_shard, dims.hidden, ex.local_experts)
+    routed += gemm_time_s(rates, ex.tokens_per_expert, dims.hidden, ex.ffn_shard, ex.local_experts)
     shared_ffn = dims.shared_experts * dims.expert_ffn / t
     shared = gemm_time_s(rates, tokens, up * shared_ffn, dims.hidden) + gemm_time_s(
         rates, tokens, dims.hidden, shared_ffn

@@ -53,6 +53,14 @@ class ModelDims:
     output_params: int
     tied_embeddings: bool
     mla: bool
+    q_lora_rank: int = 0  # MLA only: query latent width
+    kv_lora_rank: int = 0  # MLA only: key/value latent width
+    qk_rope_dim: int = 0  # MLA only: the rotary part of qk_head_dim
+
+    @property
+    def mla_latent_width(self) -> float:
+        """Per-token latent width MLA stores before its up-projections (q and kv latents, rope key)."""
+        return self.q_lora_rank + self.kv_lora_rank + self.qk_rope_dim
 
     @property
     def moe_active_mlp_params(self) -> int:
@@ -93,6 +101,9 @@ def model_dims(model: ModelSpec) -> ModelDims:
         output_params=counts.output if counts.output else counts.embedding,
         tied_embeddings=not counts.output,
         mla=model.is_mla,
+        q_lora_rank=(model.q_lora_rank or 0) if model.is_mla else 0,
+        kv_lora_rank=(model.kv_lora_rank or 0) if model.is_mla else 0,
+        qk_rope_dim=(model.qk_rope_head_dim or 0) if model.is_mla else 0,
     )
 
 

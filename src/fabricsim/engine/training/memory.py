@@ -30,7 +30,9 @@ from fabricsim.workload.pipeline import in_flight_microbatches
 def stage_parameters(dims: ModelDims, layout: ParallelLayout) -> tuple[float, float]:
     """(dense, expert) parameters on one GPU of the largest stage, before ZeRO sharding."""
     stage = work.largest_stage(dims, layout.pipeline_parallel)
-    dense, expert = work.stage_parameters(dims, stage, layout.tensor_parallel, layout.expert_parallel)
+    dense, expert = work.stage_parameters(
+        dims, stage, layout.tensor_parallel, layout.expert_parallel, layout.expert_tp if dims.experts else None
+    )
     if layout.pipeline_parallel == 1 and not dims.tied_embeddings:  # one GPU holds both ends
         dense += min(dims.embedding_params, dims.output_params) / layout.tensor_parallel
     return dense, expert
@@ -50,11 +52,12 @@ def stage_activations(dims: ModelDims, layout: ParallelLayout, shape: ShardShape
 
 def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> MemoryBreakdown:
     """Bytes on the most loaded GPU: model states after ZeRO sharding
-    (:func:`fabricsim.transformer.memory.state_bytes`; expert parameters over dp/ep), plus under
+    (:func:`fabricsim.transformer.memory.state_bytes`; expert parameters over the expert-data-parallel
+    size tp·cp·dp/(etp·ep)), plus under
     ZeRO-3 two gathered layers (current + prefetched); activations of the in-flight micro-batches on
     stage 0 (or one micro-batch plus the logits on the last stage); framework overhead."""
     dp = layout.data_parallel
-    shards = (layout.zero_stage, dp, max(1, dp // layout.expert_parallel))
+    shards = (layout.zero_stage, dp, layout.expert_data_parallel)
     states = state_bytes(entry.dense_params, entry.expert_params, shards, layout.dtype)
     weights = states.weights
     if layout.zero_stage == 3 and dp > 1:
