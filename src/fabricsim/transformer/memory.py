@@ -81,59 +81,78 @@ def state_bytes(dense_params: float, expert_params: float, shards: tuple[int, in
     )
 
 
-def _attention_bytes_per_token(dims: ModelDims, recompute: Recompute = Recompute.NONE) -> float:
-    """Sharded attention activations per token (Q, K, V and the projection input), 16-bit; under
-    fine-grained recomputation MLA keeps the output-projection input only (its latents are counted
-    by :func:`layer_activation_bytes`)."""
+def linear_input_bytes(dtype: str) -> float:
+    """Bytes per element of a saved GEMM input: an FP8 recipe's linear layers keep the FP8 copy of
+    their input they cast for the forward GEMM (Transformer Engine saves the quantised input for the
+    weight-gradient GEMM; DeepSeek-V3, arXiv 2412.19437 sec. 3.3.2, caches these activations in FP8),
+    16-bit otherwise. Attention's Q, K, V and the norms stay 16-bit."""
+    return 1.0 if dtype == "fp8" else 2.0
+
+
+def _attention_bytes_per_token(dims: ModelDims, recompute: Recompute, lb: float) -> float:
+    """Tensor-parallel-sharded attention activations per token: 16-bit Q, K, V (MLA: up-projected per
+    head) and the output projection's input (``lb`` bytes); under fine-grained recomputation MLA's
+    Q, K, V are rebuilt from the latents (counted by :func:`layer_activation_bytes`)."""
+    projection_input = lb * dims.heads * dims.v_head_dim
     if dims.mla and recompute is Recompute.FINE_GRAINED:
-        return 2.0 * dims.heads * dims.v_head_dim
+        return projection_input
     q = dims.heads * dims.qk_head_dim
     k = dims.kv_heads * dims.qk_head_dim
     v = dims.kv_heads * dims.v_head_dim
     if dims.mla:
         k = dims.heads * dims.qk_head_dim  # MLA up-projects K and V per head before attention
         v = dims.heads * dims.v_head_dim
-    return 2.0 * (q + k + v + dims.heads * dims.v_head_dim)
+    return 2.0 * (q + k + v) + projection_input
 
 
-def _mlp_bytes_per_token(dims: ModelDims, moe: bool) -> float:
-    """Tensor-parallel-sharded MLP activations per token: GeLU in/out (2 x 2f) or SwiGLU gate, up,
-    product (3 x 2f); for an MoE layer the shared experts and the router's fp32 probabilities
-    (routed experts: :func:`_routed_bytes`)."""
-    per_width = 6.0 if dims.gated else 4.0
+def _ffn_bytes_per_width(dims: ModelDims, lb: float, drop_act_output: bool) -> float:
+    """Bytes per FFN channel: the 16-bit activation input (SwiGLU: gate and up, 2 x 2; GeLU: 2) and its
+    output, the FC2 input (``lb``), which fine-grained recomputation (moe_act) rebuilds."""
+    act_input = 4.0 if dims.gated else 2.0
+    return act_input + (0.0 if drop_act_output else lb)
+
+
+def _mlp_bytes_per_token(dims: ModelDims, moe: bool, lb: float) -> float:
+    """Tensor-parallel-sharded MLP activations per token (dense MLP, or an MoE layer's shared experts
+    and the router's fp32 probabilities; routed experts: :func:`_routed_bytes`). With 16-bit inputs
+    this is 6f (SwiGLU) or 4f (GeLU), as Korthikanti et al."""
     if not moe:
-        return per_width * dims.ffn
-    return per_width * dims.shared_experts * dims.expert_ffn + 4.0 * dims.experts
+        return _ffn_bytes_per_width(dims, lb, False) * dims.ffn
+    return _ffn_bytes_per_width(dims, lb, False) * dims.shared_experts * dims.expert_ffn + 4.0 * dims.experts
 
 
-def _routed_bytes(dims: ModelDims, shape: ShardShape, recompute: Recompute, tokens: float) -> float:
-    """Routed-expert activations on one GPU: per (token, expert) pair the dispatched token (2h) and
-    the FFN activations of its shard (the activation's output dropped under fine-grained recompute)."""
+def _routed_bytes(dims: ModelDims, shape: ShardShape, recompute: Recompute, tokens: float, lb: float) -> float:
+    """Routed-expert activations on one GPU: per (token, expert) pair the dispatched token (the FC1
+    input, ``lb`` x h) and the FFN activations of its shard (the activation's output dropped under
+    fine-grained recomputation)."""
     t = shape.tensor_parallel
     parallel = (t, shape.expert_parallel, shape.expert_tensor_parallel or t)
     ex = expert_shard(tokens, dims.experts, dims.experts_per_token, dims.expert_ffn, parallel, shape.capacity_factor)
-    per_width = 6.0 if dims.gated else 4.0
-    if recompute is Recompute.FINE_GRAINED:  # moe_act: the activation output (FC2 input) is rebuilt
-        per_width -= 2.0
-    return ex.pairs * (2.0 * dims.hidden + per_width * ex.ffn_shard)
+    per_width = _ffn_bytes_per_width(dims, lb, recompute is Recompute.FINE_GRAINED)
+    return ex.pairs * (lb * dims.hidden + per_width * ex.ffn_shard)
 
 
-def layer_activation_bytes(dims: ModelDims, shape: ShardShape, recompute: Recompute, moe: bool) -> float:
-    """Activation bytes one layer keeps for one micro-batch on one GPU (module docstring)."""
+def layer_activation_bytes(
+    dims: ModelDims, shape: ShardShape, recompute: Recompute, moe: bool, dtype: str = "bf16"
+) -> float:
+    """Activation bytes one layer keeps for one micro-batch on one GPU (module docstring); ``dtype``
+    the training dtype (FP8 recipes keep FP8 GEMM inputs, :func:`linear_input_bytes`)."""
     t = shape.tensor_parallel
     tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
     replicated_share = 1.0 / t if shape.sequence_parallel else 1.0
     if recompute is Recompute.FULL:
         return 2.0 * dims.hidden * tokens * replicated_share
-    # LayerNorm inputs (4h), QKV and MLP inputs (4h), two 1-byte dropout masks (2h): 10h; fine-grained
-    # recomputation rebuilds the norm outputs (the QKV and MLP inputs)
-    fine = recompute is Recompute.FINE_GRAINED
-    replicated = (6.0 if fine else 10.0) * dims.hidden * tokens * replicated_share
-    if dims.mla:  # 16-bit latents before and after their norms (the down-projections are not TP-split)
-        replicated += 2.0 * 2.0 * dims.mla_latent_width * tokens
-    sharded = (_attention_bytes_per_token(dims, recompute) + _mlp_bytes_per_token(dims, moe)) * tokens / t
+    lb = linear_input_bytes(dtype)
+    # LayerNorm inputs (4h), QKV and MLP inputs (2 x 2h as GEMM inputs; an MoE layer's MLP input also
+    # feeds the 16-bit router), two 1-byte dropout masks (2h): 10h in 16-bit. Fine-grained
+    # recomputation rebuilds the norm outputs (the QKV and MLP inputs).
+    norm_outputs = 0.0 if recompute is Recompute.FINE_GRAINED else lb + (2.0 if moe else lb)
+    replicated = (6.0 + norm_outputs) * dims.hidden * tokens * replicated_share
+    if dims.mla:  # latents before (16-bit) and after (up-projection input) their norms; not TP-split
+        replicated += (2.0 + lb) * dims.mla_latent_width * tokens
+    sharded = (_attention_bytes_per_token(dims, recompute, lb) + _mlp_bytes_per_token(dims, moe, lb)) * tokens / t
     if moe:
-        sharded += _routed_bytes(dims, shape, recompute, tokens)
+        sharded += _routed_bytes(dims, shape, recompute, tokens, lb)
     if shape.flash_attention:
         core = 4.0 * dims.heads * tokens / t  # fp32 log-sum-exp per head and query
     elif recompute is Recompute.SELECTIVE:

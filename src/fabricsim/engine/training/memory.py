@@ -42,11 +42,12 @@ def stage_activations(dims: ModelDims, layout: ParallelLayout, shape: ShardShape
     """Bytes of (one micro-batch's activations on the largest stage, the output layer's
     activations of one micro-batch, the working set of one layer rebuilt under full recomputation)."""
     stage = work.largest_stage(dims, layout.pipeline_parallel)
-    per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, layout.recompute, False)
-    per_microbatch += stage.moe_layers * layer_activation_bytes(dims, shape, layout.recompute, True)
+    dtype = layout.dtype
+    per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, layout.recompute, False, dtype)
+    per_microbatch += stage.moe_layers * layer_activation_bytes(dims, shape, layout.recompute, True, dtype)
     working = 0.0
     if layout.recompute is Recompute.FULL:  # one layer's activations rebuilt during its backward
-        working = layer_activation_bytes(dims, shape, Recompute.NONE, stage.moe_layers > 0)
+        working = layer_activation_bytes(dims, shape, Recompute.NONE, stage.moe_layers > 0, dtype)
     return per_microbatch, logits_activation_bytes(dims, shape), working
 
 
