@@ -16,7 +16,7 @@ from fabricsim.metrics import (
     TrainResult,
 )
 from fabricsim.specs import ParallelLayout, Recompute
-from fabricsim.workload.training import FP8_RECIPES, TrainingOptions
+from fabricsim.workload.training import FP8_RECIPES, MOE_DISPATCHERS, TrainingOptions
 
 # The framework settings train / plan train / sweeps accept, with Megatron-Core's defaults
 # (TrainingOptions documents each one).
@@ -38,6 +38,7 @@ def training_options(
     a2a_overlap: bool | None = None,
     fp8_recipe: str | None = None,
     capacity_factor: float | None = None,
+    moe_dispatcher: str | None = None,
     free: bool | None = None,
 ) -> TrainingOptions:
     """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
@@ -59,6 +60,8 @@ def training_options(
         switches[name] = value if value is not None else name == "flash_attention"
     if fp8_recipe is not None and fp8_recipe not in FP8_RECIPES:
         raise unknown_name("fp8-recipe", str(fp8_recipe), FP8_RECIPES)
+    if moe_dispatcher is not None and moe_dispatcher not in MOE_DISPATCHERS:
+        raise unknown_name("moe-dispatcher", str(moe_dispatcher), MOE_DISPATCHERS)
     if capacity_factor is not None:
         if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, (int, float)):
             raise FabricsimError("capacity-factor", f"must be a number, got {capacity_factor!r}")
@@ -71,6 +74,7 @@ def training_options(
         a2a_overlap=switches["a2a_overlap"],
         fp8_recipe=fp8_recipe or "delayed",
         capacity_factor=capacity_factor,
+        moe_dispatcher=moe_dispatcher or "alltoall",
     )
     options.validate()
     return options
@@ -102,13 +106,14 @@ def train(
     a2a_overlap: bool | None = None,
     fp8_recipe: str | None = None,
     capacity_factor: float | None = None,
+    moe_dispatcher: str | None = None,
 ) -> TrainResult:
     """Estimate one training step of ``model`` on ``gpus`` GPUs of ``system`` (analytic fidelity).
 
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
     sequence parallelism when tp > 1, bf16, expert TP = tp where it fits else 1). Framework
-    settings (``flash_attention`` ... ``capacity_factor``) default as Megatron-Core does (see
+    settings (``flash_attention`` ... ``moe_dispatcher``) default as Megatron-Core does (see
     :func:`training_options`). Invalid input raises FabricsimError naming the field; a layout
     that does not fit is a result with ``fits`` False.
     """
@@ -142,6 +147,7 @@ def train(
         a2a_overlap=a2a_overlap,
         fp8_recipe=fp8_recipe,
         capacity_factor=capacity_factor,
+        moe_dispatcher=moe_dispatcher,
     )
     estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len, options)
     return train_result(model_spec.name, system_spec.name, estimate, options)

@@ -86,6 +86,7 @@ def train(
     a2a_overlap: bool | None = ts.A2A_OPTION,
     fp8_recipe: str | None = ts.FP8_RECIPE_OPTION,
     capacity_factor: float | None = ts.CAPACITY_OPTION,
+    moe_dispatcher: str | None = ts.DISPATCHER_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Rank training layouts (TP, PP, DP, CP, EP, expert TP, vpp, micro-batch, ZeRO, recompute, SP, dtype)
@@ -101,7 +102,7 @@ def train(
     constraints |= {"recompute": str_list(recompute), "dtype": str_list(dtype), "sequence_parallel": sequence_parallel}
     constraints["expert_tp"] = int_list("expert-tp", expert_tp)
     switches = (flash_attention, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, a2a_overlap)
-    settings = ts.settings(None, switches, fp8_recipe, capacity_factor)
+    settings = ts.settings(None, switches, fp8_recipe, capacity_factor, moe_dispatcher)
     del settings["expert_tp"]  # a layout constraint here
     with progress_bar(not as_json and sys.stderr.isatty()) as on_progress:
         result = api.plan_train(

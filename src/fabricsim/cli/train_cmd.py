@@ -40,6 +40,7 @@ def train(
     a2a_overlap: bool | None = ts.A2A_OPTION,
     fp8_recipe: str | None = ts.FP8_RECIPE_OPTION,
     capacity_factor: float | None = ts.CAPACITY_OPTION,
+    moe_dispatcher: str | None = ts.DISPATCHER_OPTION,
     as_json: bool = JSON_OPTION,
     fidelity: str = fidelity_flags.FIDELITY_OPTION,
     trace: str | None = fidelity_flags.TRACE_OPTION,
@@ -56,7 +57,7 @@ def train(
 
     flags = fidelity_flags.SimulationFlags(fidelity, trace, seeds, straggler, jitter, link_jitter, ecmp_rehash, seed)
     switches = (flash_attention, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, a2a_overlap)
-    settings = ts.settings(expert_tp, switches, fp8_recipe, capacity_factor)
+    settings = ts.settings(expert_tp, switches, fp8_recipe, capacity_factor, moe_dispatcher)
     if flags.wants_engine:  # --fidelity simulate|flow, --trace or variability: the event-driven engine
         layout = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "micro_batch": micro_batch}
         layout |= {"zero": zero, "recompute": recompute, "sequence_parallel": sequence_parallel, "dtype": dtype}

@@ -50,11 +50,17 @@ CAPACITY_OPTION = typer.Option(
 )
 
 
+DISPATCHER_OPTION = typer.Option(
+    None, "--moe-dispatcher", help="alltoall | deepep: MoE token dispatch (default alltoall, as Megatron-Core)"
+)
+
+
 def settings(
     expert_tp: int | None,
     switches: tuple[bool | None, bool | None, bool | None, bool | None, bool | None],
     fp8_recipe: str | None,
     capacity_factor: float | None,
+    moe_dispatcher: str | None = None,
 ) -> dict[str, object]:
     """The api keywords of the settings; ``switches`` = (flash attention, overlap grad reduce,
     overlap param gather, tp comm overlap, a2a overlap)."""
@@ -68,4 +74,5 @@ def settings(
         "a2a_overlap": a2a,
         "fp8_recipe": fp8_recipe,
         "capacity_factor": capacity_factor,
+        "moe_dispatcher": moe_dispatcher,
     }

@@ -29,6 +29,9 @@ ZERO_STAGES = (0, 1, 2, 3)
 # scaling; "current" here), blockwise (DeepSeek-V3's 1x128 / 128x128 blocks; "block"), mxfp8
 # (Blackwell MX, 1x32 blocks with E8M0 scales).
 FP8_RECIPES = ("delayed", "current", "block", "mxfp8")
+# Megatron-Core token dispatchers: alltoall (NCCL all-to-all, the default) and DeepEP
+# (``--moe-token-dispatcher-type flex --moe-enable-deepep``).
+MOE_DISPATCHERS = ("alltoall", "deepep")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +52,9 @@ class TrainingOptions:
     the compute model with the dtype. ``capacity_factor``: None is dropless (Megatron-Core's
     default); a number c drops tokens beyond c x the mean expert load and pads every expert to it
     (``--moe-expert-capacity-factor c --moe-pad-expert-input-to-capacity``), so expert GEMMs and
-    dispatch carry c x the mean.
+    dispatch carry c x the mean. ``moe_dispatcher``: :data:`MOE_DISPATCHERS` (default alltoall, as
+    Megatron-Core); deepep sends a token once per remote NVLink domain
+    (:mod:`fabricsim.collectives.dispatch`).
     """
 
     flash_attention: bool = True
@@ -59,6 +64,7 @@ class TrainingOptions:
     a2a_overlap: bool = False
     fp8_recipe: str = "delayed"
     capacity_factor: float | None = None
+    moe_dispatcher: str = "alltoall"
 
     def as_dict(self) -> dict[str, object]:
         """JSON view with the CLI's names."""
@@ -70,12 +76,16 @@ class TrainingOptions:
             "a2a_overlap": self.a2a_overlap,
             "fp8_recipe": self.fp8_recipe,
             "capacity_factor": self.capacity_factor,
+            "moe_dispatcher": self.moe_dispatcher,
         }
 
     def validate(self) -> None:
         """Raise :class:`FabricsimError` naming the option for a bad value."""
         if self.fp8_recipe not in FP8_RECIPES:
             raise FabricsimError("fp8-recipe", f"unknown recipe {self.fp8_recipe!r}", f"use {' | '.join(FP8_RECIPES)}")
+        if self.moe_dispatcher not in MOE_DISPATCHERS:
+            problem = f"unknown dispatcher {self.moe_dispatcher!r}"
+            raise FabricsimError("moe-dispatcher", problem, f"use {' | '.join(MOE_DISPATCHERS)}")
         cf = self.capacity_factor
         if cf is not None and (isinstance(cf, bool) or not isinstance(cf, (int, float)) or not 1.0 <= cf <= 64.0):
             raise FabricsimError("capacity-factor", f"must be a number in [1, 64], got {cf!r}", "or omit it (dropless)")

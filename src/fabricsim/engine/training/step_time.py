@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from fabricsim.collectives import CollectiveOp
+from fabricsim.collectives import CollectiveOp, place_group
+from fabricsim.collectives.dispatch import deepep_dispatch_s
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.training.results import StageEntry, StageWork, TimeBreakdown
-from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.specs import ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.compute import (
     LAYERNORM_BYTES,
     SWIGLU_BYTES,
@@ -53,6 +54,7 @@ class StepContext(Protocol):
     dims: ModelDims
     comm: CollectiveTimes
     options: TrainingOptions
+    system: SystemSpec
 
     def rates(self, dtype: str) -> DeviceRates: ...
 
@@ -104,11 +106,19 @@ def expert_comm_s(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSize
     recomputed forward under full recomputation): dispatch and combine all-to-alls over the ep
     ranks of an expert group (stride etp: Megatron-Core's expert rank order, so a group stays
     inside the NVLink domain while etp x ep fits there and crosses the scale-out network
-    otherwise -- the collective model splits the bytes over the tiers) and, with expert TP,
+    otherwise -- the collective model splits the bytes over the tiers; with the DeepEP dispatcher
+    :mod:`fabricsim.collectives.dispatch` sends a token once per remote domain) and, with expert TP,
     the all-gather / reduce-scatter of the received tokens over the expert-TP group."""
     passes = 3.0 if layout.recompute is Recompute.FULL else 2.0
-    etp = layout.expert_tp
-    per_pass = 2.0 * ctx.comm.time_s(A2A, sizes.expert_bytes, layout.expert_parallel, etp)
+    etp, ep = layout.expert_tp, layout.expert_parallel
+    if ctx.options.moe_dispatcher == "deepep" and ep > 1 and sizes.expert_bytes:
+        k = ctx.dims.experts_per_token
+        token_bytes = 2.0 * ctx.dims.hidden
+        tokens = sizes.expert_bytes / (k * token_bytes)  # tokens each rank dispatches (x capacity factor)
+        latency_s = ctx.comm.time_s(A2A, 1.0, ep, etp)  # the same launch/hop latency as the all-to-all
+        per_pass = 2.0 * deepep_dispatch_s(place_group(ctx.system, ep, etp), tokens, k, token_bytes, latency_s)
+    else:
+        per_pass = 2.0 * ctx.comm.time_s(A2A, sizes.expert_bytes, ep, etp)
     if sizes.expert_tp_bytes:
         gathered = sizes.expert_tp_bytes
         per_pass += ctx.comm.time_s(AG, gathered, etp, 1) + ctx.comm.time_s(RS, gathered, etp, 1)
