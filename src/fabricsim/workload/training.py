@@ -45,7 +45,8 @@ class TrainingOptions:
     (``--overlap-grad-reduce``, default off). ``overlap_param_gather``: the ZeRO/distributed-optimizer
     all-gather of updated parameters overlapped with the next forward (``--overlap-param-gather``,
     default off). ``overlap_tp_comm``: tensor-parallel collectives hidden behind GEMMs
-    (``--tp-comm-overlap``, Transformer Engine userbuffers; default off). ``a2a_overlap``: expert-
+    (``--tp-comm-overlap``, Transformer Engine userbuffers, which need the TP group inside one NVLink
+    domain; default off). ``a2a_overlap``: expert-
     parallel all-to-all of one micro-batch hidden behind the other's compute in the 1F1B steady state
     (``--overlap-moe-expert-parallel-comm``, DualPipe-style; default off). ``fp8_recipe``: the
     scaling recipe of fp8 runs (:data:`FP8_RECIPES`; Megatron-Core's default ``delayed``), handed to

@@ -136,7 +136,8 @@ def _layer_comm_s(
     else:
         per_pass = 2.0 * comm.time_s(AR, sizes.tensor_bytes, t, 1)
     tp = passes * per_pass
-    if ctx.options.overlap_tp_comm:
+    if ctx.options.overlap_tp_comm and t <= ctx.system.scale_up.domain_gpus:
+        # Transformer Engine's userbuffers overlap needs the TP group inside one NVLink domain
         tp = max(0.0, tp - passes * times.linear_s)
     cp_fwd = comm.time_s(AG, sizes.context_kv_bytes, layout.context_parallel, t)
     cp_bwd = cp_fwd + comm.time_s(RS, sizes.context_kv_bytes, layout.context_parallel, t)
