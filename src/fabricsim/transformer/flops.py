@@ -12,7 +12,8 @@ A GEMM of an (m x k) by (k x n) matrix costs 2mkn FLOPs, so every linear layer c
 
 The backward pass costs twice the forward. *Model* FLOPs are forward + backward (3x forward),
 *hardware* FLOPs add the recomputed forward: the whole layer stack under full recomputation, the
-attention core under selective recomputation (Korthikanti et al. 2022, sec. 4.2); the output
+attention core under selective recomputation (Korthikanti et al. 2022, sec. 4.2), MLA's
+up-projections under fine-grained recomputation; the output
 layer is never recomputed. With h the hidden size, l layers and V the vocabulary these reduce to
 96·B·s·l·h²·(1 + s/6h + V/16lh) (full recompute, Narayanan et al. SC'21 sec. 5.1) and
 72·B·s·l·h²·(1 + s/6h + V/12lh) (model FLOPs, Korthikanti et al. 2022 sec. 6) for GPT models.
@@ -139,7 +140,12 @@ def recompute_flops(dims: ModelDims, batch: int, seq_len: int, recompute: Recomp
         return model_forward_flops(dims, batch, seq_len) - logits_forward_flops(dims, batch, seq_len)
     if recompute is Recompute.SELECTIVE:
         return dims.layers * attention_core_flops(dims, batch, seq_len)
-    return 0.0
+    if recompute is Recompute.FINE_GRAINED and dims.mla:  # MLA's Q and KV up-projections (GEMMs)
+        nope = dims.qk_head_dim - dims.qk_rope_dim
+        per_token = dims.q_lora_rank * dims.heads * dims.qk_head_dim
+        per_token += dims.kv_lora_rank * dims.heads * (nope + dims.v_head_dim)
+        return dims.layers * 2.0 * batch * seq_len * per_token
+    return 0.0  # fine-grained norms and activations are element-wise: no GEMM FLOPs
 
 
 def model_flops_per_step(dims: ModelDims, global_batch: int, seq_len: int) -> float:

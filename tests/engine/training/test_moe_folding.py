@@ -11,6 +11,7 @@ from fabricsim import api
 from fabricsim.catalog import load_system
 from fabricsim.collectives import place_group
 from fabricsim.collectives.dispatch import dispatch_bytes
+from fabricsim.engine.training.step_time import A2A_OVERLAP_SM_SHARE
 from fabricsim.errors import FabricsimError
 from fabricsim.transformer.moe import expert_shard
 
@@ -84,6 +85,7 @@ def test_a2a_overlap_hides_dispatch_behind_the_other_micro_batch() -> None:
     ep_plain, ep_hidden = (dict(r.time_breakdown_s)["ep_comm_s"] for r in (plain, hidden))
     compute = sum(dict(plain.time_breakdown_s)[k] for k in ("forward_compute_s", "backward_compute_s"))
     assert max(0.0, ep_plain - compute) <= ep_hidden < ep_plain
+    assert ep_hidden >= A2A_OVERLAP_SM_SHARE * min(ep_plain, compute) * 0.9  # SMs the exchange holds
     assert dict(hidden.options)["a2a_overlap"] is True
 
 

@@ -43,6 +43,10 @@ from fabricsim.workload.training import TrainingOptions
 
 # Megatron-LM DistributedDataParallelConfig default bucket: 40M parameters (max(40M, 1M x dp)).
 GRAD_BUCKET_PARAMS = 40.0e6
+# Share of the SMs an overlapped expert all-to-all takes from the compute it hides behind: DeepSeek-V3
+# runs its dispatch/combine on 20 of the H800's 132 SMs (arXiv 2412.19437 sec. 3.2.2); DeepEP's
+# normal kernels use 20-24 (deepseek-ai/DeepEP README). Compute under the exchange runs that much slower.
+A2A_OVERLAP_SM_SHARE = 20.0 / 132.0
 
 AR, AG, RS, A2A = CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL
 
@@ -173,8 +177,10 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
     if ctx.options.a2a_overlap and ep:
         # 1F1B A2A overlap (Megatron-Core --overlap-moe-expert-parallel-comm, DualPipe-style): the
         # token exchange of one micro-batch runs under the other micro-batch's compute in the steady
-        # state (warm-up/cool-down micro-batches are not modelled apart)
-        ep = max(0.0, ep - (forward + backward))
+        # state (warm-up/cool-down micro-batches are not modelled apart), slowing the compute it
+        # overlaps by the SMs the communication kernels hold
+        hidden_under = forward + backward
+        ep = max(0.0, ep - hidden_under) + A2A_OVERLAP_SM_SHARE * min(ep, hidden_under)
     logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
     share = 1.0
     if layout.pipeline_parallel > 1:  # the last stage has floor(L/pp) layers plus the output layer
