@@ -71,7 +71,7 @@ def train(
     vpp: str | None = typer.Option(None, "--vpp", help=f"virtual stages per GPU: {_LIST}"),
     micro_batch: str | None = typer.Option(None, "--micro-batch", help=f"micro-batch sizes: {_LIST}"),
     zero: str | None = typer.Option(None, "--zero", help=f"ZeRO stages 0-3: {_LIST}"),
-    recompute: str | None = typer.Option(None, "--recompute", help=f"none | selective | full: {_LIST}"),
+    recompute: str | None = typer.Option(None, "--recompute", help=f"none | selective | fine-grained | full: {_LIST}"),
     sequence_parallel: bool | None = typer.Option(
         None, "--sequence-parallel/--no-sequence-parallel", help="only with / without (default: both when tp > 1)"
     ),

@@ -116,6 +116,7 @@ def train_table(result: dict[str, Any]) -> Any:
         f"{result.get('model', '')} on {result['gpus']} GPUs of {result.get('system', '')}",
         [
             ("layout", layout_text),
+            ("settings", " ".join(f"{key}={value}" for key, value in result.get("options", {}).items())),
             ("step time", format_seconds(result["step_time_s"])),
             ("tokens/s", f"{result['tokens_per_s']:,.0f}"),
             ("MFU / HFU", f"{result['mfu'] * 100:.1f}% / {result['hfu'] * 100:.1f}%"),
