@@ -14,9 +14,9 @@ for ``n`` tokens of ``b`` bytes; combine moves the same bytes back. A plain all-
 Megatron-Core's default dispatcher) instead sends every pair, ``k·(D-1)/D`` copies per token over
 the network: 7 vs 4.6 for k = 8 over 8 domains. Bandwidths are the group's nominal per-GPU scale-out
 share and NCCL's effective NVLink p2p figure (:func:`fabricsim.collectives.placement.place_group`);
-DeepEP's published H800 figures reach them (153/158 GB/s dispatch/combine intranode against
-~160 GB/s measured NVLink, 43-58 GB/s internode against 50 GB/s IB; reference/kernel-efficiency.md
-M10-M11). Node-limited routing (DeepSeek-V3 sends a token to at most 4 nodes) is not modelled: the
+DeepEP's published H800 figures reach them (153/158 GB/s dispatch/combine intranode against the
+164.8 GB/s used here; 43-58 GB/s "logical" internode bandwidth against 50 GB/s IB;
+reference/kernel-efficiency.md M10-M11). Node-limited routing (DeepSeek-V3 sends a token to at most 4 nodes) is not modelled: the
 model config does not carry it, so the RDMA volume is an upper bound for such models.
 """
 
