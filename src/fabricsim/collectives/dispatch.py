@@ -16,8 +16,9 @@ the network: 7 vs 4.6 for k = 8 over 8 domains. Bandwidths are the group's nomin
 share and NCCL's effective NVLink p2p figure (:func:`fabricsim.collectives.placement.place_group`);
 DeepEP's published H800 figures reach them (153/158 GB/s dispatch/combine intranode against the
 164.8 GB/s used here; 43-58 GB/s "logical" internode bandwidth against 50 GB/s IB;
-reference/kernel-efficiency.md M10-M11). Node-limited routing (DeepSeek-V3 sends a token to at most 4 nodes) is not modelled: the
-model config does not carry it, so the RDMA volume is an upper bound for such models.
+reference/kernel-efficiency.md M10-M11). Node-limited routing (DeepSeek-V3 sends a token to at
+most 4 nodes) is not modelled: the model config does not carry it, so the RDMA volume is an upper
+bound for such models.
 """
 
 from __future__ import annotations
