@@ -46,14 +46,15 @@ class TrainingOptions:
     all-gather of updated parameters overlapped with the next forward (``--overlap-param-gather``,
     default off). ``overlap_tp_comm``: tensor-parallel collectives hidden behind GEMMs
     (``--tp-comm-overlap``, Transformer Engine userbuffers, which need the TP group inside one NVLink
-    domain; default off). ``a2a_overlap``: expert-
-    parallel all-to-all of one micro-batch hidden behind the other's compute in the 1F1B steady state
-    (``--overlap-moe-expert-parallel-comm``, DualPipe-style; default off). ``fp8_recipe``: the
+    domain; default off). ``a2a_overlap``: the expert-parallel all-to-all of one micro-batch hidden
+    behind the other's compute in the 1F1B steady state (``--overlap-moe-expert-parallel-comm``,
+    DualPipe-style; default off). ``fp8_recipe``: the
     scaling recipe of fp8 runs (:data:`FP8_RECIPES`; Megatron-Core's default ``delayed``), handed to
     the compute model with the dtype. ``capacity_factor``: None is dropless (Megatron-Core's
     default); a number c drops tokens beyond c x the mean expert load and pads every expert to it
     (``--moe-expert-capacity-factor c --moe-pad-expert-input-to-capacity``), so expert GEMMs and
-    dispatch carry c x the mean. ``moe_dispatcher``: :data:`MOE_DISPATCHERS` (default alltoall, as
+    dispatch carry c x the mean (c < 1 would drop work the model FLOPs still count, so it is refused).
+    ``moe_dispatcher``: :data:`MOE_DISPATCHERS` (default alltoall, as
     Megatron-Core); deepep sends a token once per remote NVLink domain
     (:mod:`fabricsim.collectives.dispatch`).
     """
