@@ -35,13 +35,17 @@ def main() -> None:
     result = api.goodput("llama3-405b", SYSTEM, GPUS, 16_384, 8192, days=DAYS, runs=1000, seed=1, **LAYOUT)
     total_s = time.perf_counter() - start
     out = result.to_json()
-    print(f"goodput, {GPUS:,} GPUs, {DAYS:,} days, {out['runs']} runs: {total_s:.2f} s "
-          f"({total_s / BUDGET_S:.2f} of the {BUDGET_S:.0f} s budget)")
+    print(
+        f"goodput, {GPUS:,} GPUs, {DAYS:,} days, {out['runs']} runs: {total_s:.2f} s "
+        f"({total_s / BUDGET_S:.2f} of the {BUDGET_S:.0f} s budget)"
+    )
     print(f"  parts: topology + counts {counted_s:.2f} s, flow probe {probe_s:.2f} s (ratio {ratio:.3f})")
     print(f"  components {counts}")
     print(f"  interruptions {out['interruptions']}, MTTF {out['mttf_s']:.0f} s")
-    print(f"  checkpoint {out['checkpoint_bytes'] / 1e12:.2f} TB, blocking {out['checkpoint_time_s']:.2f} s, "
-          f"interval {out['checkpoint_interval_s']:.0f} s, restart {out['restart_time_s']:.0f} s")
+    print(
+        f"  checkpoint {out['checkpoint_bytes'] / 1e12:.2f} TB, blocking {out['checkpoint_time_s']:.2f} s, "
+        f"interval {out['checkpoint_interval_s']:.0f} s, restart {out['restart_time_s']:.0f} s"
+    )
     print(f"  ETTR {out['ettr']} (expected {out['ettr_expected']:.4f})")
 
 

@@ -36,6 +36,7 @@ from fabricsim.reliability import (
     Scenario,
 )
 from fabricsim.reliability.goodput import GoodputEstimate
+from fabricsim.reliability.montecarlo import check_runs
 from fabricsim.specs import SystemSpec
 from fabricsim.topology.graph import NodeKind, cables, remove_links
 from fabricsim.topology.inventory import inventory
@@ -175,6 +176,7 @@ def goodput(
     interval = _interval(checkpoint_interval)
     target = parse_choice("checkpoint_target", checkpoint_target, CheckpointTarget)
     policy = parse_choice("link_failures", link_failures, LinkFailurePolicy)
+    check_runs(runs)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise FabricsimError("seed", f"must be an integer >= 0, got {seed!r}")
     rates_spec = load_rates(failure_rates)

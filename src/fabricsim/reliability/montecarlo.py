@@ -52,9 +52,14 @@ class RunSamples:
     ettr: np.ndarray
 
 
-def _check(model: RunModel, runs: int) -> None:
+def check_runs(runs: int) -> None:
+    """Raise unless ``runs`` is a usable number of Monte-Carlo runs."""
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 1_000_000:
         raise FabricsimError("runs", f"must be an integer in [1, 1000000], got {runs!r}")
+
+
+def _check(model: RunModel, runs: int) -> None:
+    check_runs(runs)
     if not (np.isfinite(model.days) and 0 < model.days <= 100_000):
         raise FabricsimError("days", f"must be a number in (0, 100000], got {model.days!r}")
     if not model.interval_s > 0:

@@ -26,8 +26,10 @@ def goodput_table(result: dict[str, Any]) -> Group:
             ("interruptions", _spread(result["interruptions"], 1)),
             ("rerouted cable failures", f"{result['rerouted_link_failures']:.1f} ({result['link_failures']})"),
             ("checkpoint", f"{format_bytes(result['checkpoint_bytes'])} to {result['checkpoint_target']}"),
-            ("  blocking / overlapped", f"{format_seconds(result['checkpoint_time_s'])} / "
-             f"{format_seconds(result['checkpoint_overlapped_s'])}"),
+            (
+                "  blocking / overlapped",
+                f"{format_seconds(result['checkpoint_time_s'])} / {format_seconds(result['checkpoint_overlapped_s'])}",
+            ),
             ("  interval", format_seconds(result["checkpoint_interval_s"])),
             ("restart", format_seconds(result["restart_time_s"])),
             ("ETTR", f"{_spread(result['ettr'], 4)}; expected {result['ettr_expected']:.4f}"),
