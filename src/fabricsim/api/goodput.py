@@ -35,7 +35,7 @@ from fabricsim.reliability import (
     RunPlan,
     Scenario,
 )
-from fabricsim.reliability.goodput import GoodputEstimate
+from fabricsim.reliability.goodput import GoodputEstimate, choose_interval_s, expected_ettr_of
 from fabricsim.reliability.montecarlo import check_runs
 from fabricsim.specs import SystemSpec
 from fabricsim.topology.graph import NodeKind, cables, remove_links
@@ -151,6 +151,83 @@ def _degraded_fraction(result: TrainResult, ratio: float) -> float:
     return result.step_time_s / (result.step_time_s + scale_out_s * (1.0 / ratio - 1.0))
 
 
+@dataclass(frozen=True, slots=True)
+class GoodputOptions:
+    """The validated goodput inputs other than the model, system and layout."""
+
+    rates: FailureRatesSpec
+    interval_s: float | None
+    target: CheckpointTarget
+    policy: LinkFailurePolicy
+    pfs_Bps: float
+    plan: RunPlan
+
+
+def goodput_options(
+    days: float,
+    checkpoint_interval: str | float = "auto",
+    checkpoint_target: str = "pfs",
+    link_failures: str = "reroute",
+    **more: Any,
+) -> GoodputOptions:
+    """Parse and check the options of :func:`goodput` (``more``: failure_rates, pfs_bandwidth_Bps,
+    runs, seed), each error naming its field."""
+    unknown = set(more) - {"failure_rates", "pfs_bandwidth_Bps", "runs", "seed"}
+    if unknown:
+        raise FabricsimError(sorted(unknown)[0], "is not a goodput option")
+    runs, seed = more.get("runs", 1000), more.get("seed", 0)
+    days_value = _positive_number("days", days, 100_000)
+    check_runs(runs)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise FabricsimError("seed", f"must be an integer >= 0, got {seed!r}")
+    rates_spec = load_rates(more.get("failure_rates", DEFAULT_RATES))
+    pfs_Bps = rates_spec.storage.pfs_bandwidth_Bps
+    if more.get("pfs_bandwidth_Bps") is not None:
+        pfs_Bps = _positive_number("pfs_bandwidth", more["pfs_bandwidth_Bps"], 1e18)
+    return GoodputOptions(
+        rates=rates_spec,
+        interval_s=_interval(checkpoint_interval),
+        target=parse_choice("checkpoint_target", checkpoint_target, CheckpointTarget),
+        policy=parse_choice("link_failures", link_failures, LinkFailurePolicy),
+        pfs_Bps=pfs_Bps,
+        plan=RunPlan(days_value, runs, seed),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GoodputSetup:
+    """What one (system, GPUs, options) fixes, whatever the layout."""
+
+    system: SystemSpec
+    counts: ComponentCounts
+    cluster: FailureRates
+    completion_ratio: float
+    options: GoodputOptions
+
+
+def goodput_setup(system: str, gpus: int, options: GoodputOptions) -> GoodputSetup:
+    """Counts, cluster rates and the rerouting slowdown of ``gpus`` GPUs of ``system``."""
+    counts = component_counts(system, gpus)
+    reference = options.rates.reference
+    causes = reliability.rates(options.rates, component_counts(reference.system, reference.gpus))
+    cluster = reliability.cluster_rates(causes, counts, options.policy)
+    ratio = 1.0
+    if cluster.degrade_rate_per_s > 0:
+        ratio = rerouted_completion_ratio(system, gpus, options.plan.seed)
+    return GoodputSetup(catalog.load_system(system), counts, cluster, ratio, options)
+
+
+def _scenario(step: TrainResult, setup: GoodputSetup) -> Scenario:
+    """The failure scenario of one layout (its state bytes and its scale-out share of the step)."""
+    if not step.fits:
+        layout_text = ", ".join(f"{k}={v}" for k, v in step.layout)
+        raise FabricsimError("layout", f"{layout_text} does not fit in GPU memory", "raise --tp/--pp or --zero")
+    options = setup.options
+    degradation = reliability.Degradation(options.rates.link_repair_s, _degraded_fraction(step, setup.completion_ratio))
+    cost = reliability.checkpoint_cost(_checkpoint_path(step, setup.system, options.pfs_Bps), options.target)
+    return Scenario(setup.cluster, cost, options.rates.restart.cost(), degradation, options.interval_s)
+
+
 def goodput(
     model: str,
     system: str,
@@ -172,52 +249,35 @@ def goodput(
     ``model`` on ``gpus`` GPUs of ``system`` (``layout`` takes :func:`train`'s keywords: tp, pp,
     ...). Failure rates come from the rate set ``failure_rates``; ``checkpoint_interval`` is
     "auto" (Daly's optimum) or seconds; ``runs`` seeded Monte-Carlo runs give the spread."""
-    days_value = _positive_number("days", days, 100_000)
-    interval = _interval(checkpoint_interval)
-    target = parse_choice("checkpoint_target", checkpoint_target, CheckpointTarget)
-    policy = parse_choice("link_failures", link_failures, LinkFailurePolicy)
-    check_runs(runs)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise FabricsimError("seed", f"must be an integer >= 0, got {seed!r}")
-    rates_spec = load_rates(failure_rates)
-    pfs_Bps = rates_spec.storage.pfs_bandwidth_Bps
-    if pfs_bandwidth_Bps is not None:
-        pfs_Bps = _positive_number("pfs_bandwidth", pfs_bandwidth_Bps, 1e18)
+    options = goodput_options(
+        days,
+        checkpoint_interval,
+        checkpoint_target,
+        link_failures,
+        failure_rates=failure_rates,
+        pfs_bandwidth_Bps=pfs_bandwidth_Bps,
+        runs=runs,
+        seed=seed,
+    )
     step = train(model, system, gpus, global_batch, seq_len, **layout)
-    if not step.fits:
-        layout_text = ", ".join(f"{k}={v}" for k, v in step.layout)
-        raise FabricsimError("layout", f"{layout_text} does not fit in GPU memory", "raise --tp/--pp or --zero")
-    system_spec = catalog.load_system(system)
-    counts = component_counts(system, gpus)
-    reference = rates_spec.reference
-    causes = reliability.rates(rates_spec, component_counts(reference.system, reference.gpus))
-    cluster = reliability.cluster_rates(causes, counts, policy)
-    ratio = rerouted_completion_ratio(system, gpus, seed) if cluster.degrade_rate_per_s > 0 else 1.0
-    degradation = reliability.Degradation(rates_spec.link_repair_s, _degraded_fraction(step, ratio))
-    cost = reliability.checkpoint_cost(_checkpoint_path(step, system_spec, pfs_Bps), target)
-    scenario = Scenario(cluster, cost, rates_spec.restart.cost(), degradation, interval)
+    setup = goodput_setup(system, gpus, options)
+    scenario = _scenario(step, setup)
     training = reliability.Training(step.step_time_s, step.tokens_per_s, gpus)
-    plan = RunPlan(days_value, runs, seed)
-    estimate = reliability.estimate(scenario, training, plan)
-    setup = _Setup(rates_spec.name, counts, cluster, scenario, plan, target, policy)
-    return _result(step, setup, estimate)
+    return _result(step, (setup, scenario), reliability.estimate(scenario, training, options.plan))
 
 
-@dataclass(frozen=True, slots=True)
-class _Setup:
-    """The inputs of one estimate, as the result reports them."""
-
-    rates_name: str
-    counts: ComponentCounts
-    cluster: FailureRates
-    scenario: Scenario
-    plan: RunPlan
-    target: CheckpointTarget
-    policy: LinkFailurePolicy
+def expected_goodput(step: TrainResult, setup: GoodputSetup) -> tuple[float, float, float]:
+    """(goodput tokens/s, expected ETTR, checkpoint interval s) of one layout, closed form only:
+    what the planner ranks by (no Monte-Carlo)."""
+    scenario = _scenario(step, setup)
+    interval_s = choose_interval_s(scenario, step.step_time_s, setup.options.plan.days)
+    ettr = expected_ettr_of(scenario, interval_s)
+    return step.tokens_per_s * ettr, ettr, interval_s
 
 
-def _result(step: TrainResult, setup: _Setup, estimate: GoodputEstimate) -> GoodputResult:
-    samples, plan, cluster, scenario = estimate.samples, setup.plan, setup.cluster, setup.scenario
+def _result(step: TrainResult, inputs: tuple[GoodputSetup, Scenario], estimate: GoodputEstimate) -> GoodputResult:
+    setup, scenario = inputs
+    samples, plan, cluster, options = estimate.samples, setup.options.plan, setup.cluster, setup.options
     ettr = reliability.summary(samples.ettr)
     by_cause = samples.by_cause.mean(axis=0)
     return GoodputResult(
@@ -227,9 +287,9 @@ def _result(step: TrainResult, setup: _Setup, estimate: GoodputEstimate) -> Good
         days=plan.days,
         runs=plan.runs,
         seed=plan.seed,
-        failure_rates=setup.rates_name,
-        checkpoint_target=setup.target.value,
-        link_failures=setup.policy.value,
+        failure_rates=options.rates.name,
+        checkpoint_target=options.target.value,
+        link_failures=options.policy.value,
         components=setup.counts,
         interruptions=reliability.summary(samples.interruptions),
         interruptions_by_cause=tuple((name, float(v)) for name, v in zip(cluster.names, by_cause, strict=True)),

@@ -101,6 +101,23 @@ def estimate(scenario: Scenario, training: Training, plan: RunPlan) -> GoodputEs
     return GoodputEstimate(tau, restart_s, _expected(model, scenario.rates), simulate_runs(model, plan.runs, plan.seed))
 
 
+def expected_ettr_of(scenario: Scenario, interval_s: float) -> float:
+    """Closed-form ETTR of ``scenario`` checkpointing every ``interval_s`` of work (no sampling)."""
+    scenario.restart.validate()
+    restart_s = scenario.restart.total_s(scenario.checkpoint.load_s)
+    model = RunModel(
+        stop_rate_per_s=scenario.rates.stop_rate_per_s,
+        degrade_rate_per_s=scenario.rates.degrade_rate_per_s,
+        degrade_loss_s=scenario.degradation.loss_s,
+        interval_s=interval_s,
+        blocking_s=scenario.checkpoint.blocking_s,
+        durable_s=scenario.checkpoint.overlapped_s,
+        restart_s=restart_s,
+        days=1.0,
+    )
+    return _expected(model, scenario.rates)
+
+
 def _expected(model: RunModel, rates: FailureRates) -> float:
     """Closed-form ETTR: Daly's model with the persist delay added to the restart, times the share
     of time not lost to rerouted cable failures."""
