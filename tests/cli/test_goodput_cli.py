@@ -53,3 +53,15 @@ def test_bad_input_is_one_line_and_exit_2(capsys, extra, field):
     assert main([*BASE, *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {field}") and "\n" not in err
+
+
+def test_restart_phases_can_be_set(capsys):
+    assert main([*BASE, "--restart", "detection=30,reschedule=0,startup=60,warmup=10", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["restart_time_s"] == pytest.approx(100 + out["checkpoint_load_s"])
+
+
+@pytest.mark.parametrize("text", ["boot=5", "startup=x", "startup", "warmup=-1"])
+def test_bad_restart_phases_are_one_line_errors(capsys, text):
+    assert main([*BASE, "--restart", text]) == 2
+    assert capsys.readouterr().err.startswith("error: restart")

@@ -10,6 +10,7 @@ the flow model (the machinery of ``traffic --fail-links``).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -151,6 +152,22 @@ def _degraded_fraction(result: TrainResult, ratio: float) -> float:
     return result.step_time_s / (result.step_time_s + scale_out_s * (1.0 / ratio - 1.0))
 
 
+RESTART_PHASES = ("detection", "reschedule", "startup", "warmup")
+
+
+def _with_restart(rates: FailureRatesSpec, restart: Mapping[str, float] | None) -> FailureRatesSpec:
+    """``rates`` with some restart phases replaced (``{"detection": 60, ...}``, seconds)."""
+    if not restart:
+        return rates
+    for phase, value in restart.items():
+        if phase not in RESTART_PHASES:
+            raise unknown_name("restart", str(phase), RESTART_PHASES)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e9:
+            raise FabricsimError("restart", f"{phase} must be a number of seconds in [0, 1e9), got {value!r}")
+    phases = rates.restart.model_copy(update={f"{phase}_s": float(v) for phase, v in restart.items()})
+    return rates.model_copy(update={"restart": phases})
+
+
 @dataclass(frozen=True, slots=True)
 class GoodputOptions:
     """The validated goodput inputs other than the model, system and layout."""
@@ -171,8 +188,8 @@ def goodput_options(
     **more: Any,
 ) -> GoodputOptions:
     """Parse and check the options of :func:`goodput` (``more``: failure_rates, pfs_bandwidth_Bps,
-    runs, seed), each error naming its field."""
-    unknown = set(more) - {"failure_rates", "pfs_bandwidth_Bps", "runs", "seed"}
+    restart, runs, seed), each error naming its field."""
+    unknown = set(more) - {"failure_rates", "pfs_bandwidth_Bps", "restart", "runs", "seed"}
     if unknown:
         raise FabricsimError(sorted(unknown)[0], "is not a goodput option")
     runs, seed = more.get("runs", 1000), more.get("seed", 0)
@@ -180,7 +197,7 @@ def goodput_options(
     check_runs(runs)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise FabricsimError("seed", f"must be an integer >= 0, got {seed!r}")
-    rates_spec = load_rates(more.get("failure_rates", DEFAULT_RATES))
+    rates_spec = _with_restart(load_rates(more.get("failure_rates", DEFAULT_RATES)), more.get("restart"))
     pfs_Bps = rates_spec.storage.pfs_bandwidth_Bps
     if more.get("pfs_bandwidth_Bps") is not None:
         pfs_Bps = _positive_number("pfs_bandwidth", more["pfs_bandwidth_Bps"], 1e18)
@@ -241,6 +258,7 @@ def goodput(
     link_failures: str = "reroute",
     failure_rates: str = DEFAULT_RATES,
     pfs_bandwidth_Bps: float | None = None,
+    restart: Mapping[str, float] | None = None,
     runs: int = 1000,
     seed: int = 0,
     **layout: Any,
@@ -248,7 +266,8 @@ def goodput(
     """Interruptions, checkpoint interval and costs, ETTR and goodput of ``days`` of training
     ``model`` on ``gpus`` GPUs of ``system`` (``layout`` takes :func:`train`'s keywords: tp, pp,
     ...). Failure rates come from the rate set ``failure_rates``; ``checkpoint_interval`` is
-    "auto" (Daly's optimum) or seconds; ``runs`` seeded Monte-Carlo runs give the spread."""
+    "auto" (Daly's optimum) or seconds; ``restart`` replaces restart phases of the rate set
+    (detection, reschedule, startup, warmup: seconds); ``runs`` seeded Monte-Carlo runs give the spread."""
     options = goodput_options(
         days,
         checkpoint_interval,
@@ -256,6 +275,7 @@ def goodput(
         link_failures,
         failure_rates=failure_rates,
         pfs_bandwidth_Bps=pfs_bandwidth_Bps,
+        restart=restart,
         runs=runs,
         seed=seed,
     )

@@ -18,6 +18,24 @@ def _bandwidth(text: str | None) -> float | None:
     return float(parse_size(value, "pfs-bandwidth"))
 
 
+def _restart(text: str | None) -> dict[str, float] | None:
+    """``detection=60,startup=300`` to {"detection": 60.0, "startup": 300.0} (seconds)."""
+    if text is None:
+        return None
+    from fabricsim.errors import FabricsimError
+
+    phases: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        try:
+            phases[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise FabricsimError("restart", f"expected PHASE=SECONDS, got {item!r}", "e.g. detection=60,startup=300")
+    return phases
+
+
 def goodput(
     model: str = MODEL_OPTION,
     system: str = SYSTEM_OPTION,
@@ -44,6 +62,9 @@ def goodput(
     ),
     failure_rates: str = typer.Option("llama3-h100", "--failure-rates", help="rate-set name or YAML path"),
     pfs_bandwidth: str | None = typer.Option(None, "--pfs-bandwidth", help="file-system bandwidth, e.g. 2TB/s"),
+    restart: str | None = typer.Option(
+        None, "--restart", help="restart phases in seconds, e.g. detection=60,reschedule=120,startup=240,warmup=120"
+    ),
     runs: int = typer.Option(1000, "--runs", help="Monte-Carlo runs"),
     seed: int = typer.Option(0, "--seed", help="random seed"),
     as_json: bool = JSON_OPTION,
@@ -66,6 +87,7 @@ def goodput(
         link_failures=link_failures,
         failure_rates=failure_rates,
         pfs_bandwidth_Bps=_bandwidth(pfs_bandwidth),
+        restart=_restart(restart),
         runs=runs,
         seed=seed,
         **layout,
