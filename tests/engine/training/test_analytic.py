@@ -133,7 +133,9 @@ def test_context_parallel_exchange_is_exposed_when_attention_is_short() -> None:
     grows as seq² while the exchange grows as seq, so the exposed part is positive for short
     sequences and falls to zero as the sequence grows."""
     model = load_model("llama3-70b")
-    layout = ParallelLayout(tensor_parallel=8, context_parallel=4, data_parallel=1, zero_stage=3, sequence_parallel=True)
+    layout = ParallelLayout(
+        tensor_parallel=8, context_parallel=4, data_parallel=1, zero_stage=3, sequence_parallel=True
+    )
     exposed = [estimate_training(model, H100, layout, 8, seq).time.cp_comm_s for seq in (4096, 8192, 16384)]
     assert exposed[0] > 0.05 and exposed[0] > exposed[1] > exposed[2] == 0.0
     inside_node = ParallelLayout(tensor_parallel=2, context_parallel=4, data_parallel=1, zero_stage=3,
