@@ -95,3 +95,18 @@ def test_identical_across_runs(case: dict) -> None:
     first, _, _ = run(case)
     second, _, _ = run(case)
     assert first == second
+
+
+@given(layouts)
+def test_every_parallelism_that_communicates_costs_time(case: dict) -> None:
+    """Exposed communication is positive where nothing can hide it: tensor-parallel collectives sit
+    between dependent GEMMs (no TP overlap by default), expert all-to-all between routing and the
+    expert GEMMs, and a pipeline has a fill/drain bubble and stage-to-stage sends."""
+    est, layout, _ = run(case)
+    t = est.time
+    if layout.tensor_parallel > 1:
+        assert t.tp_comm_s > 0
+    if layout.expert_parallel > 1:
+        assert t.ep_comm_s > 0
+    if layout.pipeline_parallel > 1:
+        assert t.pipeline_bubble_s > 0 and t.pp_comm_s > 0
