@@ -166,6 +166,7 @@ def training_plan(case: TrainingCase) -> tuple[TrainingPlan, TrainingEstimate]:
         tensor_parallel=layout.tensor_parallel,
         data_parallel=layout.data_parallel,
         overlap_grad_reduce=case.options.overlap_grad_reduce,
+        overlap_param_gather=case.options.overlap_param_gather,
         notes=tuple(notes),
     )
     return plan, estimate
