@@ -100,3 +100,13 @@ def test_plan_searches_expert_tp(capsys) -> None:
     assert payload["plans"] and payload["plans"][0]["layout"]["expert_tp"] == 1
     assert main([*argv, "--expert-tp", "2"]) == 2  # 2 x 64 exceeds tp x dp = 64: no valid layout
     assert "layout" in capsys.readouterr().err
+
+
+def test_plan_api_names_a_bad_setting() -> None:
+    from fabricsim import api
+    from fabricsim.errors import FabricsimError
+
+    with pytest.raises(FabricsimError, match="expert_tp"):
+        api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, settings={"expert_tp": 1})
+    with pytest.raises(FabricsimError, match="a2a_overlap"):
+        api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, settings={"a2a_overlapp": True})

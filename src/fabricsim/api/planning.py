@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 from fabricsim import catalog, planner
 from fabricsim.api.inference import infer_result, positive_int, request_stream
-from fabricsim.api.training import simulated_train_result, train_result, training_options
+from fabricsim.api.training import OPTION_FLAGS, simulated_train_result, train_result, training_options
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, did_you_mean
 from fabricsim.metrics import (
     PlanEntry,
     PlanResult,
@@ -58,6 +58,11 @@ def plan_train(
         raise FabricsimError("refine", f"must be 0 or a positive integer, got {refine!r}")
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints or {})
+    known = (*OPTION_FLAGS, "fp8_recipe", "capacity_factor", "moe_dispatcher")
+    for key in settings or {}:
+        if key not in known:
+            hint = "expert_tp is a layout constraint (constraints=...)" if key == "expert_tp" else did_you_mean(key, known)
+            raise FabricsimError(str(key), "is not a framework setting", hint)
     options = training_options(**(settings or {}), free=True)  # type: ignore[arg-type]
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)
     start = time.perf_counter()
