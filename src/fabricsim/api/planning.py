@@ -61,7 +61,9 @@ def plan_train(
     known = (*OPTION_FLAGS, "fp8_recipe", "capacity_factor", "moe_dispatcher")
     for key in settings or {}:
         if key not in known:
-            hint = "expert_tp is a layout constraint (constraints=...)" if key == "expert_tp" else did_you_mean(key, known)
+            hint = did_you_mean(key, known)
+            if key == "expert_tp":
+                hint = "expert_tp is a layout constraint (constraints=...)"
             raise FabricsimError(str(key), "is not a framework setting", hint)
     options = training_options(**(settings or {}), free=True)  # type: ignore[arg-type]
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)
