@@ -5,6 +5,7 @@ library, and returns an immutable result whose ``to_json()`` is the JSON contrac
 One module per family of questions; everything public is re-exported here (``fabricsim.api.train``).
 """
 
+from fabricsim.api.calibration import calibrate_nccl_tests
 from fabricsim.api.catalogs import catalog_list, catalog_show, validate
 from fabricsim.api.communication import collective, traffic
 from fabricsim.api.inference import infer, serve, simulate_infer
@@ -14,6 +15,7 @@ from fabricsim.api.training import FIDELITIES, simulate_train, train
 
 __all__ = [
     "FIDELITIES",
+    "calibrate_nccl_tests",
     "catalog_list",
     "catalog_show",
     "collective",

@@ -12,6 +12,7 @@ import sys
 import typer
 
 from fabricsim.cli import (
+    calibrate_cmd,
     catalog_cmd,
     collective_cmd,
     infer_cmd,
@@ -40,6 +41,7 @@ app.command("train", no_args_is_help=True)(train_cmd.train)
 app.add_typer(plan_cmd.app, name="plan")
 app.command("infer", no_args_is_help=True)(infer_cmd.infer)
 app.command("serve", no_args_is_help=True)(serve_cmd.serve)
+app.add_typer(calibrate_cmd.app, name="calibrate")
 
 
 def _one_line(text: str) -> str:
