@@ -30,10 +30,13 @@ def test_public_log_parses():
 
 
 def test_rccl_rows_without_root_and_error_column():
-    text = HEADER + """#  all_gather_perf
+    text = (
+        HEADER
+        + """#  all_gather_perf
      1048576    131072   float    20.5   51.15   25.58  0e+00    20.1   52.17   26.09  0e+00
      2097152    262144   float    30.0   69.91   34.95  0e+00    29.5   71.09   35.54  0e+00
 """
+    )
     run = parse_nccl_tests(text, "rccl.log")
     assert run.op == "all-gather" and run.ranks == 2 and run.nodes == 1
     assert [r.size_bytes for r in run.rows] == [1048576, 2097152]
@@ -41,9 +44,15 @@ def test_rccl_rows_without_root_and_error_column():
 
 
 def test_mpi_prefixed_lines_and_explicit_op():
-    text = "\n".join("[1,0]<stdout>:" + line for line in (HEADER + """
+    text = "\n".join(
+        "[1,0]<stdout>:" + line
+        for line in (
+            HEADER
+            + """
      1048576    262144   float  sum  -1    20.5   51.15   51.15    N/A    20.1   52.17   52.17    N/A
-""").splitlines())
+"""
+        ).splitlines()
+    )
     run = parse_nccl_tests(text, "x.log", op="all-reduce")
     assert run.op == "all-reduce" and len(run.rows) == 1 and run.rows[0].wrong is None
 

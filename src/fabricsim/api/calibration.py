@@ -55,18 +55,55 @@ class CalibrationResult:
     def to_json(self) -> dict[str, Any]:
         runs = []
         for run, fit in zip(self.calibrated.runs, self.calibrated.fits, strict=True):
-            lines = [{"latency_s": line.latency_s, "bandwidth_GBps": to_GBps(line.bandwidth_Bps),
-                      "min_bytes": line.min_bytes, "max_bytes": line.max_bytes} for line in fit.lines]
-            runs.append({"log": run.source, "op": run.op, "ranks": run.ranks, "nodes": run.nodes,
-                         "devices": list(run.devices), "lines": lines})
-        tiers = [{"tier": t.tier, "field": t.field, "bandwidth_GBps": None if t.bandwidth_Bps is None
-                  else to_GBps(t.bandwidth_Bps), "base_GBps": to_GBps(t.base_Bps), "note": t.note}
-                 for t in self.calibrated.tiers]
-        rows = [{"op": r.op, "ranks": r.ranks, "size_bytes": r.size_bytes,
-                 "measured_busbw_GBps": r.measured_busbw_GBps, "predicted_busbw_GBps": r.predicted_busbw_GBps,
-                 "error": r.error} for r in self.residuals]
-        return {"system": self.system, "base_system": self.base_system, "runs": runs, "tiers": tiers,
-                "residuals": rows, "summary": self.summary(), "summary_from_1MiB": self.summary(RESIDUAL_FROM_BYTES)}
+            lines = [
+                {
+                    "latency_s": line.latency_s,
+                    "bandwidth_GBps": to_GBps(line.bandwidth_Bps),
+                    "min_bytes": line.min_bytes,
+                    "max_bytes": line.max_bytes,
+                }
+                for line in fit.lines
+            ]
+            runs.append(
+                {
+                    "log": run.source,
+                    "op": run.op,
+                    "ranks": run.ranks,
+                    "nodes": run.nodes,
+                    "devices": list(run.devices),
+                    "lines": lines,
+                }
+            )
+        tiers = [
+            {
+                "tier": t.tier,
+                "field": t.field,
+                "bandwidth_GBps": None if t.bandwidth_Bps is None else to_GBps(t.bandwidth_Bps),
+                "base_GBps": to_GBps(t.base_Bps),
+                "note": t.note,
+            }
+            for t in self.calibrated.tiers
+        ]
+        rows = [
+            {
+                "op": r.op,
+                "ranks": r.ranks,
+                "size_bytes": r.size_bytes,
+                "measured_busbw_GBps": r.measured_busbw_GBps,
+                "predicted_busbw_GBps": r.predicted_busbw_GBps,
+                "error": r.error,
+            }
+            for r in self.residuals
+        ]
+        return {
+            "system": self.system,
+            "base_system": self.base_system,
+            "runs": runs,
+            "tiers": tiers,
+            "residuals": rows,
+            "summary": self.summary(),
+            "summary_from_1MiB": self.summary(RESIDUAL_FROM_BYTES),
+        }
 
 
 def _residuals(calibrated: CalibratedSystem) -> tuple[Residual, ...]:

@@ -80,8 +80,11 @@ def _best_split(sizes: np.ndarray, times: np.ndarray, k: int) -> tuple[float, tu
 def fit_lines(sizes_bytes: list[int], times_s: list[float]) -> FitResult:
     """Fit measured (size, time) rows, sizes ascending, to 1..4 lines; see the module docstring."""
     if len(sizes_bytes) != len(times_s) or len(sizes_bytes) < MIN_ROWS_PER_LINE:
-        raise FabricsimError("log", f"needs at least {MIN_ROWS_PER_LINE} sizes to fit, got {len(sizes_bytes)}",
-                             "run nccl-tests over a range of sizes (-b 8 -e 8G -f 2)")
+        raise FabricsimError(
+            "log",
+            f"needs at least {MIN_ROWS_PER_LINE} sizes to fit, got {len(sizes_bytes)}",
+            "run nccl-tests over a range of sizes (-b 8 -e 8G -f 2)",
+        )
     sizes, times = np.asarray(sizes_bytes, dtype=float), np.asarray(times_s, dtype=float)
     n = len(sizes)
     best = (math.inf, 1, ())
@@ -94,8 +97,9 @@ def fit_lines(sizes_bytes: list[int], times_s: list[float]) -> FitResult:
     lines = []
     for lo, hi in itertools.pairwise(bounds):
         alpha, beta = _line(sizes[lo:hi], times[lo:hi])
-        lines.append(FitLine(latency_s=alpha, bandwidth_Bps=1.0 / beta,
-                             min_bytes=int(sizes[lo]), max_bytes=int(sizes[hi - 1])))
+        lines.append(
+            FitLine(latency_s=alpha, bandwidth_Bps=1.0 / beta, min_bytes=int(sizes[lo]), max_bytes=int(sizes[hi - 1]))
+        )
     predicted = np.array([predict_s(lines, s) for s in sizes])
     return FitResult(tuple(lines), tuple(float(e) for e in predicted / times - 1.0))
 

@@ -58,13 +58,18 @@ class CalibratedSystem:
 def check_run(system: SystemSpec, run: NcclTestsRun) -> None:
     """Refuse a run whose ranks/hosts the system cannot place as the log did (stride 1)."""
     if run.ranks % run.nodes:
-        raise FabricsimError("log", f"{run.source}: {run.ranks} ranks on {run.nodes} hosts is uneven",
-                             "calibrate from runs with the same number of GPUs per host")
+        raise FabricsimError(
+            "log",
+            f"{run.source}: {run.ranks} ranks on {run.nodes} hosts is uneven",
+            "calibrate from runs with the same number of GPUs per host",
+        )
     nodes = system.nodes(run.ranks)
     if nodes != run.nodes or run.ranks // run.nodes > system.gpus_per_node:
         raise FabricsimError(
-            "system", f"{run.source} ran {run.ranks} ranks on {run.nodes} hosts, {system.name} puts them on {nodes}",
-            f"use a system with {run.ranks // run.nodes} GPUs per node")
+            "system",
+            f"{run.source} ran {run.ranks} ranks on {run.nodes} hosts, {system.name} puts them on {nodes}",
+            f"use a system with {run.ranks // run.nodes} GPUs per node",
+        )
 
 
 def _model_time_s(system: SystemSpec, run: NcclTestsRun) -> float:
@@ -113,8 +118,10 @@ def _tier_fits(system: SystemSpec, runs: tuple[NcclTestsRun, ...]) -> tuple[Tier
         base = system.scale_out.nic.bandwidth_Bps if tier == "scale_out" else system.scale_up.bandwidth_Bps
         value = fit_tier_Bps(system, run, tier)
         size = run.rows[-1].size_bytes
-        source = (f"calibrated from {run.source}: {run.op} on {run.ranks} ranks / {run.nodes} nodes, "
-                  f"the bandwidth at which the model gives the measured {run.rows[-1].time_s * 1e6:.1f} us at {size} B")
+        source = (
+            f"calibrated from {run.source}: {run.op} on {run.ranks} ranks / {run.nodes} nodes, "
+            f"the bandwidth at which the model gives the measured {run.rows[-1].time_s * 1e6:.1f} us at {size} B"
+        )
         note = "" if value is not None else f"{run.source}: this tier is not the bottleneck; kept the base figure"
         fits.append(TierFit(tier, field, value, base, source, note))
     return tuple(fits)
@@ -134,8 +141,9 @@ def _fit_document(run: NcclTestsRun, fit: FitResult) -> dict[str, Any]:
     return {"op": run.op, "ranks": run.ranks, "nodes": run.nodes, "lines": lines}
 
 
-def _document(raw: dict[str, Any], system: SystemSpec, name: str, tiers: tuple[TierFit, ...],
-              fits: list[dict[str, Any]]) -> dict[str, Any]:
+def _document(
+    raw: dict[str, Any], system: SystemSpec, name: str, tiers: tuple[TierFit, ...], fits: list[dict[str, Any]]
+) -> dict[str, Any]:
     doc = copy.deepcopy(raw)
     doc["name"] = name
     doc["description"] = f"{system.name} calibrated from nccl-tests ({system.description})".strip()
@@ -149,15 +157,18 @@ def _document(raw: dict[str, Any], system: SystemSpec, name: str, tiers: tuple[T
         nic = system.scale_out.nic
         latency_source = nic.sources.get("latency_s", f"as link {nic.name}")
         doc.setdefault("scale_out", {})["nic"] = {
-            "name": f"{nic.name}-calibrated", "kind": nic.kind.value, "bandwidth_Bps": figure,
+            "name": f"{nic.name}-calibrated",
+            "kind": nic.kind.value,
+            "bandwidth_Bps": figure,
             "latency_s": {"value": nic.latency_s, "source": latency_source},
         }
     doc["collective_fits"] = fits
     return doc
 
 
-def calibrate_system(system: SystemSpec, raw: dict[str, Any], runs: tuple[NcclTestsRun, ...],
-                     out_name: str) -> CalibratedSystem:
+def calibrate_system(
+    system: SystemSpec, raw: dict[str, Any], runs: tuple[NcclTestsRun, ...], out_name: str
+) -> CalibratedSystem:
     """Calibrate ``system`` (its YAML document ``raw``) from ``runs``; the result is named ``out_name``."""
     if not runs:
         raise FabricsimError("log", "no nccl-tests log given", "pass one or more log files")
@@ -166,8 +177,11 @@ def calibrate_system(system: SystemSpec, raw: dict[str, Any], runs: tuple[NcclTe
         check_run(system, run)
         key = (run.op, run.ranks, run.nodes)
         if key in seen:
-            raise FabricsimError("log", f"two logs measure {run.op} on {run.ranks} ranks / {run.nodes} nodes",
-                                 "give one log per op and group")
+            raise FabricsimError(
+                "log",
+                f"two logs measure {run.op} on {run.ranks} ranks / {run.nodes} nodes",
+                "give one log per op and group",
+            )
         seen.add(key)
     fits = tuple(fit_lines([r.size_bytes for r in run.rows], [r.time_s for r in run.rows]) for run in runs)
     tiers = _tier_fits(system, runs)

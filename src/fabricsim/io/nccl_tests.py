@@ -41,11 +41,15 @@ def _number(token: str, what: str, line_no: int, source: str) -> float:
     try:
         value = float(token)
     except ValueError:
-        raise FabricsimError("log", f"{source} line {line_no}: {what} {token!r} is not a number",
-                             "give unmodified nccl-tests output") from None
+        raise FabricsimError(
+            "log", f"{source} line {line_no}: {what} {token!r} is not a number", "give unmodified nccl-tests output"
+        ) from None
     if not math.isfinite(value) or value < 0:
-        raise FabricsimError("log", f"{source} line {line_no}: {what} {token!r} is not a finite number >= 0",
-                             "give unmodified nccl-tests output")
+        raise FabricsimError(
+            "log",
+            f"{source} line {line_no}: {what} {token!r} is not a finite number >= 0",
+            "give unmodified nccl-tests output",
+        )
     return value
 
 
@@ -63,14 +67,18 @@ def _row(tokens: list[str], line_no: int, source: str) -> NcclTestsRow | None:
     in_place_busbw = _number(tail[6], "in-place busbw", line_no, source) * _GB
     wrong = [w for w in (_wrong(tail[3]), _wrong(tail[7])) if w is not None]
     if any(wrong):
-        raise FabricsimError("log", f"{source} line {line_no}: size {size} B has {max(wrong)} wrong values",
-                             "nccl-tests' own check failed; rerun before calibrating")
+        raise FabricsimError(
+            "log",
+            f"{source} line {line_no}: size {size} B has {max(wrong)} wrong values",
+            "nccl-tests' own check failed; rerun before calibrating",
+        )
     if size == 0:
         return None
     if time_s <= 0.0:
         raise FabricsimError("log", f"{source} line {line_no}: time 0 for size {size} B", "rerun nccl-tests")
-    return NcclTestsRow(size, count, tokens[2], time_s, busbw, in_place_s, in_place_busbw,
-                        max(wrong) if wrong else None)
+    return NcclTestsRow(
+        size, count, tokens[2], time_s, busbw, in_place_s, in_place_busbw, max(wrong) if wrong else None
+    )
 
 
 def _is_row(tokens: list[str]) -> bool:
@@ -115,8 +123,11 @@ def parse_nccl_tests(text: str, source: str, op: str | None = None) -> NcclTests
             if row is not None:
                 rows.append(row)
     if not hosts:
-        raise FabricsimError("log", f"{source} has no '#  Rank ... on HOST device ...' lines",
-                             "give the whole nccl-tests output, header included")
+        raise FabricsimError(
+            "log",
+            f"{source} has no '#  Rank ... on HOST device ...' lines",
+            "give the whole nccl-tests output, header included",
+        )
     if not rows:
         raise FabricsimError("log", f"{source} has no result rows", "give the whole nccl-tests output")
     rows.sort(key=lambda r: r.size_bytes)

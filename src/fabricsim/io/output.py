@@ -22,7 +22,5 @@ def write_output(path: str | Path, text: str, field: str) -> Path:
     try:
         write_atomic(target, text)
     except OSError as exc:
-        raise FabricsimError(
-            field, f"cannot write {path}: {exc.strerror}", "check the folder is writable"
-        ) from None
+        raise FabricsimError(field, f"cannot write {path}: {exc.strerror}", "check the folder is writable") from None
     return target
