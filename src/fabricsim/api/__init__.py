@@ -9,6 +9,7 @@ from fabricsim.api.calibration import calibrate_nccl_tests
 from fabricsim.api.catalogs import catalog_list, catalog_show, validate
 from fabricsim.api.communication import collective, traffic
 from fabricsim.api.inference import infer, serve, simulate_infer
+from fabricsim.api.measure import measure, size_sweep
 from fabricsim.api.planning import plan_infer, plan_train
 from fabricsim.api.sweeping import sweep, sweep_runners
 from fabricsim.api.training import FIDELITIES, simulate_train, train
@@ -20,11 +21,13 @@ __all__ = [
     "catalog_show",
     "collective",
     "infer",
+    "measure",
     "plan_infer",
     "plan_train",
     "serve",
     "simulate_infer",
     "simulate_train",
+    "size_sweep",
     "sweep",
     "sweep_runners",
     "traffic",

@@ -16,6 +16,7 @@ from fabricsim.cli import (
     catalog_cmd,
     collective_cmd,
     infer_cmd,
+    measure_cmd,
     plan_cmd,
     report_cmd,
     serve_cmd,
@@ -46,6 +47,7 @@ app.command("infer", no_args_is_help=True)(infer_cmd.infer)
 app.command("serve", no_args_is_help=True)(serve_cmd.serve)
 app.add_typer(calibrate_cmd.app, name="calibrate")
 app.command("report", no_args_is_help=True)(report_cmd.report)
+app.add_typer(measure_cmd.app, name="measure")
 
 
 def _one_line(text: str) -> str:

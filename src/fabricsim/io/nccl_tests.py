@@ -16,7 +16,9 @@ import math
 import re
 
 from fabricsim.calibration.measurements import NcclTestsRow, NcclTestsRun
+from fabricsim.collectives import CollectiveOp, bus_factor
 from fabricsim.errors import FabricsimError
+from fabricsim.measure import MeasureResult
 
 _US = 1e-6
 _GB = 1e9
@@ -141,3 +143,54 @@ def parse_nccl_tests(text: str, source: str, op: str | None = None) -> NcclTests
         algorithm=algorithm,
         avg_busbw_Bps=avg,
     )
+
+
+_PERF_NAMES = {op: stem for stem, op in _PERF_OPS.items()}
+_COLUMNS = """#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"""
+
+
+def _time_text(time_s: float) -> str:
+    """nccl-tests' time column: 2 decimals below 100 us, 1 below 10 ms, none above."""
+    us = time_s / _US
+    return f"{us:7.0f}" if us >= 1e4 else f"{us:7.1f}" if us >= 100 else f"{us:7.2f}"
+
+
+def format_nccl_tests(result: MeasureResult) -> str:
+    """A :class:`~fabricsim.measure.MeasureResult` as nccl-tests prints a sweep (see module
+    docstring), with a first comment line naming the tool and the equivalent ``*_perf`` binary."""
+    spec = result.spec
+    op = CollectiveOp(spec.op)
+    factor = bus_factor(op, spec.ranks)
+    redop, root = ("sum", -1) if op is CollectiveOp.ALL_REDUCE else ("none", 0 if op is CollectiveOp.BROADCAST else -1)
+    sizes = [row.size_bytes for row in result.rows]
+    lines = [
+        f"# fabricsim measure collective: {_PERF_NAMES[spec.op]}_perf equivalent, torch.distributed "
+        f"{result.torch_version} backend {spec.backend}, {spec.ranks} ranks on {result.host}",
+        f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: list warmup iters: {spec.warmup} "
+        f"iters: {spec.iters} agg iters: 1 validation: 1 graph: 0",
+        "#",
+        "# Using devices",
+    ]
+    pids = result.pids or (0,) * spec.ranks
+    for rank in range(spec.ranks):
+        lines.append(
+            f"#  Rank {rank:2d} Group  0 Pid {pids[rank]:6d} on {result.host} device {rank:2d} "
+            f"[{spec.backend}] {result.device}"
+        )
+    lines += ["#", _COLUMNS]
+    busbw_sum = 0.0
+    for row in result.rows:
+        cells = []
+        for time_s in (row.time_s, row.second_time_s):
+            algbw = row.size_bytes / time_s / _GB
+            cells.append(f"{_time_text(time_s)} {algbw:7.2f} {algbw * factor:7.2f} {row.wrong:6d}")
+        busbw_sum += row.size_bytes / row.time_s / _GB * factor
+        lines.append(
+            f"{row.size_bytes:12d}  {row.count:12d}  {'float':>8s}  {redop:>6s}  {root:6d}  " + "  ".join(cells)
+        )
+    wrong = sum(row.wrong for row in result.rows)
+    lines.append(f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}")
+    lines.append(f"# Avg bus bandwidth    : {busbw_sum / len(result.rows):.3f} ")
+    return "\n".join(lines) + "\n"
