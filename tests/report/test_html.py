@@ -48,6 +48,7 @@ def test_same_results_give_byte_identical_reports():
         ({"step_time_s": 1}, "train"),
         ({"busbw_GBps": 1}, "collective"),
         ({"traceEvents": []}, "timeline"),
+        ({"workload": "chakra", "step_time_s": 1}, "replay"),
         ({"residuals": [], "runs": []}, "calibration"),
         ({"x": 1}, "result"),
     ],
@@ -91,3 +92,22 @@ def test_report_refuses_bad_inputs(tmp_path, capsys):
     good.write_text('{"x": 1}')
     assert main(["report", str(good), "--out", str(tmp_path)]) == 2
     assert "not a regular file" in capsys.readouterr().err
+
+
+def test_every_kind_has_a_builder():
+    from fabricsim.report.html.kinds import BUILDERS
+
+    kinds = {
+        "validate",
+        "plan",
+        "serve",
+        "infer",
+        "traffic",
+        "train",
+        "collective",
+        "timeline",
+        "calibration",
+        "replay",
+        "result",
+    }
+    assert kinds <= set(BUILDERS)

@@ -191,3 +191,24 @@ def test_html_option_on_a_command_renders(browser, tmp_path, capsys):
     assert main([*COMMANDS["train"], "--html", str(out)]) == 0
     result = _json(capsys, COMMANDS["train"])
     _check(open_offline(browser, out), [result])
+
+
+def test_replay_report_renders(browser, tmp_path, capsys):
+    """A replayed Chakra trace (as ``replay --json`` prints it) and its Chrome trace."""
+    from fabricsim.io.chakra import encode_chakra
+    from fabricsim.workload.chakra import ChakraNode, ChakraRank, NodeType
+
+    paths = []
+    for rank in range(2):
+        nodes = (
+            ChakraNode(1, "fwd", NodeType.COMP, (), (), 100 + 50 * rank),
+            ChakraNode(2, "ar", NodeType.COMM_COLL, (1,), (), 40, {"comm_type": 0, "comm_size": 1024}),
+            ChakraNode(3, "bwd", NodeType.COMP, (2,), (), 200),
+        )
+        paths.append(tmp_path / f"t.{rank}.et")
+        paths[-1].write_bytes(encode_chakra(ChakraRank(rank, nodes)))
+    trace = tmp_path / "timeline.json"
+    result = _json(capsys, ["replay", *map(str, paths), "--trace", str(trace)])
+    (tmp_path / "replay.json").write_text(json.dumps(result))
+    page = open_offline(browser, _report(tmp_path, capsys, "replay", [tmp_path / "replay.json", trace]))
+    _check(page, [result, json.loads(trace.read_text())])

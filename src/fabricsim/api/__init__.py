@@ -11,6 +11,7 @@ from fabricsim.api.communication import collective, traffic
 from fabricsim.api.inference import infer, serve, simulate_infer
 from fabricsim.api.measure import measure, size_sweep
 from fabricsim.api.planning import plan_infer, plan_train
+from fabricsim.api.replay import replay_chakra
 from fabricsim.api.sweeping import sweep, sweep_runners
 from fabricsim.api.training import FIDELITIES, simulate_train, train
 
@@ -24,6 +25,7 @@ __all__ = [
     "measure",
     "plan_infer",
     "plan_train",
+    "replay_chakra",
     "serve",
     "simulate_infer",
     "simulate_train",

@@ -18,6 +18,7 @@ from fabricsim.cli import (
     infer_cmd,
     measure_cmd,
     plan_cmd,
+    replay_cmd,
     report_cmd,
     serve_cmd,
     sweep_cmd,
@@ -48,6 +49,7 @@ app.command("serve", no_args_is_help=True)(serve_cmd.serve)
 app.add_typer(calibrate_cmd.app, name="calibrate")
 app.command("report", no_args_is_help=True)(report_cmd.report)
 app.add_typer(measure_cmd.app, name="measure")
+app.command("replay", no_args_is_help=True)(replay_cmd.replay)
 
 
 def _one_line(text: str) -> str:

@@ -274,6 +274,19 @@ def trace(i: int, result: Result) -> str:
     return "\n".join([paragraph(f"{events} events on {len(rows)} tracks"), timeline_chart("timeline", rows)])
 
 
+def replay(i: int, result: Result) -> str:
+    """A replayed Chakra trace: step time and busy vs exposed communication per category."""
+    parts = [_rows(i, result, [("step time", "step_time_s", "s"), ("ranks", "ranks", ""), ("ops", "ops", "")])]
+    busy, exposed = result.get("comm_busy_s", {}), result.get("exposed_comm_s", {})
+    items = [(f"{k} busy", busy[k]) for k in sorted(busy)] + [
+        (f"{k} exposed", exposed.get(k, 0.0)) for k in sorted(busy)
+    ]
+    parts.append(
+        bar_chart("communication: busy vs exposed (s)", items, "s") if items else paragraph("no communication")
+    )
+    return "\n".join(parts)
+
+
 def generic(i: int, result: Result) -> str:
     rows = [
         (key, f"{i}.{key}", value, "")
@@ -293,6 +306,7 @@ BUILDERS: dict[str, Callable[[int, Result], str]] = {
     "collective": collective,
     "calibration": calibration,
     "timeline": trace,
+    "replay": replay,
     "result": generic,
 }
 
@@ -301,6 +315,8 @@ def kind_of(result: Result) -> str:
     """The report kind of a result JSON, from its contract keys."""
     if "traceEvents" in result:
         return "timeline"
+    if result.get("workload") == "chakra":
+        return "replay"
     if "suites" in result:
         return "validate"
     if "plans" in result:
