@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabricsim.calibration.fit import fit_lines, predict_s
@@ -30,11 +30,13 @@ def test_two_regimes_are_recovered_as_the_fastest_of_two_lines():
     assert all(predict_s(fit.lines, s) == pytest.approx(t, rel=1e-3) for s, t in zip(SIZES, times, strict=True))
 
 
+@settings(max_examples=15)  # each example searches every split into up to 4 regimes
 @given(st.floats(1e-6, 1e-3), st.floats(1e9, 1e12), st.integers(0, 2**31))
 def test_noisy_single_line_stays_within_noise(latency_s, bandwidth_Bps, seed):
-    noise = np.random.default_rng(seed).uniform(-0.02, 0.02, len(SIZES))
-    times = [(latency_s + s / bandwidth_Bps) * (1 + n) for s, n in zip(SIZES, noise, strict=True)]
-    fit = fit_lines(SIZES, times)
+    sizes = SIZES[::2]
+    noise = np.random.default_rng(seed).uniform(-0.02, 0.02, len(sizes))
+    times = [(latency_s + s / bandwidth_Bps) * (1 + n) for s, n in zip(sizes, noise, strict=True)]
+    fit = fit_lines(sizes, times)
     assert all(line.latency_s >= 0 and line.bandwidth_Bps > 0 for line in fit.lines)
     assert max(abs(e) for e in fit.relative_errors) < 0.05
 

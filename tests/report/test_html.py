@@ -111,3 +111,17 @@ def test_every_kind_has_a_builder():
         "result",
     }
     assert kinds <= set(BUILDERS)
+
+
+def test_validation_suite_names_are_escaped():
+    result = {
+        "suites": [
+            {
+                "name": EVIL,
+                "mean_abs_error": 0.1,
+                "entries": [{"measured": 1.0, "predicted": 1.1, "unit": EVIL, "id": EVIL}],
+            }
+        ]
+    }
+    html = render_report([result], ["v"])
+    assert EVIL not in html and 'data-key="0.suites.0.mean_abs_error"' in html

@@ -7,6 +7,7 @@ result's index ``i`` in the report (the first component of every ``data-key``) a
 from __future__ import annotations
 
 from collections.abc import Callable
+from html import escape
 from typing import Any
 
 from fabricsim.report.html.page import numbers_table, paragraph
@@ -15,15 +16,16 @@ from fabricsim.report.html.svg import Series, bar_chart, timeline_chart, xy_char
 Result = dict[str, Any]
 
 
-def _rows(i: int, result: Result, fields: list[tuple[str, str, str]]) -> str:
-    """A numbers table of (label, dotted key, unit) fields that the result has."""
+def _rows(i: int, result: Result, fields: list[tuple[str, str, str]], prefix: str = "") -> str:
+    """A numbers table of (label, dotted key, unit) fields that the result has; ``prefix`` is the
+    path of ``result`` inside result ``i`` (for nested parts such as a validation suite)."""
     rows = []
     for label, key, unit in fields:
         value: Any = result
         for part in key.split("."):
             value = value.get(part) if isinstance(value, dict) else None
         if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-            rows.append((label, f"{i}.{key}", value, unit))
+            rows.append((label, f"{i}.{prefix}{key}", value, unit))
     return numbers_table(rows)
 
 
@@ -182,12 +184,8 @@ def validate(i: int, result: Result) -> str:
     parts = []
     for k, suite in enumerate(result.get("suites", [])):
         entries = suite.get("entries", [])
-        parts.append(f"<h3>{suite.get('name', '')}</h3>")
-        parts.append(
-            _rows(i, suite | {"k": k}, [("mean |error|", "mean_abs_error", "")]).replace(
-                f'data-key="{i}.mean_abs_error"', f'data-key="{i}.suites.{k}.mean_abs_error"'
-            )
-        )
+        parts.append(f"<h3>{escape(str(suite.get('name', '')))}</h3>")
+        parts.append(_rows(i, suite, [("mean |error|", "mean_abs_error", "")], prefix=f"suites.{k}."))
         by_unit: dict[str, list[tuple[float, float]]] = {}
         for entry in entries:
             by_unit.setdefault(str(entry.get("unit", "")), []).append(
