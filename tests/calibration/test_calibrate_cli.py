@@ -88,3 +88,16 @@ def test_bad_calibration_inputs(tmp_path, capsys, args, message):
 def test_out_must_be_a_regular_file(tmp_path, capsys):
     assert main(["calibrate", "nccl-tests", str(LOG), "--system", "dgx-h100", "--out", str(tmp_path)]) == 2
     assert "not a regular file" in capsys.readouterr().err
+
+
+def test_validate_reports_the_fit_residuals(calibrated, capsys):
+    capsys.readouterr()
+    assert main(["validate", "--system", str(calibrated), "--json"]) == 0
+    suite = json.loads(capsys.readouterr().out)["suites"][0]
+    assert suite["name"] == "calibration" and "in-sample" in suite["calibration"]
+    assert len(suite["entries"]) == 31
+    large = [e for e in suite["entries"] if int(e["id"].rsplit("-", 1)[1]) >= 2**20]
+    assert max(abs(e["error"]) for e in large) < 0.15
+    assert "a3mega-16xh100-all_reduce.log" in large[0]["source"]
+    assert main(["validate", "--system", "dgx-h100"]) == 2
+    assert "no nccl-tests measurements" in capsys.readouterr().err

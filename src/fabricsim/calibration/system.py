@@ -138,7 +138,14 @@ def _fit_document(run: NcclTestsRun, fit: FitResult) -> dict[str, Any]:
         }
         for line in fit.lines
     ]
-    return {"op": run.op, "ranks": run.ranks, "nodes": run.nodes, "lines": lines}
+    return {
+        "op": run.op,
+        "ranks": run.ranks,
+        "nodes": run.nodes,
+        "lines": lines,
+        "measured_sizes_bytes": [row.size_bytes for row in run.rows],
+        "measured_time_s": {"value": [row.time_s for row in run.rows], "source": f"{run.source} (out-of-place time)"},
+    }
 
 
 def _document(
@@ -190,7 +197,14 @@ def calibrate_system(
         if tier.bandwidth_Bps is not None:
             spec = _with_bandwidth(spec, tier.tier, tier.bandwidth_Bps)
     collective_fits = tuple(
-        CollectiveFit(op=run.op, ranks=run.ranks, nodes=run.nodes, lines=fit.lines)  # type: ignore[arg-type]
+        CollectiveFit(
+            op=run.op,  # type: ignore[arg-type]
+            ranks=run.ranks,
+            nodes=run.nodes,
+            lines=fit.lines,
+            measured_sizes_bytes=tuple(row.size_bytes for row in run.rows),
+            measured_time_s=tuple(row.time_s for row in run.rows),
+        )
         for run, fit in zip(runs, fits, strict=True)
     )
     spec = spec.model_copy(update={"name": out_name, "collective_fits": collective_fits})

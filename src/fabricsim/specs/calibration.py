@@ -38,6 +38,8 @@ class CollectiveFit(FrozenSpec):
     ranks: PositiveInt
     nodes: PositiveInt
     lines: tuple[FitLine, ...]
+    measured_sizes_bytes: tuple[PositiveInt, ...] = ()  # the log's rows, so validate can report residuals
+    measured_time_s: tuple[PositiveFloat, ...] = ()
 
     @model_validator(mode="after")
     def _has_lines(self) -> CollectiveFit:
@@ -45,4 +47,6 @@ class CollectiveFit(FrozenSpec):
             raise ValueError("a collective fit needs at least one line")
         if self.nodes > self.ranks:
             raise ValueError("nodes cannot exceed ranks")
+        if len(self.measured_sizes_bytes) != len(self.measured_time_s):
+            raise ValueError("measured_sizes_bytes and measured_time_s must have the same length")
         return self
