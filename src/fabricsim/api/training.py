@@ -72,7 +72,7 @@ def training_options(
         overlap_tp_comm=switches["tp_comm_overlap"],
         overlap_param_gather=switches["overlap_param_gather"],
         a2a_overlap=switches["a2a_overlap"],
-        fp8_recipe=fp8_recipe or "delayed",
+        fp8_recipe=fp8_recipe,
         capacity_factor=capacity_factor,
         moe_dispatcher=moe_dispatcher or "alltoall",
     )

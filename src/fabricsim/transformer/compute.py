@@ -52,14 +52,14 @@ class DeviceRates:
     gemm_operand_bytes: float
 
 
-def device_rates(device: DeviceSpec, dtype: str, fp8_recipe: str = "delayed") -> DeviceRates:
+def device_rates(device: DeviceSpec, dtype: str, recipe: str | None = None) -> DeviceRates:
     """Peaks for ``dtype`` GEMMs (FP8 only for GEMMs; attention stays 16-bit) and usable HBM B/s.
 
-    ``fp8_recipe`` (delayed | current | block | mxfp8, Megatron-Core's ``--fp8-recipe``) is the hook
+    ``recipe`` (delayed | current | block | mxfp8, Megatron-Core's ``--fp8-recipe``; None = delayed) is the hook
     for recipe-specific kernel costs (scaling granularity, quantise/amax kernels); this model does
     not price recipes differently yet, so every recipe gets the same rates.
     """
-    del fp8_recipe  # hook: recipe costs belong to the kernel-level compute model
+    del recipe  # hook: recipe costs belong to the kernel-level compute model
     gemm_bytes = 1.0 if dtype == "fp8" else 2.0
     return DeviceRates(
         gemm_peak_flops=device.peak(dtype),

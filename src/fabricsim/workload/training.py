@@ -64,7 +64,7 @@ class TrainingOptions:
     overlap_tp_comm: bool = False
     overlap_param_gather: bool = False
     a2a_overlap: bool = False
-    fp8_recipe: str = "delayed"
+    fp8_recipe: str | None = None  # None: delayed, Megatron-Core's default
     capacity_factor: float | None = None
     moe_dispatcher: str = "alltoall"
 
@@ -76,14 +76,14 @@ class TrainingOptions:
             "overlap_param_gather": self.overlap_param_gather,
             "tp_comm_overlap": self.overlap_tp_comm,
             "a2a_overlap": self.a2a_overlap,
-            "fp8_recipe": self.fp8_recipe,
+            "fp8_recipe": self.fp8_recipe or "delayed",
             "capacity_factor": self.capacity_factor,
             "moe_dispatcher": self.moe_dispatcher,
         }
 
     def validate(self) -> None:
         """Raise :class:`FabricsimError` naming the option for a bad value."""
-        if self.fp8_recipe not in FP8_RECIPES:
+        if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
             raise FabricsimError("fp8-recipe", f"unknown recipe {self.fp8_recipe!r}", f"use {' | '.join(FP8_RECIPES)}")
         if self.moe_dispatcher not in MOE_DISPATCHERS:
             problem = f"unknown dispatcher {self.moe_dispatcher!r}"
