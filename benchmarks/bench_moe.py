@@ -19,7 +19,7 @@ def _row(label: str, result) -> str:
     memory = f"{result.memory_per_gpu_bytes / 1e9:6.1f} / {result.memory_capacity_bytes / 1e9:5.1f} GB"
     per_gpu = result.tokens_per_s / result.gpus
     figures = f"step {result.step_time_s:7.2f} s  {per_gpu:7.0f} tok/s/GPU  MFU {result.mfu:5.1%}"
-    return f"  {label:<34} {memory} fits={str(result.fits):<5} {figures}"
+    return f"  {label:<34} {memory} fits={result.fits!s:<5} {figures}"
 
 
 def main() -> None:
