@@ -7,6 +7,7 @@ One module per family of questions; everything public is re-exported here (``fab
 
 from fabricsim.api.catalogs import catalog_list, catalog_show, validate
 from fabricsim.api.communication import collective, traffic
+from fabricsim.api.cost import compare_rail_only, cost
 from fabricsim.api.inference import infer, serve, simulate_infer
 from fabricsim.api.planning import plan_infer, plan_train
 from fabricsim.api.sweeping import sweep, sweep_runners
@@ -17,6 +18,8 @@ __all__ = [
     "catalog_list",
     "catalog_show",
     "collective",
+    "compare_rail_only",
+    "cost",
     "infer",
     "plan_infer",
     "plan_train",

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from fabricsim import catalog
+from fabricsim.api.cost import attach_train
 from fabricsim.engine import analytic
 from fabricsim.engine.flow_timer import flow_timers
 from fabricsim.engine.simulate_training import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
@@ -66,7 +67,7 @@ def train(
         dtype=dtype,
     )
     estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len)
-    return train_result(model_spec.name, system_spec.name, estimate)
+    return attach_train(train_result(model_spec.name, system_spec.name, estimate), system_spec)
 
 
 def train_result(model: str, system: str, estimate: analytic.TrainingEstimate) -> TrainResult:
@@ -150,7 +151,8 @@ def simulate_train(
     seed = variability.seed if variability is not None else 0
     timers = flow_timers(case.system, gpus, rehash, seed) if fidelity == "flow" else (lambda run: None)
     sim = simulate_training(case, timers, variability)
-    return simulated_train_result(base, sim, fidelity)
+    result = simulated_train_result(base, sim, fidelity)
+    return dataclasses.replace(result, train=attach_train(result.train, case.system))  # energy at the new step time
 
 
 def simulated_train_result(base: TrainResult, sim: TrainingSimulation, fidelity: str) -> SimulatedTrainResult:
