@@ -61,11 +61,13 @@ def load_cost_catalog(prices: str | None = None) -> CostCatalog:
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"])
-        raise FabricsimError("prices" if prices else "cost catalog", f"{where}: {error['msg']}", "fix that key") from None
+        raise FabricsimError(
+            "prices" if prices else "cost catalog", f"{where}: {error['msg']}", "fix that key"
+        ) from None
 
 
 def _port_gbps(bandwidth_Bps: float) -> int:
-    return int(round(bandwidth_Bps * 8 / 1e9))
+    return round(bandwidth_Bps * 8 / 1e9)
 
 
 def _fabric(system: SystemSpec, gpus: int, topology: str, link: LinkParams, radix: int) -> Topology:
@@ -150,7 +152,9 @@ def cost(
     power = cluster_power(cluster, bom, costs, parse_choice("load", load, Load))
     switch_entry = costs.switches.get(cluster.switch)
     port = costs.optics.get(bom.port_gbps)
-    per_port = 0.0 if port is None else (port.cpo_W if cluster.optics == Optics.CPO and port.cpo_W else port.pluggable_W)
+    per_port = (
+        0.0 if port is None else (port.cpo_W if cluster.optics == Optics.CPO and port.cpo_W else port.pluggable_W)
+    )
     return CostResult(
         system=spec.name,
         gpus=gpus,

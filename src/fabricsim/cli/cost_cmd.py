@@ -32,6 +32,14 @@ def cost(
         emit(api.compare_rail_only(system, gpus).to_json(), as_json, rail_only_table)
         return
     result = api.cost(
-        system, gpus, topology=topology, optics=optics, cooling=cooling, load=load, nic=nic, switch=switch, prices=prices
+        system,
+        gpus,
+        topology=topology,
+        optics=optics,
+        cooling=cooling,
+        load=load,
+        nic=nic,
+        switch=switch,
+        prices=prices,
     )
     emit(result.to_json(), as_json, cost_table)

@@ -75,4 +75,3 @@ def serve_energy(result: ServeResult, power: PowerBreakdown) -> ServeResult:
     """``result`` with ``power_W`` and J per output token over the run."""
     fields = _fields(power, per_token_J(power.total, result.output_tokens_per_s))
     return dataclasses.replace(result, energy=tuple(fields.items()))
-

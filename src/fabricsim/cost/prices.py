@@ -51,10 +51,14 @@ def capex(cluster: Cluster, bom: Bom, catalog: CostCatalog) -> Capex:
     used = min(1.0, cluster.gpus / (cluster.nodes * cluster.gpus_per_node))
     groups = {
         "gpus": _line(missing, f"gpus.{cluster.device}", bom.gpus, gpu.price_usd if gpu else None),
-        "hosts": _line(missing, f"systems.{cluster.system}", bom.nodes * used, system.host_price_usd if system else None),
+        "hosts": _line(
+            missing, f"systems.{cluster.system}", bom.nodes * used, system.host_price_usd if system else None
+        ),
         "nics": _line(missing, f"nics.{cluster.nic}", bom.nics, nic.price_usd if nic else None),
         "switches": _line(missing, f"switches.{cluster.switch}", bom.switches, switch.price_usd if switch else None),
-        "optics": _line(missing, f"optics.{bom.port_gbps}", bom.transceivers, port.pluggable_price_usd if port else None)
+        "optics": _line(
+            missing, f"optics.{bom.port_gbps}", bom.transceivers, port.pluggable_price_usd if port else None
+        )
         + _line(missing, f"optics.{bom.port_gbps}.cpo", bom.cpo_ports, port.cpo_price_usd if port else None),
         "cables": sum(
             _line(missing, f"cables.{line.medium.value}", line.count, _cable_price(catalog, line.medium))

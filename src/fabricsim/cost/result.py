@@ -72,7 +72,11 @@ class RailOnlyComparison:
             },
             "network_cost_saving": cost_saved,
             "switches": {"rail-optimized": b.bom.switches, "rail-only": r.bom.switches},
-            "paper_ranges": {"cost_saving": [0.38, 0.77], "power_saving": [0.37, 0.75], "all_to_all_slowdown": [0.082, 0.112]},
+            "paper_ranges": {
+                "cost_saving": [0.38, 0.77],
+                "power_saving": [0.37, 0.75],
+                "all_to_all_slowdown": [0.082, 0.112],
+            },
             "all_to_all": {
                 "size_bytes": self.size_bytes,
                 "rail_optimized_s": self.all_to_all_s,

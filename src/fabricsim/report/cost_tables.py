@@ -45,7 +45,9 @@ def cost_table(result: dict[str, Any]) -> Group:
 
 
 def rail_only_table(result: dict[str, Any]) -> Table:
-    table = Table(title=f"rail-only vs rail-optimized, {result['gpus']} GPUs of {result['system']}", title_justify="left")
+    table = Table(
+        title=f"rail-only vs rail-optimized, {result['gpus']} GPUs of {result['system']}", title_justify="left"
+    )
     table.add_column("figure", style="bold")
     table.add_column("fabricsim", justify="right")
     table.add_column("Wang et al. range", justify="right")
