@@ -8,6 +8,7 @@ from typing import Any
 
 from fabricsim import catalog
 from fabricsim.api.cost import attach_infer, attach_serve
+from fabricsim.cost.energy import retime_infer_energy
 from fabricsim.engine.flow_timer import flow_timers
 from fabricsim.engine.inference import InferEstimate, InferScenario, KvSpill, infer_estimate
 from fabricsim.engine.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
@@ -257,10 +258,10 @@ def simulate_infer(
         timers = flow_timers(system_spec, gpus, rehash, variability.seed if variability is not None else 0)
     sim = simulate_inference(scenario, variability, timers)
     e2e = sim.ttft_s + (output_len - 1) * sim.tpot_s
-    infer_result = attach_infer(dataclasses.replace(
+    infer_result = retime_infer_energy(dataclasses.replace(
         base, ttft_s=sim.ttft_s, tpot_s=sim.tpot_s, e2e_latency_s=e2e,
         output_tokens_per_s=layout.replicas * base.batch * output_len / e2e if e2e > 0 else 0.0, fidelity=fidelity,
-    ), system_spec)
+    ))
     varied = sim.tpot_s_p50 is not None and variability is not None
     return SimulatedInferResult(
         infer=infer_result,

@@ -7,6 +7,7 @@ from typing import Any
 
 from fabricsim import catalog
 from fabricsim.api.cost import attach_train
+from fabricsim.cost.energy import retime_train_energy
 from fabricsim.engine import analytic
 from fabricsim.engine.flow_timer import flow_timers
 from fabricsim.engine.simulate_training import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
@@ -151,8 +152,7 @@ def simulate_train(
     seed = variability.seed if variability is not None else 0
     timers = flow_timers(case.system, gpus, rehash, seed) if fidelity == "flow" else (lambda run: None)
     sim = simulate_training(case, timers, variability)
-    result = simulated_train_result(base, sim, fidelity)
-    return dataclasses.replace(result, train=attach_train(result.train, case.system))  # energy at the new step time
+    return simulated_train_result(base, sim, fidelity)
 
 
 def simulated_train_result(base: TrainResult, sim: TrainingSimulation, fidelity: str) -> SimulatedTrainResult:
@@ -168,6 +168,7 @@ def simulated_train_result(base: TrainResult, sim: TrainingSimulation, fidelity:
         time_breakdown_s=tuple(step_breakdown(sim).items()),
         fidelity=fidelity,
     )
+    train_result = retime_train_energy(train_result)  # same power, the simulated step time
     tail = sim.tail
     return SimulatedTrainResult(
         train=train_result,

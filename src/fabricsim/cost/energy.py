@@ -65,6 +65,29 @@ def train_energy(result: TrainResult, power: PowerBreakdown) -> TrainResult:
     return dataclasses.replace(result, energy=tuple(fields.items()))
 
 
+def retime_train_energy(result: TrainResult) -> TrainResult:
+    """``result`` with its energy recomputed at its own step time (same power), e.g. after the
+    event-driven engine replaced the analytic step time; unchanged when it carries no energy."""
+    power = dict(result.energy).get("power_W")
+    if not isinstance(power, dict):
+        return result
+    step_J = energy_J(float(power["total"]), result.step_time_s)
+    per_token = step_J / (result.global_batch * result.seq_len)
+    fields = {"energy_J_per_step": step_J, "power_W": power, "energy_J_per_token": per_token}
+    return dataclasses.replace(result, energy=tuple((fields | {"tokens_per_kWh": tokens_per_kWh(per_token)}).items()))
+
+
+def retime_infer_energy(result: InferResult) -> InferResult:
+    """``result`` with J per output token recomputed at its own throughput (same power)."""
+    energy = dict(result.energy)
+    power = energy.get("power_W")
+    if not isinstance(power, dict):
+        return result
+    per_token = per_token_J(float(power["total"]), result.output_tokens_per_s)
+    energy.update({"energy_J_per_token": per_token, "tokens_per_kWh": tokens_per_kWh(per_token)})
+    return dataclasses.replace(result, energy=tuple(energy.items()))
+
+
 def infer_energy(result: InferResult, power: PowerBreakdown, idle: PowerBreakdown) -> InferResult:
     """``result`` with ``power_W`` (busy), ``idle_power_W`` and J per output token at its batch."""
     fields = {**_fields(power, per_token_J(power.total, result.output_tokens_per_s)), "idle_power_W": idle.total}
