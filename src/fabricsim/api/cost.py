@@ -171,22 +171,24 @@ def cost(
     )
 
 
-def compare_rail_only(system: str, gpus: int, *, size: str | int = "16MiB", a2a_gpus: int = 64) -> RailOnlyComparison:
+def compare_rail_only(
+    system: str, gpus: int, *, size: str | int = "16MiB", a2a_gpus: int | None = None
+) -> RailOnlyComparison:
     """Rail-only vs the system's rail-optimized fabric for ``gpus`` GPUs (network power, capex),
-    and an MoE all-to-all of ``size`` bytes per GPU pair on ``a2a_gpus`` GPUs of each, timed by the
-    flow model (see :mod:`fabricsim.cost.all_to_all`; the flow run is kept small on purpose)."""
+    and an MoE all-to-all of ``size`` bytes per GPU pair on ``a2a_gpus`` GPUs (default two
+    scale-up domains, at least 64 GPUs) of each, timed by the flow model (see
+    :mod:`fabricsim.cost.all_to_all`; a rail is NIC r of every scale-up domain)."""
     spec = catalog.load_system(system)
     base = cost(system, gpus, topology="rail-optimized")
     only = cost(system, gpus, topology="rail-only")
     size_bytes = parse_size(size, "size")
-    if spec.scale_out.nics_per_node != spec.gpus_per_node:
+    out, domain = spec.scale_out, spec.scale_up.domain_gpus
+    if out.nics_per_node != spec.gpus_per_node:
         raise FabricsimError("system", f"{spec.name} has not one NIC per GPU", "use a DGX-style system")
-    spec.check_gpu_count(a2a_gpus, "a2a_gpus")
-    nodes = spec.nodes(a2a_gpus)
-    if nodes < 2:
-        raise FabricsimError("a2a_gpus", "the all-to-all needs at least two servers")
-    out = spec.scale_out
-    rail = RailSpec(nodes, out.nics_per_node, out.switch.radix, LinkParams(out.nic.bandwidth_Bps, out.switch.latency_s))
+    count = a2a_gpus if a2a_gpus is not None else max(64, 2 * domain)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 2 * domain or count % domain:
+        raise FabricsimError("a2a_gpus", f"must be a multiple of the {domain}-GPU domain, at least two, got {count!r}")
+    rail = RailSpec(count // domain, domain, out.switch.radix, LinkParams(out.nic.bandwidth_Bps, out.switch.latency_s))
     nvlink = LinkParams(spec.scale_up.bandwidth_Bps, spec.scale_up.link.latency_s)
     times = moe_all_to_all(rail, nvlink, float(size_bytes))
     return RailOnlyComparison(base, only, times.rail_optimized_s, times.rail_only_s, times.forward_s, size_bytes)

@@ -1,11 +1,12 @@
 """An MoE all-to-all on rail-optimized vs rail-only fabrics, timed by the flow model (layer L8).
 
-Every GPU sends ``size_bytes`` to every GPU of every other server (one NIC per GPU, NIC r on
-rail r). Rail-optimized: one flow per pair straight through the any-to-any Clos. Rail-only (Wang
-et al., arXiv 2307.12169, forwarding through the scale-up domain): first each GPU hands GPU r of
-its server, over NVLink, the data bound for rail r of every other server ((servers - 1) x size
-per pair, timed on one NVSwitch domain); then NIC r sends each other server's NIC r the
-``gpus_per_node`` x size gathered for it, on rail r. The two phases run back to back (no
+Every GPU sends ``size_bytes`` to every GPU of every other scale-up domain (one NIC per GPU,
+NIC r of a domain on rail r; ``RailSpec.nodes`` counts domains, ``RailSpec.rails`` their GPUs).
+Rail-optimized: one flow per pair straight through the any-to-any Clos. Rail-only (Wang et al.,
+arXiv 2307.12169, forwarding through the scale-up domain): first each GPU hands GPU r of its
+domain, over NVLink, the data bound for rail r of every other domain ((domains - 1) x size per
+pair, timed on one NVSwitch domain); then NIC r sends each other domain's NIC r the
+``rails`` x size gathered for it, on rail r. The two phases run back to back (no
 pipelining), so the forward phase is the whole overhead. Flows are sprayed over equal-cost paths
 (adaptive routing), so hash collisions do not blur the comparison.
 """
@@ -49,7 +50,7 @@ def _completion(topology, src: np.ndarray, dst: np.ndarray, size_bytes: float) -
 
 
 def moe_all_to_all(spec: RailSpec, nvlink: LinkParams, size_bytes: float) -> AllToAllTimes:
-    """Completion times (s) of the all-to-all on both fabrics; ``spec.rails`` GPUs per server."""
+    """Completion times (s) of the all-to-all on both fabrics; ``spec.rails`` GPUs per domain."""
     direct = _completion(rail_optimized(spec), *_pairs(spec.nodes, spec.rails, False), size_bytes)
     domain = nvswitch_domain(spec.rails, nvlink)
     local = np.arange(spec.rails)
