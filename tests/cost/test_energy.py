@@ -8,7 +8,7 @@ import pytest
 
 from fabricsim import api
 from fabricsim.api.cost import load_cost_catalog
-from fabricsim.cost.energy import J_PER_KWH, cable_J_per_byte, per_token_J, tokens_per_kWh
+from fabricsim.cost.energy import J_PER_KWH, cable_J_per_byte, per_token_J, run_energy_MWh, tokens_per_kWh
 
 
 def test_train_result_carries_energy():
@@ -60,3 +60,20 @@ def test_energy_per_byte_of_a_cable():
     assert per_byte["access"] == pytest.approx((switch_W / 64 + 2 * 9.0) / (2 * line_Bps))
     assert per_byte["tier1-2"] == pytest.approx((2 * switch_W / 64 + 2 * 9.0) / (2 * line_Bps))
     assert dict(result.energy_J_per_byte) == pytest.approx(per_byte)
+
+
+def test_run_energy_of_a_whole_run():
+    """15T tokens at 1M tokens/s goodput on a 20 MW facility: 15e6 s x 20 MW = 83,333 MWh."""
+    assert run_energy_MWh(20e6, 15e12, 1e6) == pytest.approx(83_333.33, rel=1e-6)
+    with pytest.raises(ValueError):
+        run_energy_MWh(1.0, 1.0, 0.0)
+
+
+@pytest.mark.parametrize(("model", "gpus", "batch", "tp"), [("llama3-8b", 8, 64, 1), ("llama3-70b", 64, 128, 8)])
+def test_energy_per_token_respects_the_flop_bound(model, gpus, batch, tp):
+    """MFU <= 1, so J/token >= (P / GPUs) x model FLOPs per token / peak FLOP/s."""
+    result = api.train(model, "dgx-h100", gpus, batch, 4096, tp=tp).to_json()
+    flops_per_token = result["model_tflops_per_gpu"] * 1e12 * gpus / result["tokens_per_s"]
+    bound = result["power_W"]["total"] / gpus * flops_per_token / 989.4e12
+    assert result["energy_J_per_token"] >= bound
+    assert result["energy_J_per_token"] * result["mfu"] == pytest.approx(bound, rel=1e-6)

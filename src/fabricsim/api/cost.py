@@ -7,6 +7,7 @@ infer and serve results (optional fields; the power of a (system, GPUs) pair is 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -90,25 +91,36 @@ def _fabric(system: SystemSpec, gpus: int, topology: str, link: LinkParams, radi
     return fabric
 
 
-def _cluster(
-    system: SystemSpec, gpus: int, topology: str | None, choices: tuple[str, str | None, str | None, str | None]
-) -> tuple[Cluster, int]:
-    """The cluster and its switch radix; ``choices`` = (optics, cooling, nic, switch)."""
-    optics, cooling, nic_name, switch_name = choices
+@dataclass(frozen=True, slots=True)
+class CostChoices:
+    """What the user chose besides system and GPU count (names, validated when used)."""
+
+    topology: str | None = None
+    optics: str = Optics.PLUGGABLE.value
+    cooling: str | None = None
+    nic: str | None = None
+    switch: str | None = None
+
+
+def _cluster(system: SystemSpec, gpus: int, choices: CostChoices, costs: CostCatalog) -> Cluster:
+    """The cluster to price: the scale-out fabric built and counted, components named.
+
+    Tiers above the leaves are packed into boxes of the switch radix for the system fabrics
+    (rail-optimized, rail-only, fat-tree); a builder string is counted as built."""
     out = system.scale_out
-    nic = catalog.load_link(nic_name) if nic_name else out.nic
-    switch = catalog.load_switch(switch_name) if switch_name else out.switch
-    kind = topology or out.topology.value
+    nic = catalog.load_link(choices.nic) if choices.nic else out.nic
+    switch = catalog.load_switch(choices.switch) if choices.switch else out.switch
+    kind = choices.topology or out.topology.value
     name = kind.partition(":")[0]
     if kind not in FABRICS and name not in BUILDERS:
         raise unknown_name("topology", kind, sorted({*FABRICS, *BUILDERS}))
+    optics = parse_choice("optics", choices.optics, Optics)
+    cooling = parse_choice("cooling", choices.cooling, Cooling) if choices.cooling else None
     nodes = system.nodes(gpus)
     link = LinkParams(nic.bandwidth_Bps, switch.latency_s)
     fabric = None if nodes == 1 else _fabric(system, gpus, kind, link, switch.radix)
-    radix = switch.radix if kind in FABRICS else int(fabric.meta.get("k", switch.radix)) if fabric else switch.radix
-    costs = load_cost_catalog()
-    default_cooling = costs.systems[system.name].cooling if system.name in costs.systems else Cooling.AIR
-    cluster = Cluster(
+    entry = costs.systems.get(system.name)
+    return Cluster(
         system=system.name,
         device=system.device.name,
         gpus=gpus,
@@ -118,14 +130,13 @@ def _cluster(
         gpu_tdp_W=system.device.tdp_w,
         nic=nic.name,
         switch=switch.name,
-        switch_radix=radix,
+        switch_radix=switch.radix,
         port_gbps=_port_gbps(fabric.line_rate_Bps if fabric is not None else nic.bandwidth_Bps),
-        fabric=count_inventory(fabric, radix if kind in FABRICS else None) if fabric is not None else None,
-        optics=parse_choice("optics", optics, Optics),
-        cooling=parse_choice("cooling", cooling, Cooling) if cooling else default_cooling,
+        fabric=None if fabric is None else count_inventory(fabric, switch.radix if kind in FABRICS else None),
+        optics=optics,
+        cooling=cooling or (entry.cooling if entry is not None else Cooling.AIR),
         media_family=MEDIA_FAMILIES.get(name, "rail" if kind in FABRICS else "tor"),
     )
-    return cluster, radix
 
 
 def cost(
@@ -146,8 +157,8 @@ def cost(
     scale-out NIC (a catalog link) and switch; ``cooling`` defaults to the system's."""
     spec = catalog.load_system(system)
     spec.check_gpu_count(gpus)
-    cluster, radix = _cluster(spec, gpus, topology, (optics, cooling, nic, switch))
     costs = load_cost_catalog(prices)
+    cluster = _cluster(spec, gpus, CostChoices(topology, optics, cooling, nic, switch), costs)
     bom = bill_of_materials(cluster, costs.media.get(cluster.media_family, {}))
     power = cluster_power(cluster, bom, costs, parse_choice("load", load, Load))
     switch_entry = costs.switches.get(cluster.switch)
@@ -165,7 +176,7 @@ def cost(
         bom=bom,
         capex=capex(cluster, bom, costs),
         energy_J_per_byte=tuple(
-            cable_J_per_byte(bom, costs, switch_entry.power_W if switch_entry else 0.0, radix).items()
+            cable_J_per_byte(bom, costs, switch_entry.power_W if switch_entry else 0.0, cluster.switch_radix).items()
         ),
         optics_W_per_port=float(per_port),
     )
@@ -197,8 +208,8 @@ def compare_rail_only(
 @lru_cache(maxsize=256)
 def _busy_power(system_json: str, gpus: int, load: Load) -> PowerBreakdown:
     spec = SystemSpec.model_validate_json(system_json)
-    cluster, _ = _cluster(spec, gpus, None, (Optics.PLUGGABLE.value, None, None, None))
     costs = load_cost_catalog()
+    cluster = _cluster(spec, gpus, CostChoices(), costs)
     return cluster_power(cluster, bill_of_materials(cluster, costs.media.get(cluster.media_family, {})), costs, load)
 
 

@@ -32,6 +32,14 @@ def tokens_per_kWh(joules_per_token: float | None) -> float | None:
     return J_PER_KWH / joules_per_token if joules_per_token else None
 
 
+def run_energy_MWh(power_W: float, tokens: float, goodput_tokens_per_s: float) -> float:
+    """Facility energy (MWh) of a whole run of ``tokens`` at ``goodput_tokens_per_s`` (the rate
+    after failures, restarts and checkpoints): P x tokens / goodput; 1 MWh = 3.6e9 J."""
+    if goodput_tokens_per_s <= 0:
+        raise ValueError("goodput_tokens_per_s must be positive")
+    return power_W * tokens / goodput_tokens_per_s / 3.6e9
+
+
 def cable_J_per_byte(bom: Bom, catalog: CostCatalog, switch_W: float, radix: int) -> dict[str, float]:
     """J per byte carried by one cable of each class in ``bom`` (module docstring)."""
     line_Bps = bom.port_gbps * 1e9 / 8
