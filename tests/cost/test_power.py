@@ -96,7 +96,15 @@ def test_prices_must_be_a_regular_file(tmp_path):
     assert info.value.field == "prices"
 
 
-@pytest.mark.parametrize(("kwargs", "field"), [({"topology": "rail-onl"}, "topology"), ({"load": "busy"}, "load")])
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"topology": "rail-onl"}, "topology"),
+        ({"load": "busy"}, "load"),
+        ({"nic": "nvlink4"}, "nic"),
+        ({"switch": "nvswitch-gen3"}, "switch"),
+    ],
+)
 def test_bad_choices_name_the_field(kwargs, field):
     with pytest.raises(FabricsimError) as info:
         api.cost("dgx-h100", 64, **kwargs)
@@ -110,3 +118,17 @@ def test_power_and_fabric_never_shrink_with_more_nodes(nodes):
     assert large.power.total > small.power.total
     assert large.power.network_W >= small.power.network_W
     assert large.bom.switches >= small.bom.switches
+
+
+def test_a_builder_fabric_needs_a_port_per_nic():
+    with pytest.raises(FabricsimError) as info:
+        api.cost("dgx-h100", 1024, topology="nvl72")
+    assert info.value.field == "topology" and "72 host ports" in str(info.value)
+
+
+def test_nvl72_defaults_to_liquid_cooling_and_rail_only_needs_whole_racks():
+    result = api.cost("gb200-nvl72", 144)
+    assert result.cooling == "liquid" and result.power.pue == load_cost_catalog().facility.pue_liquid
+    with pytest.raises(FabricsimError) as info:
+        api.cost("gb200-nvl72", 148, topology="rail-only")
+    assert info.value.field == "gpus"

@@ -25,6 +25,7 @@ from fabricsim.cost.spec import Cluster, Cooling, CostCatalog, Load, Optics
 from fabricsim.errors import FabricsimError, parse_choice, unknown_name
 from fabricsim.metrics import InferResult, ServeResult, TrainResult
 from fabricsim.specs import SystemSpec
+from fabricsim.specs.fabric import LinkKind
 from fabricsim.topology.builders import LinkParams, RailSpec, rail_optimized
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.inventory import count_inventory
@@ -109,6 +110,8 @@ def _cluster(system: SystemSpec, gpus: int, choices: CostChoices, costs: CostCat
     (rail-optimized, rail-only, fat-tree); a builder string is counted as built."""
     out = system.scale_out
     nic = catalog.load_link(choices.nic) if choices.nic else out.nic
+    if nic.kind not in (LinkKind.INFINIBAND, LinkKind.ROCE):
+        raise FabricsimError("nic", f"{nic.name} is a {nic.kind.value} link, not a scale-out NIC", "e.g. --nic ib-xdr")
     switch = catalog.load_switch(choices.switch) if choices.switch else out.switch
     kind = choices.topology or out.topology.value
     name = kind.partition(":")[0]
