@@ -12,8 +12,8 @@ import time
 
 from fabricsim import api
 
-RAIL_CASES = [("dgx-h100", n) for n in (1024, 4096, 8192, 16384, 32768)] + [
-    ("gb200-nvl72", n) for n in (2304, 9216, 18432)
+RAIL_CASES = [("dgx-h100", n) for n in (512, 1024, 4096, 8192, 16384, 32768)] + [
+    ("gb200-nvl72", n) for n in (2304, 4608, 9216, 18432)
 ]
 
 

@@ -23,6 +23,15 @@ def test_rail_only_saves_a_tier_at_scale():
     assert 0.30 <= result["network_cost_saving"] <= 0.80
 
 
+def test_rail_only_of_one_switch_per_rail():
+    """512 H100s (64 DGX): each rail's 64 NICs fit one 64-port switch (8 switches), where the
+    any-to-any fabric needs 16 leaves and 8 spines: 60.1% power and 54.9% cost saved."""
+    result = api.compare_rail_only("dgx-h100", 512).to_json()
+    assert result["switches"] == {"rail-optimized": 24, "rail-only": 8}
+    assert 0.37 <= result["network_power_saving"] <= 0.75
+    assert 0.38 <= result["network_cost_saving"] <= 0.77
+
+
 def test_all_to_all_slowdown_is_the_nvlink_forward_phase():
     """The forward phase moves (g-1)/g of a GPU's data over NVLink (B_nv per direction) before the
     rails carry the same bytes per NIC as the direct all-to-all: slowdown = (g-1)/g x B_nic/B_nv

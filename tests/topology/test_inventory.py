@@ -68,6 +68,13 @@ def test_rail_only_rails_are_disconnected():
     assert topo.hosts == 64 * 8
 
 
+def test_rail_only_rail_that_fits_one_switch_is_one_switch():
+    inv = count_inventory(rail_only(RailSpec(64, 8, 64, LINK)), radix=64)
+    assert inv.switches_by_tier == (8,) and dict(inv.cables) == {"access": 512}
+    bigger = count_inventory(rail_only(RailSpec(128, 8, 64, LINK)), radix=64)
+    assert bigger.switches_by_tier == (32, 16)  # per rail: 4 leaves, 128 uplinks -> 2 spines
+
+
 def test_system_topology_counts_scale_up_and_host_links():
     system = catalog.load_system("dgx-h100")
     inv = count_inventory(build_system_topology(system, 256), radix=64)
