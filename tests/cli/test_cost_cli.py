@@ -19,6 +19,7 @@ def test_cost_json_contract_and_determinism(capsys):
     first = _json(capsys, argv)
     assert set(first["power_W"]) == POWER_KEYS
     assert first["bom"]["switches"] == {"tier1": 32, "tier2": 16}
+    assert first["bom"]["switch_ports_used"] == {"tier1": 2048, "tier2": 1024}
     assert first["capex_usd"]["total"] > 0
     assert first["optics"] == "pluggable" and first["cooling"] == "air"
     assert main(argv) == 0

@@ -35,6 +35,7 @@ class Bom:
     nics: int
     switch_model: str
     switches_by_tier: tuple[int, ...]
+    ports_by_tier: tuple[int, ...]
     cables: tuple[CableLine, ...]
     transceivers: int
     nic_transceivers: int
@@ -54,6 +55,7 @@ class Bom:
             "switch_model": self.switch_model,
             "switches": {f"tier{t}": n for t, n in enumerate(self.switches_by_tier, start=1)},
             "switches_total": self.switches,
+            "switch_ports_used": {f"tier{t}": n for t, n in enumerate(self.ports_by_tier, start=1)},
             "cables": {line.cable_class: {"medium": line.medium.value, "count": line.count} for line in self.cables},
             "transceivers": self.transceivers,
             "cpo_ports": self.cpo_ports,
@@ -95,6 +97,7 @@ def bill_of_materials(cluster: Cluster, media: dict[str, Medium]) -> Bom:
         nics=cluster.nodes * cluster.nics_per_node if has_fabric else 0,
         switch_model=cluster.switch if has_fabric else "",
         switches_by_tier=cluster.fabric.switches_by_tier if cluster.fabric is not None else (),
+        ports_by_tier=cluster.fabric.ports_by_tier if cluster.fabric is not None else (),
         cables=lines,
         transceivers=nic_fibre + (0 if cpo else switch_fibre),
         nic_transceivers=nic_fibre,
