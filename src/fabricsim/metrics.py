@@ -92,6 +92,7 @@ class TrainResult:
     layout: tuple[tuple[str, object], ...]
     fidelity: str = "analytic"
     options: tuple[tuple[str, object], ...] = ()  # framework settings (TrainingOptions.as_dict)
+    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_step, ... (fabricsim.cost.energy)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -115,6 +116,7 @@ class TrainResult:
             "time_breakdown_s": dict(self.time_breakdown_s),
             "layout": dict(self.layout),
             "fidelity": self.fidelity,
+            **dict(self.energy),
         }
 
 
@@ -241,6 +243,7 @@ class InferResult:
     time_breakdown_s: tuple[tuple[str, float], ...] = ()
     fidelity: str = "analytic"
     kv_spilled_bytes: float = 0.0
+    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_token, ... (fabricsim.cost.energy)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -260,6 +263,7 @@ class InferResult:
             "layout": dict(self.layout),
             "time_breakdown_s": dict(self.time_breakdown_s),
             "fidelity": self.fidelity,
+            **dict(self.energy),
         }
 
 
@@ -298,6 +302,7 @@ class ServeResult:
     kv_capacity_tokens: int = 0
     longest_request_tokens: int = 0
     pools: tuple[tuple[str, dict[str, object]], ...] = ()
+    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_token, ... (fabricsim.cost.energy)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -326,6 +331,7 @@ class ServeResult:
             "duration_s": self.duration_s,
             "layout": dict(self.layout),
             "fidelity": self.fidelity,
+            **dict(self.energy),
         }
 
 
