@@ -102,11 +102,12 @@ def test_plan_searches_expert_tp(capsys) -> None:
     assert "layout" in capsys.readouterr().err
 
 
-def test_plan_api_names_a_bad_setting() -> None:
+def test_plan_api_takes_the_settings_as_keywords() -> None:
     from fabricsim import api
     from fabricsim.errors import FabricsimError
 
-    with pytest.raises(FabricsimError, match="expert_tp"):
-        api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, settings={"expert_tp": 1})
-    with pytest.raises(FabricsimError, match="a2a_overlap"):
-        api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, settings={"a2a_overlapp": True})
+    plan = api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, top=1, tp_comm_overlap=False, fp8_recipe="block")
+    assert dict(plan.plans[0].result.options)["tp_comm_overlap"] is False
+    assert dict(plan.plans[0].result.options)["overlap_grad_reduce"] is True  # free: chosen on
+    with pytest.raises(FabricsimError, match="a2a-overlap"):
+        api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, a2a_overlap="yes")  # type: ignore[arg-type]

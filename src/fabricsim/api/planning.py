@@ -9,10 +9,10 @@ from collections.abc import Callable
 from fabricsim import catalog, planner
 from fabricsim.api.cost import attach_infer, attach_train
 from fabricsim.api.inference import infer_result, positive_int, request_stream
-from fabricsim.api.training import OPTION_FLAGS, simulated_train_result, train_result, training_options
+from fabricsim.api.training import simulated_train_result, train_result, training_options
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
-from fabricsim.errors import FabricsimError, did_you_mean
+from fabricsim.errors import FabricsimError
 from fabricsim.metrics import (
     PlanEntry,
     PlanResult,
@@ -34,13 +34,19 @@ def plan_train(
     refine: int = 0,
     constraints: dict[str, object] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-    settings: dict[str, object] | None = None,
+    flash_attention: bool | None = None,
+    overlap_grad_reduce: bool | None = None,
+    overlap_param_gather: bool | None = None,
+    tp_comm_overlap: bool | None = None,
+    a2a_overlap: bool | None = None,
+    fp8_recipe: str | None = None,
+    capacity_factor: float | None = None,
+    moe_dispatcher: str | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
 
-    ``settings`` takes :func:`train`'s framework keywords (``flash_attention``, ``overlap_grad_reduce``,
-    ``overlap_param_gather``, ``tp_comm_overlap``, ``a2a_overlap``, ``fp8_recipe``,
-    ``capacity_factor``). An overlap left unset is free to choose, and the planner chooses it on:
+    The framework settings are :func:`train`'s (``flash_attention`` ... ``moe_dispatcher``). An
+    overlap left unset is free to choose, and the planner chooses it on:
     in this model each overlap only subtracts hidden time (exposed = max(0, comm - compute) <= comm)
     and costs no memory, so "on" is never worse for any layout (``tests/planner`` checks it) and
     searching "off" could not change the ranking. Plans report the settings they ran with.
@@ -60,14 +66,17 @@ def plan_train(
         raise FabricsimError("refine", f"must be 0 or a positive integer, got {refine!r}")
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints or {})
-    known = (*OPTION_FLAGS, "fp8_recipe", "capacity_factor", "moe_dispatcher")
-    for key in settings or {}:
-        if key not in known:
-            hint = did_you_mean(key, known)
-            if key == "expert_tp":
-                hint = "expert_tp is a layout constraint (constraints=...)"
-            raise FabricsimError(str(key), "is not a framework setting", hint)
-    options = training_options(**(settings or {}), free=True)  # type: ignore[arg-type]
+    options = training_options(
+        flash_attention=flash_attention,
+        overlap_grad_reduce=overlap_grad_reduce,
+        overlap_param_gather=overlap_param_gather,
+        tp_comm_overlap=tp_comm_overlap,
+        a2a_overlap=a2a_overlap,
+        fp8_recipe=fp8_recipe,
+        capacity_factor=capacity_factor,
+        moe_dispatcher=moe_dispatcher,
+        free=True,
+    )
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)
     start = time.perf_counter()
     search = planner.search_train(question, space, planner.PlanSettings(top, goal), on_progress)

@@ -122,7 +122,7 @@ def train(
             refine=refine,
             constraints=constraints,
             on_progress=on_progress,
-            settings=settings,
+            **settings,  # type: ignore[arg-type]
         )
     emit(result.to_json(), as_json, plan_table)
 
