@@ -77,8 +77,10 @@ def _tp_transfers(case: TrainingCase, stage: StageWork, sizes: work.CommSizes, l
     if stage.cp_comm_s > 0:  # already the part the attention compute does not hide
         out.append(Transfer(stage.cp_comm_s * share, "cp-exchange", None, 1, Stream.CP_COMM))
     if stage.ep_comm_s > 0:
-        # re-timeable only when the analytic time is the all-to-all alone (no expert-TP gathers, no overlap)
-        timeable = layout.expert_tp == 1 and not case.options.a2a_overlap
+        # re-timeable only when the analytic time is one NCCL all-to-all alone (no expert-TP gathers,
+        # no overlap, not DeepEP's per-domain dispatch)
+        options = case.options
+        timeable = layout.expert_tp == 1 and not options.a2a_overlap and options.moe_dispatcher == "alltoall"
         group = (layout.expert_parallel, layout.expert_tp)
         payload = _payload(case, "all-to-all", sizes.expert_bytes, group) if timeable else None
         out.append(Transfer(stage.ep_comm_s * share, "ep-all-to-all", payload, 2 * layers, Stream.EP_COMM))
