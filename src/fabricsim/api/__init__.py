@@ -8,16 +8,19 @@ One module per family of questions; everything public is re-exported here (``fab
 from fabricsim.api.catalogs import catalog_list, catalog_show, validate
 from fabricsim.api.communication import collective, traffic
 from fabricsim.api.inference import infer, serve, simulate_infer
+from fabricsim.api.packet_traffic import PacketTrafficSpec, packet_traffic
 from fabricsim.api.planning import plan_infer, plan_train
 from fabricsim.api.sweeping import sweep, sweep_runners
 from fabricsim.api.training import FIDELITIES, simulate_train, train
 
 __all__ = [
     "FIDELITIES",
+    "PacketTrafficSpec",
     "catalog_list",
     "catalog_show",
     "collective",
     "infer",
+    "packet_traffic",
     "plan_infer",
     "plan_train",
     "serve",

@@ -31,62 +31,32 @@ from numba import njit
 
 from fabricsim.network.packet import heap
 from fabricsim.network.packet.layout import (
-    EV_ACK,
-    EV_ARRIVE,
     EV_BITS,
-    EV_CNP,
-    EV_CREDIT,
-    EV_PAUSE_OFF,
-    EV_PAUSE_ON,
-    EV_RETX,
-    EV_SAMPLE,
-    EV_START,
     EV_TXDONE,
     EV_WAKE,
-    FF_DELIVERED,
-    FF_FINISH,
     FF_FIRST_TX,
     FF_INFLIGHT,
-    FF_LAST_CNP,
     FF_LAST_SIZE,
     FF_LAST_TX,
     FF_RC,
-    FF_RET_LAT,
     FF_RETX,
     FF_SENT,
     FF_SIZE,
-    FF_START,
     FF_WIN,
     FI_ACTIVE,
-    FI_DONE,
-    FI_DST,
-    FI_SRC,
     INT_FIELDS,
     LF_CAP,
-    LF_HDRM,
-    LF_HEADROOM,
-    LF_ING,
-    LF_LAT,
-    LF_PAUSE_START,
-    LF_PAUSE_TOTAL,
     LF_QBYTES,
-    LF_QMAX,
     LF_STALL_START,
-    LF_STALL_TOTAL,
     LF_TXBYTES,
     LI_BUSY,
-    LI_CLASS,
     LI_CREDITS,
-    LI_DST,
-    LI_DST_HOST,
-    LI_PAUSE_FRAMES,
     LI_PAUSED,
     LI_QHEAD,
     LI_QTAIL,
     LI_SRC,
     LI_SRC_HOST,
     LI_TXPKT,
-    LI_XOFF,
     MAX_HOPS,
     P_CC,
     P_KMAX,
@@ -94,14 +64,7 @@ from fabricsim.network.packet.layout import (
     P_LINE,
     P_LOSSLESS,
     P_MTU,
-    P_PFC_ALPHA,
-    P_PFC_RESUME,
     P_PMAX,
-    P_RTO,
-    P_SAMPLE_DT,
-    P_SEED,
-    PF_COLS,
-    PI_COLS,
     PI_ECN,
     PI_FLOW,
     PI_HOP,
@@ -111,7 +74,7 @@ from fabricsim.network.packet.layout import (
     PI_SEQ,
     PI_SIZE,
 )
-from fabricsim.network.packet.reaction import dcqcn_cnp, dcqcn_sent, dcqcn_timer, hpcc_ack, max_rate
+from fabricsim.network.packet.reaction import dcqcn_sent, dcqcn_timer, max_rate
 
 # stats vector indices (returned to Python)
 S_EVENTS, S_DROPS, S_MARKED, S_DELIVERED_PKTS, S_SENT_PKTS, S_RETX_BYTES, S_END = 0, 1, 2, 3, 4, 5, 6
@@ -142,28 +105,28 @@ def _free(PI, meta, p):
 
 
 @njit(cache=True)
-def _start_tx(LI, LF, PI, PF, l, p, t, H):
-    """Put packet ``p`` on the wire of link ``l`` at ``t``; record its INT if it leaves a switch."""
+def _start_tx(LI, LF, PI, PF, lk, p, t, H):
+    """Put packet ``p`` on the wire of link ``lk`` at ``t``; record its INT if it leaves a switch."""
     size = PI[p, PI_SIZE]
-    LI[l, LI_BUSY] = 1
-    LI[l, LI_TXPKT] = p
-    if LI[l, LI_SRC_HOST] < 0:
+    LI[lk, LI_BUSY] = 1
+    LI[lk, LI_TXPKT] = p
+    if LI[lk, LI_SRC_HOST] < 0:
         h = PI[p, PI_HOP]
         if h < MAX_HOPS:
             base = h * INT_FIELDS
-            PF[p, base] = LF[l, LF_QBYTES]
-            PF[p, base + 1] = LF[l, LF_TXBYTES]
+            PF[p, base] = LF[lk, LF_QBYTES]
+            PF[p, base + 1] = LF[lk, LF_TXBYTES]
             PF[p, base + 2] = t
-            PF[p, base + 3] = LF[l, LF_CAP]
+            PF[p, base + 3] = LF[lk, LF_CAP]
         PI[p, PI_HOP] = h + 1
-    LF[l, LF_TXBYTES] += size
-    heap.push(H[0], H[1], H[2], H[3], t + size / LF[l, LF_CAP], _key(EV_TXDONE, l))
+    LF[lk, LF_TXBYTES] += size
+    heap.push(H[0], H[1], H[2], H[3], t + size / LF[lk, LF_CAP], _key(EV_TXDONE, lk))
 
 
 @njit(cache=True)
-def _mark(LF, P, l):
-    """ECN decision for a packet joining egress ``l`` (RED-like, DCQCN's Kmin/Kmax/Pmax)."""
-    q = LF[l, LF_QBYTES]
+def _mark(LF, P, lk):
+    """ECN decision for a packet joining egress ``lk`` (RED-like, DCQCN's Kmin/Kmax/Pmax)."""
+    q = LF[lk, LF_QBYTES]
     if q <= P[P_KMIN]:
         return 0
     if q > P[P_KMAX]:
@@ -173,23 +136,23 @@ def _mark(LF, P, l):
 
 
 @njit(cache=True)
-def _try_switch_tx(LI, LF, PI, PF, P, l, t, H):
-    """Start the next queued packet of switch egress ``l`` if it is free, unpaused and has credit."""
-    if LI[l, LI_BUSY] or LI[l, LI_PAUSED] or LI[l, LI_QHEAD] < 0:
+def _try_switch_tx(LI, LF, PI, PF, P, lk, t, H):
+    """Start the next queued packet of switch egress ``lk`` if it is free, unpaused and has credit."""
+    if LI[lk, LI_BUSY] or LI[lk, LI_PAUSED] or LI[lk, LI_QHEAD] < 0:
         return
-    if P[P_LOSSLESS] == _CREDIT and LI[l, LI_CREDITS] <= 0:
-        if LF[l, LF_STALL_START] < 0:
-            LF[l, LF_STALL_START] = t
+    if P[P_LOSSLESS] == _CREDIT and LI[lk, LI_CREDITS] <= 0:
+        if LF[lk, LF_STALL_START] < 0:
+            LF[lk, LF_STALL_START] = t
         return
-    p = LI[l, LI_QHEAD]
-    LI[l, LI_QHEAD] = PI[p, PI_NEXT]
-    if LI[l, LI_QHEAD] < 0:
-        LI[l, LI_QTAIL] = -1
-    LF[l, LF_QBYTES] -= PI[p, PI_SIZE]
-    if _mark(LF, P, l):  # marked at dequeue, as the HPCC repository's switch does
+    p = LI[lk, LI_QHEAD]
+    LI[lk, LI_QHEAD] = PI[p, PI_NEXT]
+    if LI[lk, LI_QHEAD] < 0:
+        LI[lk, LI_QTAIL] = -1
+    LF[lk, LF_QBYTES] -= PI[p, PI_SIZE]
+    if _mark(LF, P, lk):  # marked at dequeue, as the HPCC repository's switch does
         PI[p, PI_ECN] = 1
-    LI[l, LI_CREDITS] -= 1
-    _start_tx(LI, LF, PI, PF, l, p, t, H)
+    LI[lk, LI_CREDITS] -= 1
+    _start_tx(LI, LF, PI, PF, lk, p, t, H)
 
 
 @njit(cache=True)
@@ -241,10 +204,10 @@ def _pick_flow(FI, FF, P, hosts, h, t):
 @njit(cache=True)
 def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     """If host ``h``'s uplink is free, send one packet of its next eligible flow (or set a wake-up)."""
-    l = uplink[h]
-    if LI[l, LI_BUSY] or LI[l, LI_PAUSED]:
+    lk = uplink[h]
+    if LI[lk, LI_BUSY] or LI[lk, LI_PAUSED]:
         return
-    if P[P_LOSSLESS] == _CREDIT and LI[l, LI_CREDITS] <= 0:
+    if P[P_LOSSLESS] == _CREDIT and LI[lk, LI_CREDITS] <= 0:
         return
     f, when = _pick_flow(FI, FF, P, hosts, h, t)
     if f < 0:
@@ -264,7 +227,7 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     p = _alloc(PI, meta)
     PI[p, PI_FLOW] = f
     PI[p, PI_SIZE] = int(size)
-    PI[p, PI_LINK] = l
+    PI[p, PI_LINK] = lk
     PI[p, PI_INLINK] = -1
     PI[p, PI_ECN] = 0
     PI[p, PI_HOP] = 0
@@ -275,9 +238,9 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     FF[f, FF_LAST_SIZE] = size
     if P[P_CC] == _CC_DCQCN:
         dcqcn_sent(FF, FI, P, f, size)
-    LI[l, LI_CREDITS] -= 1
+    LI[lk, LI_CREDITS] -= 1
     meta[4] += 1
-    _start_tx(LI, LF, PI, PF, l, p, t, H)
+    _start_tx(LI, LF, PI, PF, lk, p, t, H)
 
 
 @njit(cache=True)

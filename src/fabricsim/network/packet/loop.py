@@ -25,7 +25,6 @@ from fabricsim.network.packet.kernel import (
     S_SENT_PKTS,
     _free,
     _key,
-    _mark,
     _next_link,
     _nic_kick,
     _try_switch_tx,
@@ -94,7 +93,6 @@ from fabricsim.network.packet.layout import (
     PI_INLINK,
     PI_LINK,
     PI_NEXT,
-    PI_SEQ,
     PI_SIZE,
 )
 from fabricsim.network.packet.reaction import dcqcn_cnp, hpcc_ack
@@ -112,25 +110,25 @@ def _activate(FI, hosts, f):
 
 
 @njit(cache=True)
-def _kick_link(S, l, t):
-    """Restart whatever feeds link ``l``: its host NIC or its switch egress queue."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT = S
-    h = LI[l, LI_SRC_HOST]
+def _kick_link(S, lk, t):
+    """Restart whatever feeds link ``lk``: its host NIC or its switch egress queue."""
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT = S
+    h = LI[lk, LI_SRC_HOST]
     if h >= 0:
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta)
     else:
-        _try_switch_tx(LI, LF, PI, PF, P, l, t, H)
+        _try_switch_tx(LI, LF, PI, PF, P, lk, t, H)
 
 
 @njit(cache=True)
-def _tx_done(S, shared, l, t):
-    """Link ``l`` finished a packet: free its switch buffer (XON/credit upstream), send it on."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT = S
-    p = LI[l, LI_TXPKT]
-    LI[l, LI_BUSY] = 0
+def _tx_done(S, shared, lk, t):
+    """Link ``lk`` finished a packet: free its switch buffer (XON/credit upstream), send it on."""
+    LI, LF, _FI, _FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT = S
+    p = LI[lk, LI_TXPKT]
+    LI[lk, LI_BUSY] = 0
     size = PI[p, PI_SIZE]
-    if LI[l, LI_SRC_HOST] < 0:
-        node = LI[l, LI_SRC]
+    if LI[lk, LI_SRC_HOST] < 0:
+        node = LI[lk, LI_SRC]
         inl = PI[p, PI_INLINK]
         LF[inl, LF_ING] -= size
         take = min(LF[inl, LF_HDRM], size)
@@ -143,17 +141,17 @@ def _tx_done(S, shared, l, t):
                 heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_PAUSE_OFF, inl))
         if P[P_LOSSLESS] == _CREDIT:
             heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_CREDIT, inl))
-    heap.push(H[0], H[1], H[2], H[3], t + LF[l, LF_LAT], _key(EV_ARRIVE, p))
-    _kick_link(S, l, t)
+    heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_ARRIVE, p))
+    _kick_link(S, lk, t)
 
 
 @njit(cache=True)
-def _deliver(S, stats, p, l, t):
+def _deliver(S, stats, p, lk, t):
     """Packet ``p`` reached its receiver: count it, answer with a CNP / an ACK as the CC needs."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT = S
+    _LI, LF, FI, FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT = S
     f = PI[p, PI_FLOW]
     if P[P_LOSSLESS] == _CREDIT:
-        heap.push(H[0], H[1], H[2], H[3], t + LF[l, LF_LAT], _key(EV_CREDIT, l))
+        heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
     FF[f, FF_DELIVERED] += PI[p, PI_SIZE]
     stats[S_DELIVERED_PKTS] += 1
     if PI[p, PI_ECN]:
@@ -175,35 +173,35 @@ def _deliver(S, stats, p, l, t):
 @njit(cache=True)
 def _arrive(S, shared, stats, route, hist, p, t):
     """Packet ``p`` fully received at its link's far end; returns 1 if that finished its flow."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT = S
-    l = PI[p, PI_LINK]
-    if LI[l, LI_DST_HOST] >= 0:
-        return _deliver(S, stats, p, l, t)
-    node = LI[l, LI_DST]
+    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT = S
+    lk = PI[p, PI_LINK]
+    if LI[lk, LI_DST_HOST] >= 0:
+        return _deliver(S, stats, p, lk, t)
+    node = LI[lk, LI_DST]
     size = PI[p, PI_SIZE]
     lossless = P[P_LOSSLESS]
     pool = shared[1, node]
     if lossless == 0 and shared[0, node] + size > pool:
         _drop(S, stats, p, t)
         return 0
-    if lossless == _PFC and LI[l, LI_XOFF]:
-        if LF[l, LF_HDRM] + size > LF[l, LF_HEADROOM]:
+    if lossless == _PFC and LI[lk, LI_XOFF]:
+        if LF[lk, LF_HDRM] + size > LF[lk, LF_HEADROOM]:
             _drop(S, stats, p, t)  # headroom too small for the pause round trip
             return 0
-        LF[l, LF_HDRM] += size
+        LF[lk, LF_HDRM] += size
     else:
         shared[0, node] += size
-    LF[l, LF_ING] += size
-    if lossless == _PFC and not LI[l, LI_XOFF]:
-        if LF[l, LF_ING] - LF[l, LF_HDRM] > P[P_PFC_ALPHA] * (pool - shared[0, node]):
-            LI[l, LI_XOFF] = 1
-            LI[l, LI_PAUSE_FRAMES] += 1
-            heap.push(H[0], H[1], H[2], H[3], t + LF[l, LF_LAT], _key(EV_PAUSE_ON, l))
+    LF[lk, LF_ING] += size
+    threshold = P[P_PFC_ALPHA] * (pool - shared[0, node])
+    if lossless == _PFC and not LI[lk, LI_XOFF] and LF[lk, LF_ING] - LF[lk, LF_HDRM] > threshold:
+        LI[lk, LI_XOFF] = 1
+        LI[lk, LI_PAUSE_FRAMES] += 1
+        heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_PAUSE_ON, lk))
     nl = _next_link(LI, route, PI[p, PI_FLOW], node)
     q = LF[nl, LF_QBYTES]
     hist[LI[nl, LI_CLASS], min(int(q / P[P_MTU]), HIST_BINS - 1)] += 1
     LF[nl, LF_QMAX] = max(LF[nl, LF_QMAX], q + size)
-    PI[p, PI_INLINK] = l
+    PI[p, PI_INLINK] = lk
     PI[p, PI_LINK] = nl
     PI[p, PI_NEXT] = -1
     tail = LI[nl, LI_QTAIL]
@@ -284,7 +282,7 @@ def _grown_pool(PI, PF, meta):
 @njit(cache=True)
 def _sample(S, series, t):
     """Record every flow's delivered bytes and rate and every link's queue at ``t``."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT = S
+    _LI, LF, _FI, FF, _PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT = S
     delivered, rate, queue = series
     k = meta[5]
     if k >= delivered.shape[0]:
@@ -301,8 +299,8 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     """Simulate until every flow is delivered (or nothing is left to happen).
 
     ``tables`` = (LI, LF, FI, FF, LINT); ``route`` = (flow_ptr, flow_links, spray_rr): each
-    flow's links (its routing DAG) and the spraying counters; ``hosts`` = (act_ptr, act_n, act, rr): per host, room for its flows' ids
-    and round-robin state; ``uplink[h]`` the link out of host h; ``shared[0]`` the bytes used and
+    flow's links (its routing DAG) and the spraying counters; ``hosts`` = (act_ptr, act_n, act,
+    rr): per host, room for its flows' ids and round-robin state; ``uplink[h]`` the link out of host h; ``shared[0]`` the bytes used and
     ``shared[1]`` the shared pool of every node; ``P`` the parameter vector; ``samples`` the
     length of the time series. Returns (stats, queue histogram, (delivered, rate, queue) series).
     """
@@ -355,9 +353,9 @@ def run(tables, route, hosts, uplink, shared, P, samples):
             _sample(S, series, t)
         else:
             _control(S, kind, arg, t)
-    for l in range(LI.shape[0]):  # close pauses still open at the end
-        if LI[l, LI_PAUSED]:
-            LF[l, LF_PAUSE_TOTAL] += t - LF[l, LF_PAUSE_START]
+    for lk in range(LI.shape[0]):  # close pauses still open at the end
+        if LI[lk, LI_PAUSED]:
+            LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START]
     stats[S_EVENTS] = events
     stats[S_SENT_PKTS] = meta[4]
     stats[S_END] = t

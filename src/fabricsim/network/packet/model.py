@@ -15,7 +15,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import FlowSet, NetworkResult
-from fabricsim.network.packet import layout as L
+from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
 from fabricsim.network.packet.kernel import S_DELIVERED_PKTS, S_DROPS, S_EVENTS, S_MARKED, S_SENT_PKTS
 from fabricsim.network.packet.loop import run as run_kernel
 from fabricsim.network.packet.params import Lossless, PacketParams, RunOptions, kernel_vector, resolved

@@ -34,7 +34,7 @@ from enum import StrEnum
 import numpy as np
 
 from fabricsim.errors import FabricsimError, did_you_mean, parse_choice
-from fabricsim.network.packet import layout as L
+from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
 
 
 class CongestionControl(StrEnum):
@@ -105,7 +105,17 @@ class PacketParams:
         return replace(self, **overrides)
 
 
-_FRACTIONS = {"clamp_target", "clamp_target_after_timer", "pmax", "pfc_alpha", "g", "gd_factor", "min_dec_factor", "alpha_initial", "eta"}
+_FRACTIONS = {
+    "clamp_target",
+    "clamp_target_after_timer",
+    "pmax",
+    "pfc_alpha",
+    "g",
+    "gd_factor",
+    "min_dec_factor",
+    "alpha_initial",
+    "eta",
+}
 
 
 def _check(name: str, value: float) -> None:

@@ -181,7 +181,7 @@ def hpcc_ack(FF, FI, PI, PF, LINT, P, p):
         FF[f, FF_UTIL] = U
         update = PI[p, PI_SEQ] > FF[f, FF_LAST_UPD]
         wai = P[P_HPCC_WAI] * T
-        if U >= P[P_ETA] or FI[f, FI_STAGE] >= P[P_MAX_STAGE]:
+        if P[P_ETA] <= U or FI[f, FI_STAGE] >= P[P_MAX_STAGE]:
             w = FF[f, FF_WINC] / (U / P[P_ETA]) + wai
             if update:
                 FI[f, FI_STAGE] = 0
