@@ -301,8 +301,8 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     ``tables`` = (LI, LF, FI, FF, LINT); ``route`` = (flow_ptr, flow_links, spray_rr): each
     flow's links (its routing DAG) and the spraying counters; ``hosts`` = (act_ptr, act_n, act,
     rr): per host, room for its flows' ids and round-robin state; ``uplink[h]`` the link out of
-    host h; ``shared[0]`` the bytes used and ``shared[1]`` the shared pool of every node; ``P`` the parameter vector; ``samples`` the
-    length of the time series. Returns (stats, queue histogram, (delivered, rate, queue) series).
+    host h; ``shared[0]`` the bytes used and ``shared[1]`` the shared pool of every node; ``P``
+    the parameter vector; ``samples`` the length of the time series. Returns (stats, queue histogram, (delivered, rate, queue) series).
     """
     LI, LF, FI, FF, LINT = tables
     np.random.seed(int(P[P_SEED]))
