@@ -302,7 +302,8 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     flow's links (its routing DAG) and the spraying counters; ``hosts`` = (act_ptr, act_n, act,
     rr): per host, room for its flows' ids and round-robin state; ``uplink[h]`` the link out of
     host h; ``shared[0]`` the bytes used and ``shared[1]`` the shared pool of every node; ``P``
-    the parameter vector; ``samples`` the length of the time series. Returns (stats, queue histogram, (delivered, rate, queue) series).
+    the parameter vector; ``samples`` the length of the time series. Returns (stats, queue
+    histogram, (delivered, rate, queue) series, rows sampled).
     """
     LI, LF, FI, FF, LINT = tables
     np.random.seed(int(P[P_SEED]))
