@@ -29,7 +29,8 @@ MAX_SAMPLES = 20_000  # cap on time-series rows (memory: rows x (2 flows + links
 class PacketRun:
     """Everything one packet simulation measured. Times in s, sizes in bytes.
 
-    ``series_*`` rows are samples every ``sample_dt_s`` from t = 0 (empty when sampling is off):
+    ``ideal_fct_s``: alone on an empty network, store and forward: size / line rate + the last
+    packet's serialisation on the later hops + path latency. ``series_*`` rows are samples every ``sample_dt_s`` from t = 0 (empty when sampling is off):
     delivered bytes and CC rate (bytes/s) per flow, queue bytes per link.
     """
 
@@ -114,7 +115,8 @@ class PacketNetwork:
         if not FI[:, L.FI_DONE].all():
             raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
         last = np.minimum(flows.size_bytes, params.mtu_bytes)
-        ideal = flows.size_bytes / self.opts.line_Bps + np.maximum(hops - 1, 0) * last / self.opts.line_Bps + latency
+        per_byte = np.asarray(routes.T @ (1.0 / topo.capacity_Bps)).ravel()  # sum over hops of 1 / capacity
+        ideal = flows.size_bytes / self.opts.line_Bps + last * np.maximum(per_byte - 1 / self.opts.line_Bps, 0) + latency
         return PacketRun(
             flows=flows,
             finish_s=FF[:, L.FF_FINISH].copy(),
