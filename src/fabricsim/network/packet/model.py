@@ -116,7 +116,9 @@ class PacketNetwork:
             raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
         last = np.minimum(flows.size_bytes, params.mtu_bytes)
         per_byte = np.asarray(routes.T @ (1.0 / topo.capacity_Bps)).ravel()  # sum over hops of 1 / capacity
-        ideal = flows.size_bytes / self.opts.line_Bps + last * np.maximum(per_byte - 1 / self.opts.line_Bps, 0) + latency
+        ideal = (
+            flows.size_bytes / self.opts.line_Bps + last * np.maximum(per_byte - 1 / self.opts.line_Bps, 0) + latency
+        )
         return PacketRun(
             flows=flows,
             finish_s=FF[:, L.FF_FINISH].copy(),
