@@ -30,8 +30,9 @@ class PacketRun:
     """Everything one packet simulation measured. Times in s, sizes in bytes.
 
     ``ideal_fct_s``: alone on an empty network, store and forward: size / line rate + the last
-    packet's serialisation on the later hops + path latency. ``series_*`` rows are samples every ``sample_dt_s`` from t = 0 (empty when sampling is off):
-    delivered bytes and CC rate (bytes/s) per flow, queue bytes per link.
+    packet's serialisation on the later hops + path latency. ``series_*`` rows are samples every
+    ``sample_dt_s`` from t = 0 (empty when sampling is off): delivered bytes and CC rate (bytes/s)
+    per flow, queue bytes per link.
     """
 
     flows: FlowSet
