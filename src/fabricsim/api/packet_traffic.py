@@ -108,7 +108,11 @@ def _sample_dt(spec: PacketTrafficSpec, flows: FlowSet, topo: Topology) -> float
 
 
 def packet_traffic(spec: PacketTrafficSpec) -> PacketTraffic:
-    """Run ``spec`` at packet level; see :class:`PacketTrafficSpec`."""
+    """Run ``spec`` at packet level; see :class:`PacketTrafficSpec`.
+
+    ``completion_time_s`` is the last delivery; ``max_link_utilization`` is the busiest link's
+    mean utilisation over the run (bytes carried / capacity / completion time).
+    """
     _check_numbers(spec)
     cc, lossless = parse_cc(spec.cc), parse_lossless(spec.lossless)
     policy = Routing.SPRAY if spec.spray else parse_routing(spec.routing)

@@ -17,7 +17,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.io.results import dumps, write_atomic
 from fabricsim.network.packet.model import PacketRun
 
-MAX_TRACKS = 512  # flows or links drawn at most (the busiest ones); a trace stays openable
+MAX_TRACKS = 64  # flows (largest) and links (deepest queue) drawn at most: the trace stays small
 
 
 def _counter(pid: int, name: str, ts_us: float, args: dict[str, float]) -> dict[str, Any]:
