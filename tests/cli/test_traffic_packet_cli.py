@@ -58,6 +58,7 @@ def test_table_output(capsys):
         (["--cc-param", "timer=1"], "cc_param"),
         (["--cc-param", "pmax=3"], "cc_param"),
         (["--buffer", "-1"], "buffer"),
+        (["--buffer", "10KB"], "buffer"),
         (["--load", "nan"], "load"),
         (["--fidelity", "fluid"], "fidelity"),
     ],

@@ -190,7 +190,12 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
         shared[1] -= reserved
         switches = topo.node_kind != NodeKind.GPU
         if np.any(shared[1][switches] <= 0):
-            raise FabricsimError("buffer", f"{params.buffer_bytes:.0f} B cannot hold the PFC headroom", "use --buffer")
+            need = float(reserved[switches].max())
+            raise FabricsimError(
+                "buffer",
+                f"{params.buffer_bytes:.0f} B per switch cannot hold the PFC headroom of its ports ({need:.0f} B)",
+                f"use --buffer larger than {need:.0f}",
+            )
     return LI, LF, uplink, shared
 
 
