@@ -84,3 +84,15 @@ def test_same_seed_same_result():
     b = simulate(topo, flows, "dcqcn", "pfc", seed=5, routing=Routing.SPRAY)
     np.testing.assert_array_equal(a.finish_s, b.finish_s)
     assert a.events == b.events and a.ecn_marked == b.ecn_marked
+
+
+@pytest.mark.parametrize(
+    "topology", ["dgx-h100:gpus=16", "dragonfly:a=2,p=2,h=1", "torus:dims=4x4", "rail-optimized:nodes=4,rails=2,radix=8"]
+)
+def test_every_builder_runs_including_multi_port_endpoints(topology):
+    """DGX GPUs have two ports (NVLink switch and NIC): each port is its own NIC scheduler."""
+    topo = parse_topology(topology)
+    flows = pattern_flows(Pattern.PERMUTATION, topo.hosts, 128e3, 0)
+    run = simulate(topo, flows, "dcqcn", "pfc", routing=Routing.SPRAY)
+    np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
+    assert run.drops == 0

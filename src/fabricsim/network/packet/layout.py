@@ -53,7 +53,7 @@ LF_QMAX = 11  # largest egress queue seen (bytes)
 LF_COLS = 12
 
 # --- flow integer table FI[flows, :] ---
-FI_SRC = 0  # sender host
+FI_SRC = 0  # sender NIC port (index into the uplink list)
 FI_DST = 1  # receiver host
 FI_ACTIVE = 2  # 1 while in its host's active list
 FI_DONE = 3  # 1 once every byte is delivered

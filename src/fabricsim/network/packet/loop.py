@@ -198,6 +198,8 @@ def _arrive(S, shared, stats, route, hist, p, t):
         LI[lk, LI_PAUSE_FRAMES] += 1
         heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_PAUSE_ON, lk))
     nl = _next_link(LI, route, PI[p, PI_FLOW], node)
+    if nl < 0:
+        raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
     q = LF[nl, LF_QBYTES]
     hist[LI[nl, LI_CLASS], min(int(q / P[P_MTU]), HIST_BINS - 1)] += 1
     LF[nl, LF_QMAX] = max(LF[nl, LF_QMAX], q + size)

@@ -94,12 +94,13 @@ class PacketNetwork:
         hops = np.asarray(routes.sum(axis=0)).ravel()
         latency = np.asarray(routes.T @ topo.latency_s).ravel()
         FI, FF = _flow_tables(flows, params, self.opts, latency, hops)
-        counts = np.bincount(flows.src, minlength=topo.hosts)
+        FI[:, L.FI_SRC] = LI[_first_links(topo, flows, routes), L.LI_SRC_HOST]  # the flow's NIC port
+        counts = np.bincount(FI[:, L.FI_SRC], minlength=uplink.size)
         hosts = (
             np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-            np.zeros(topo.hosts, dtype=np.int64),
+            np.zeros(uplink.size, dtype=np.int64),
             np.zeros(flows.count, dtype=np.int64),
-            np.zeros(topo.hosts, dtype=np.int64),
+            np.zeros(uplink.size, dtype=np.int64),
         )
         samples = _sample_rows(self.opts.sample_dt_s, flows, self.opts.line_Bps)
         LINT = np.zeros((flows.count, L.PF_COLS))
@@ -147,6 +148,19 @@ class PacketNetwork:
         )
 
 
+def _first_links(topo, flows: FlowSet, routes) -> np.ndarray:
+    """Each flow's first link: the lowest-id link of its route out of its source endpoint (an
+    endpoint with several ports, e.g. NVLink and a NIC, sends a flow through one of them)."""
+    flow_of = np.repeat(np.arange(flows.count), np.diff(routes.indptr))
+    links = routes.indices.astype(np.int64)
+    out = topo.link_src[links] == topo.endpoints[flows.src][flow_of]
+    first = np.full(flows.count, np.iinfo(np.int64).max)
+    np.minimum.at(first, flow_of[out], links[out])
+    if np.any(first == np.iinfo(np.int64).max):
+        raise FabricsimError("topology", "a flow's route does not leave its source", "check the topology's cabling")
+    return first
+
+
 def _spray_offsets(routes, seed: int) -> np.ndarray:
     """Seeded starting points of the per-(flow, switch) round-robin spraying counters."""
     return np.random.default_rng(seed).integers(0, 1 << 20, routes.indices.size).astype(np.int64)
@@ -161,14 +175,18 @@ def _sample_rows(dt_s: float, flows: FlowSet, line_Bps: float) -> int:
 
 
 def _link_tables(topo, params: PacketParams, lossless: Lossless):
-    """LI/LF tables, host uplinks and the [used, pool] shared-buffer table of every node."""
+    """LI/LF tables, the NIC ports (links out of endpoints) and the [used, pool] shared-buffer table
+    of every node. ``LI_SRC_HOST`` of a NIC port is its port index, -1 on switch links."""
     links = topo.links
     host_of = np.full(topo.nodes, -1, dtype=np.int64)
     host_of[topo.endpoints] = np.arange(topo.hosts)
     src, dst = topo.link_src.astype(np.int64), topo.link_dst.astype(np.int64)
     LI = np.zeros((links, L.LI_COLS), dtype=np.int64)
     LI[:, L.LI_SRC], LI[:, L.LI_DST] = src, dst
-    LI[:, L.LI_SRC_HOST], LI[:, L.LI_DST_HOST] = host_of[src], host_of[dst]
+    uplink = np.flatnonzero(host_of[src] >= 0)  # every link out of an endpoint is a NIC port
+    LI[:, L.LI_SRC_HOST] = -1
+    LI[uplink, L.LI_SRC_HOST] = np.arange(uplink.size)
+    LI[:, L.LI_DST_HOST] = host_of[dst]
     LI[:, L.LI_QHEAD] = LI[:, L.LI_QTAIL] = LI[:, L.LI_TXPKT] = -1
     LI[:, L.LI_CLASS] = np.where(host_of[src] >= 0, 0, np.where(host_of[dst] >= 0, 1, 2))
     LF = np.zeros((links, L.LF_COLS))
@@ -178,11 +196,6 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
     LF[:, L.LF_HEADROOM] = 2 * bdp + 2 * params.mtu_bytes
     credit = params.credit_bytes if params.credit_bytes is not None else 2 * bdp + 2 * params.mtu_bytes
     LI[:, L.LI_CREDITS] = np.maximum(1, np.ceil(np.broadcast_to(credit, links) / params.mtu_bytes)).astype(np.int64)
-    uplink = np.full(topo.hosts, -1, dtype=np.int64)
-    out = np.flatnonzero(host_of[src] >= 0)
-    uplink[host_of[src[out]][::-1]] = out[::-1]  # the first link out of each endpoint
-    if np.any(uplink < 0):
-        raise FabricsimError("topology", "some endpoint has no link", "the packet fidelity needs cabled hosts")
     shared = np.zeros((2, topo.nodes))
     shared[1] = params.buffer_bytes
     if lossless == Lossless.PFC:
