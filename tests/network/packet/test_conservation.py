@@ -87,7 +87,8 @@ def test_same_seed_same_result():
 
 
 @pytest.mark.parametrize(
-    "topology", ["dgx-h100:gpus=16", "dragonfly:a=2,p=2,h=1", "torus:dims=4x4", "rail-optimized:nodes=4,rails=2,radix=8"]
+    "topology",
+    ["dgx-h100:gpus=16", "dragonfly:a=2,p=2,h=1", "torus:dims=4x4", "rail-optimized:nodes=4,rails=2,radix=8"],
 )
 def test_every_builder_runs_including_multi_port_endpoints(topology):
     """DGX GPUs have two ports (NVLink switch and NIC): each port is its own NIC scheduler."""
