@@ -21,7 +21,6 @@ from fabricsim.network.packet.kernel import (
     S_END,
     S_EVENTS,
     S_MARKED,
-    S_RETX_BYTES,
     S_SENT_PKTS,
     _free,
     _key,
@@ -297,6 +296,32 @@ def _sample(S, series, t):
 
 
 @njit(cache=True)
+def _new_pool(size):
+    """An empty packet pool of ``size`` rows (all on the free list) and the kernel's ``meta``
+    counters: heap size, heap sequence, free-list head, free count, sent packets, samples."""
+    PI = np.zeros((size, PI_COLS), dtype=np.int64)
+    PF = np.zeros((size, PF_COLS), dtype=np.float64)
+    for p in range(size):
+        PI[p, PI_NEXT] = p + 1 if p + 1 < size else -1
+    meta = np.zeros(6, dtype=np.int64)
+    meta[3] = size
+    return PI, PF, meta
+
+
+@njit(cache=True)
+def _schedule_starts(FI, FF, H):
+    """Push every flow's start; empty flows finish at their start. Returns how many finished."""
+    finished = 0
+    for f in range(FI.shape[0]):
+        heap.push(H[0], H[1], H[2], H[3], FF[f, FF_START], _key(EV_START, f))
+        if FF[f, FF_SIZE] <= 0.0:
+            FI[f, FI_DONE] = 1
+            FF[f, FF_FINISH] = FF[f, FF_START]
+            finished += 1
+    return finished
+
+
+@njit(cache=True)
 def run(tables, route, hosts, uplink, shared, P, samples):
     """Simulate until every flow is delivered (or nothing is left to happen).
 
@@ -310,30 +335,17 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     LI, LF, FI, FF, LINT = tables
     np.random.seed(int(P[P_SEED]))
     flows = FI.shape[0]
-    pool0 = 1024
-    PI = np.zeros((pool0, PI_COLS), dtype=np.int64)
-    PF = np.zeros((pool0, PF_COLS), dtype=np.float64)
-    for p in range(pool0):
-        PI[p, PI_NEXT] = p + 1 if p + 1 < pool0 else -1
-    meta = np.zeros(6, dtype=np.int64)  # heap size, heap seq, free head, free count, sent pkts, samples
-    meta[3] = pool0
+    PI, PF, meta = _new_pool(1024)
     cap = 4096 + 2 * flows
     H = (np.empty(cap), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64), meta)
     wake_t = np.full(uplink.size, np.inf)
     stats = np.zeros(S_COLS)
     hist = np.zeros((3, HIST_BINS), dtype=np.int64)
     series = (np.zeros((samples, flows)), np.zeros((samples, flows)), np.zeros((samples, LI.shape[0])))
-    for f in range(flows):
-        heap.push(H[0], H[1], H[2], meta, FF[f, FF_START], _key(EV_START, f))
+    finished = _schedule_starts(FI, FF, H)
     if samples > 0:
         heap.push(H[0], H[1], H[2], meta, 0.0, _key(EV_SAMPLE, 0))
     S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT)
-    finished = 0
-    for f in range(flows):
-        if FF[f, FF_SIZE] <= 0.0:  # empty flows finish when they start
-            FI[f, FI_DONE] = 1
-            FF[f, FF_FINISH] = FF[f, FF_START]
-            finished += 1
     t = 0.0
     events = 0
     while finished < flows and meta[0] > 0:
@@ -362,5 +374,4 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     stats[S_EVENTS] = events
     stats[S_SENT_PKTS] = meta[4]
     stats[S_END] = t
-    stats[S_RETX_BYTES] = 0.0
     return stats, hist, series, meta[5]

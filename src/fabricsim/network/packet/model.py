@@ -116,36 +116,49 @@ class PacketNetwork:
         )
         if not FI[:, L.FI_DONE].all():
             raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
-        last = np.minimum(flows.size_bytes, params.mtu_bytes)
-        per_byte = np.asarray(routes.T @ (1.0 / topo.capacity_Bps)).ravel()  # sum over hops of 1 / capacity
-        ideal = (
-            flows.size_bytes / self.opts.line_Bps + last * np.maximum(per_byte - 1 / self.opts.line_Bps, 0) + latency
-        )
-        return PacketRun(
-            flows=flows,
-            finish_s=FF[:, L.FF_FINISH].copy(),
-            delivered_bytes=FF[:, L.FF_DELIVERED].copy(),
-            ideal_fct_s=ideal,
-            hops=hops,
-            link_class=LI[:, L.LI_CLASS].copy(),
-            link_tx_bytes=LF[:, L.LF_TXBYTES].copy(),
-            pause_s=LF[:, L.LF_PAUSE_TOTAL].copy(),
-            pause_frames=LI[:, L.LI_PAUSE_FRAMES].copy(),
-            credit_stall_s=LF[:, L.LF_STALL_TOTAL].copy(),
-            queue_max_bytes=LF[:, L.LF_QMAX].copy(),
-            queue_hist=hist,
-            mtu_bytes=params.mtu_bytes,
-            drops=int(stats[S_DROPS]),
-            ecn_marked=int(stats[S_MARKED]),
-            delivered_packets=int(stats[S_DELIVERED_PKTS]),
-            sent_packets=int(stats[S_SENT_PKTS]),
-            events=int(stats[S_EVENTS]),
-            end_s=float(FF[:, L.FF_FINISH].max()),
-            sample_dt_s=self.opts.sample_dt_s,
-            series_delivered=series[0][:rows],
-            series_rate=series[1][:rows],
-            series_queue=series[2][:rows],
-        )
+        ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps)
+        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), (ideal, hops, params.mtu_bytes, self.opts))
+
+
+def _ideal_fct_s(topo, flows: FlowSet, routes, mtu_bytes: float, line_Bps: float) -> np.ndarray:
+    """Alone on an empty network, store and forward: size / line rate + the last packet's
+    serialisation on the later hops + path latency."""
+    last = np.minimum(flows.size_bytes, mtu_bytes)
+    per_byte = np.asarray(routes.T @ (1.0 / topo.capacity_Bps)).ravel()  # sum over hops of 1 / capacity
+    latency = np.asarray(routes.T @ topo.latency_s).ravel()
+    return flows.size_bytes / line_Bps + last * np.maximum(per_byte - 1 / line_Bps, 0) + latency
+
+
+def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
+    """Copy the kernel's tables and outputs into a :class:`PacketRun`."""
+    LI, LF, FF = tables
+    stats, hist, series, rows = outputs
+    ideal, hops, mtu_bytes, opts = extra
+    return PacketRun(
+        flows=flows,
+        finish_s=FF[:, L.FF_FINISH].copy(),
+        delivered_bytes=FF[:, L.FF_DELIVERED].copy(),
+        ideal_fct_s=ideal,
+        hops=hops,
+        link_class=LI[:, L.LI_CLASS].copy(),
+        link_tx_bytes=LF[:, L.LF_TXBYTES].copy(),
+        pause_s=LF[:, L.LF_PAUSE_TOTAL].copy(),
+        pause_frames=LI[:, L.LI_PAUSE_FRAMES].copy(),
+        credit_stall_s=LF[:, L.LF_STALL_TOTAL].copy(),
+        queue_max_bytes=LF[:, L.LF_QMAX].copy(),
+        queue_hist=hist,
+        mtu_bytes=mtu_bytes,
+        drops=int(stats[S_DROPS]),
+        ecn_marked=int(stats[S_MARKED]),
+        delivered_packets=int(stats[S_DELIVERED_PKTS]),
+        sent_packets=int(stats[S_SENT_PKTS]),
+        events=int(stats[S_EVENTS]),
+        end_s=float(FF[:, L.FF_FINISH].max()),
+        sample_dt_s=opts.sample_dt_s,
+        series_delivered=series[0][:rows],
+        series_rate=series[1][:rows],
+        series_queue=series[2][:rows],
+    )
 
 
 def _first_links(topo, flows: FlowSet, routes) -> np.ndarray:
