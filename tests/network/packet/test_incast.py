@@ -43,3 +43,13 @@ def test_pauses_propagate_hop_by_hop_in_a_two_tier_fabric():
     assert run.pause_frames[fabric].sum() > 0
     assert run.pause_frames[run.link_class == 0].sum() > 0
     assert run.drops == 0
+
+
+def test_static_xoff_threshold_sets_when_pfc_fires():
+    topo = star(9, 400)
+    flows = pattern_flows(Pattern.INCAST, 9, SIZE_BYTES, seed=0)
+    tight = simulate(topo, flows, "none", "pfc", pfc_xoff_bytes=50e3)
+    loose = simulate(topo, flows, "none", "pfc", pfc_xoff_bytes=2e6)  # above any ingress's 1 MB
+    assert tight.pause_frames.sum() > 0 and loose.pause_frames.sum() == 0
+    assert tight.drops == loose.drops == 0
+    assert flows.size_bytes.sum() / tight.finish_s.max() / topo.line_rate_Bps >= 0.95

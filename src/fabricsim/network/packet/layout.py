@@ -140,4 +140,5 @@ P_SAMPLE_DT = 27  # time-series sample period (0: off)
 P_SEED = 28
 P_CLAMP = 29  # DCQCN: Rt <- Rc on every cut
 P_CLAMP_ATI = 30  # DCQCN: Rt <- Rc on a cut if the timer raised the rate since the last one
-P_COLS = 31
+P_PFC_XOFF = 31  # static PFC Xoff per ingress (bytes); 0: the dynamic threshold
+P_COLS = 32

@@ -82,6 +82,7 @@ from fabricsim.network.packet.layout import (
     P_MTU,
     P_PFC_ALPHA,
     P_PFC_RESUME,
+    P_PFC_XOFF,
     P_RTO,
     P_SAMPLE_DT,
     P_SEED,
@@ -120,6 +121,14 @@ def _kick_link(S, lk, t):
 
 
 @njit(cache=True)
+def _xoff(P, shared, node):
+    """PFC Xoff of an ingress of ``node``: static if set, else alpha x the node's free shared buffer."""
+    if P[P_PFC_XOFF] > 0.0:
+        return P[P_PFC_XOFF]
+    return P[P_PFC_ALPHA] * (shared[1, node] - shared[0, node])
+
+
+@njit(cache=True)
 def _tx_done(S, shared, lk, t):
     """Link ``lk`` finished a packet: free its switch buffer (XON/credit upstream), send it on."""
     LI, LF, _FI, _FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT = S
@@ -134,7 +143,7 @@ def _tx_done(S, shared, lk, t):
         LF[inl, LF_HDRM] -= take
         shared[0, node] -= size - take
         if P[P_LOSSLESS] == _PFC and LI[inl, LI_XOFF] and LF[inl, LF_HDRM] <= 0.0:
-            threshold = P[P_PFC_ALPHA] * (shared[1, node] - shared[0, node])
+            threshold = _xoff(P, shared, node)
             if LF[inl, LF_ING] <= max(threshold - P[P_PFC_RESUME], 0.0):
                 LI[inl, LI_XOFF] = 0
                 heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_PAUSE_OFF, inl))
@@ -191,7 +200,7 @@ def _arrive(S, shared, stats, route, hist, p, t):
     else:
         shared[0, node] += size
     LF[lk, LF_ING] += size
-    threshold = P[P_PFC_ALPHA] * (pool - shared[0, node])
+    threshold = _xoff(P, shared, node)
     if lossless == _PFC and not LI[lk, LI_XOFF] and LF[lk, LF_ING] - LF[lk, LF_HDRM] > threshold:
         LI[lk, LI_XOFF] = 1
         LI[lk, LI_PAUSE_FRAMES] += 1

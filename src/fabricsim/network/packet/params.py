@@ -16,7 +16,8 @@ Defaults and their sources (see ``shared/reference/congestion-control.md``):
 * Switch buffer: HPCC repository, 16 MB x bw/50 per switch (32 MB at 100 Gb/s).
 * HPCC: eta = 0.95, maxStage = 5 (Li et al., SIGCOMM'19), AI = 10 Mb/s x bw/25 (HPCC repository).
 * PFC: dynamic threshold alpha = 1/8 of the free shared buffer, resume 2 MTU below it [chosen:
-  the dynamic-threshold rule of the HPCC repository's switch MMU, with its shift left settable];
+  the dynamic-threshold rule of the HPCC repository's switch MMU, with its shift left settable;
+  ``pfc_xoff_bytes`` > 0 sets a static Xoff per ingress instead];
   headroom per ingress = 2 x (link latency x rate) + 2 MTU (the pause round trip plus a packet
   in flight at each end).
 * Credits: 2 x BDP of the link + 2 MTU per ingress [chosen: enough to keep a link busy].
@@ -70,6 +71,7 @@ class PacketParams:
     kmax_bytes: float | None = None
     pmax: float = 0.2
     pfc_alpha: float = 0.125
+    pfc_xoff_bytes: float = 0.0
     pfc_resume_bytes: float | None = None
     credit_bytes: float | None = None
     rto_s: float = 100e-6
@@ -185,5 +187,6 @@ def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     P[L.P_ALPHA0], P[L.P_ETA], P[L.P_MAX_STAGE] = p.alpha_initial, p.eta, p.max_stage
     P[L.P_HPCC_WAI], P[L.P_RATE_LIMIT] = p.hpcc_ai_Bps, p.rate_limit_Bps
     P[L.P_CLAMP], P[L.P_CLAMP_ATI] = p.clamp_target, p.clamp_target_after_timer
+    P[L.P_PFC_XOFF] = p.pfc_xoff_bytes
     P[L.P_SAMPLE_DT], P[L.P_SEED] = opts.sample_dt_s, float(opts.seed % (2**31))
     return P
