@@ -118,6 +118,7 @@ def _start_tx(LI, LF, PI, PF, lk, p, t, H):
             PF[p, base + 1] = LF[lk, LF_TXBYTES]
             PF[p, base + 2] = t
             PF[p, base + 3] = LF[lk, LF_CAP]
+            PF[p, base + 4] = lk
         PI[p, PI_HOP] = h + 1
     LF[lk, LF_TXBYTES] += size
     heap.push(H[0], H[1], H[2], H[3], t + size / LF[lk, LF_CAP], _key(EV_TXDONE, lk))

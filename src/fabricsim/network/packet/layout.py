@@ -105,7 +105,7 @@ PI_SEQ = 7  # flow bytes sent when this packet left (HPCC's seq)
 PI_COLS = 8
 
 MAX_HOPS = 8  # INT records per packet (switch egress hops); longer paths keep the first ones
-INT_FIELDS = 4  # qlen, txBytes, ts, capacity per hop
+INT_FIELDS = 5  # qlen, txBytes, ts, capacity, link id per hop
 PF_COLS = MAX_HOPS * INT_FIELDS
 
 # --- the parameter vector P[:] (filled by params.kernel_vector) ---

@@ -13,7 +13,7 @@ BYTE_RESET bytes): fast recovery while max(T, BC) < F (Rc <- (Rt + Rc) / 2), add
 (Rt += R_AI) until both exceed F, then hyper increase (Rt += i R_HAI, i = min(T, BC) - F).
 
 HPCC (Li et al., SIGCOMM'19, Algorithm 1): each ACK carries per-hop INT (queue length, txBytes,
-timestamp, capacity); u_j = min(q, q_prev) / (B T) + txRate / B, U is an EWMA of the largest u
+timestamp, capacity, link); u_j = min(q, q_prev) / (B T) + txRate / B, U is an EWMA of the largest u
 with weight tau / T; W = Wc / (U / eta) + W_AI when U >= eta or after maxStage additive steps,
 else W = Wc + W_AI; Wc is updated once per RTT (when the ACK's seq passes lastUpdateSeq). The
 pacing rate is W / T.
@@ -159,8 +159,8 @@ def _hpcc_utilization(FF, FI, PI, PF, LINT, p, f):
         base = h * INT_FIELDS
         q, tx, ts, cap = PF[p, base], PF[p, base + 1], PF[p, base + 2], PF[p, base + 3]
         dt = ts - LINT[f, base + 2]
-        if dt <= 0.0:
-            continue
+        if dt <= 0.0 or PF[p, base + 4] != LINT[f, base + 4]:
+            continue  # no newer sample of the same link at this hop (sprayed packets take other links)
         rate = (tx - LINT[f, base + 1]) / dt
         uj = min(q, LINT[f, base]) / (cap * T) + rate / cap
         if uj > u:
