@@ -13,6 +13,7 @@ from fabricsim.api.goodput import goodput
 from fabricsim.api.goodput_plan import plan_goodput
 from fabricsim.api.inference import infer, serve, simulate_infer
 from fabricsim.api.measure import measure, size_sweep
+from fabricsim.api.packet_traffic import PacketTrafficSpec, packet_traffic
 from fabricsim.api.planning import plan_infer, plan_train
 from fabricsim.api.replay import replay_chakra
 from fabricsim.api.sweeping import sweep, sweep_runners
@@ -20,6 +21,7 @@ from fabricsim.api.training import FIDELITIES, simulate_train, train
 
 __all__ = [
     "FIDELITIES",
+    "PacketTrafficSpec",
     "calibrate_nccl_tests",
     "catalog_list",
     "catalog_show",
@@ -29,6 +31,7 @@ __all__ = [
     "goodput",
     "infer",
     "measure",
+    "packet_traffic",
     "plan_goodput",
     "plan_infer",
     "plan_train",
