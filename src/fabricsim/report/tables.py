@@ -201,6 +201,9 @@ def _plan_summary(result: dict[str, Any]) -> Table:
     ]
     if result.get("refined"):
         rows.append(("refined", f"best {result['refined']} re-timed by the event-driven engine"))
+    if result["plans"] and result["plans"][0].get("options"):  # training: the settings every plan ran with
+        settings = " ".join(f"{key}={value}" for key, value in result["plans"][0]["options"].items())
+        rows.append(("settings", settings))
     unfit = result.get("faster_but_unfit")
     if unfit:
         need = f"needs {format_bytes(unfit['memory_per_gpu_bytes'])} of {format_bytes(unfit['memory_capacity_bytes'])}"
