@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-_FREE = " On plan train, unset = searched by the planner."
+_FREE = " plan train: unset = free, chosen on (never slower in this model)."
 
 EXPERT_TP_OPTION = typer.Option(
     None,
