@@ -80,14 +80,14 @@ def test_constraints_and_errors() -> None:
 
 
 def test_api_contract_and_determinism() -> None:
-    first = api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_s=(0.03, None), top=3).to_json()
-    second = api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_s=(0.03, None), top=3).to_json()
+    first = api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_tpot_s=0.03, top=3).to_json()
+    second = api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_tpot_s="30ms", top=3).to_json()
     assert first.pop("elapsed_s") >= 0 and second.pop("elapsed_s") >= 0
     assert first == second
     assert first["kind"] == "infer" and first["evaluated"] >= first["feasible"] > 0
     plan = first["plans"][0]
     assert {"ttft_s", "tpot_s", "e2e_latency_s", "batch", "output_tokens_per_s", "layout", "batch_limit"} <= set(plan)
-    with pytest.raises(FabricsimError, match="tpot-slo"):
-        api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_s=(0.0, None))
+    with pytest.raises(FabricsimError, match="slo-tpot"):
+        api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_tpot_s=0.0)
     with pytest.raises(FabricsimError, match="objective"):
         api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, objective="cheap")

@@ -9,11 +9,14 @@ from fabricsim.api.catalogs import catalog_list, catalog_show, validate
 from fabricsim.api.communication import collective, traffic
 from fabricsim.api.inference import infer, serve, simulate_infer
 from fabricsim.api.planning import plan_infer, plan_train
+from fabricsim.api.simulation import variability
 from fabricsim.api.sweeping import sweep, sweep_runners
 from fabricsim.api.training import FIDELITIES, simulate_train, train
+from fabricsim.specs.inputs import Fidelity
 
 __all__ = [
     "FIDELITIES",
+    "Fidelity",
     "catalog_list",
     "catalog_show",
     "collective",
@@ -28,4 +31,5 @@ __all__ = [
     "traffic",
     "train",
     "validate",
+    "variability",
 ]

@@ -7,7 +7,11 @@ from typing import Any
 
 import typer
 
-JSON_OPTION = typer.Option(False, "--json", help="Print one JSON object on stdout instead of a table.")
+from fabricsim.cli import options
+
+JSON_OPTION = options.JSON  # the shared declarations live in cli/options.py; these names stay for commands
+MODEL_OPTION = options.MODEL
+SYSTEM_OPTION = options.SYSTEM
 
 
 def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], Any]) -> None:
@@ -20,6 +24,3 @@ def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any
     from rich.console import Console
 
     Console(highlight=False).print(render(payload))
-
-MODEL_OPTION = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json")
-SYSTEM_OPTION = typer.Option(..., "--system", help="catalog system name or YAML path")

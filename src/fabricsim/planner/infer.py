@@ -347,12 +347,3 @@ def infer_space(constraints: dict[str, object]) -> InferSpace:
                 key, "is not an inference constraint", "use tp, pp, ep, dtype, kv_dtype, batch, max_batch"
             )
     return InferSpace(**fields)  # type: ignore[arg-type]
-
-
-def check_goal(goal: InferGoal) -> None:
-    """Raise ``FabricsimError`` for a non-positive SLO or ``top``."""
-    if goal.top < 1:
-        raise FabricsimError("top", f"must be at least 1, got {goal.top}")
-    for flag, value in (("tpot-slo", goal.tpot_slo_s), ("ttft-slo", goal.ttft_slo_s)):
-        if value is not None and not value > 0:
-            raise FabricsimError(flag, f"must be a positive time, got {value!r}")

@@ -244,6 +244,8 @@ def _search_group(walk: _Walk, group: Group) -> None:
     sizes = sp.micro_batches(walk.problem, walk.space, group)
     for position, micro_batch in enumerate(sizes):
         fitting, unfit, block = _sized(walk, group, micro_batch)
+        if block == 0:  # no (ZeRO, vpp) variant is allowed here, e.g. --vpp 2 where m is not a multiple of pp
+            continue
         walk.evaluated += block
         walk.pruned_memory += block - len(fitting)
         walk.feasible += len(fitting)
@@ -294,8 +296,6 @@ def search_train(
     """
     space = space or TrainSpace()
     settings = settings or PlanSettings()
-    if settings.top < 1:
-        raise FabricsimError("top", f"must be at least 1, got {settings.top}")
     problem = train_problem(question)
     sp.check_space(problem, space)
     capacity_bytes = question.system.device.hbm_capacity_bytes
@@ -306,6 +306,12 @@ def search_train(
         _search_group(walk, group)
         if on_progress is not None and (index % step == 0 or index == len(groups) - 1):
             on_progress(index + 1, len(groups))
+    if walk.evaluated == 0:
+        raise FabricsimError(
+            "layout",
+            "no layout satisfies --vpp/--zero/--micro-batch together with the other constraints",
+            "interleaving (vpp > 1) needs pp > 1, layers divisible by pp*vpp and micro-batches divisible by pp",
+        )
     ranked = [item[2] for item in sorted(walk.best, reverse=True)]
     plans = explain_plans([TrainPlan(e, analytic_figures(e)) for e in ranked])
     return TrainSearch(
