@@ -25,6 +25,7 @@ CAPS: dict[str, int] = {
     "FLOWS": 2**22,  # 4,194,304 flows of one traffic pattern (routing arrays of ~10^8 entries)
     "SIZE_BYTES": 2**50,  # one message / flow: 1 PiB
     "SEARCH_LAYOUTS": 10**8,  # layouts one planner search may enumerate
+    "WORKERS": 1024,  # local sweep processes
     "INPUT_BYTES": 2**28,  # 256 MiB: one YAML / JSON / CSV input file
 }
 

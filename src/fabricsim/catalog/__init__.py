@@ -154,7 +154,7 @@ def load_system(name_or_path: str) -> SystemSpec:
         host = load_link(str(data["host_link"]))
     except KeyError as exc:
         raise FabricsimError("system", f"{origin}: missing key {exc.args[0]!r}", "see the catalog systems") from None
-    except (TypeError, AttributeError):
+    except (TypeError, AttributeError, ValueError):
         raise FabricsimError("system", f"{origin}: scale_up/scale_out must be mappings", "see the catalog") from None
     resolved = {**data, "device": device, "scale_up": up, "scale_out": out, "host_link": host, "sources": sources}
     return _build(SystemSpec, resolved, "system", origin)
