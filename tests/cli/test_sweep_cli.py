@@ -79,7 +79,7 @@ def test_bad_options_are_one_line_errors(tmp_path, capsys):
     good = _good(tmp_path)
     for extra, words in (
         (["--executor", "dask"], "unknown executor"),
-        (["--workers", "0"], "at least 1"),
+        (["--workers", "0"], "workers: must be a positive integer"),
         (["--export", str(tmp_path / "o.xlsx")], "unknown format"),
         (["--executor", "ray", "--address", f"127.0.0.1:{_closed_port()}"], "unreachable"),
     ):
