@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from fabricsim import catalog
 from fabricsim.cli.app import main
 from fabricsim.validation import run_suite
 from fabricsim.validation.collectives import measured_rows
@@ -33,7 +34,7 @@ def test_h100_all_reduce_busbw_within_10_percent(row, capsys):
 
 
 def test_suite_reports_every_row():
-    suite = run_suite("collectives")
+    suite = run_suite("collectives", catalog)
     assert len(suite.entries) == len(measured_rows())
     by_id = {entry.id: entry for entry in suite.entries}
     for row in H100_ROWS:
@@ -54,7 +55,7 @@ SENDRECV_BOUND = 0.30
 
 
 def test_a100_sendrecv_is_an_upper_bound_within_30_percent():
-    suite = run_suite("collectives")
+    suite = run_suite("collectives", catalog)
     rows = [e for e in suite.entries if "sendrecv" in e.id and int(e.id.rsplit("-", 1)[1]) >= 256 * 2**20]
     assert len(rows) == 3
     for entry in rows:

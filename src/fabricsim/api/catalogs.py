@@ -22,4 +22,4 @@ def catalog_show(kind: str, name: str) -> dict[str, object]:
 
 def validate(suite: str = "all") -> dict[str, object]:
     """Run published-measurement suites; JSON ``{suites: [{name, entries, mean_abs_error}]}``."""
-    return {"suites": [result.to_json() for result in validation.run_suites(suite)]}
+    return {"suites": [result.to_json() for result in validation.run_suites(suite, catalog)]}
