@@ -1,18 +1,40 @@
 """The public Python API (layer L9): the only place catalog names become specs.
 
-Every function accepts catalog names or file paths, validates the inputs into specs, calls the
-library, and returns an immutable result whose ``to_json()`` is the JSON contract of DESIGN.md.
-One module per family of questions; everything public is re-exported here (``fabricsim.api.train``).
+Every function accepts catalog names or file paths, validates the inputs once at this edge
+(:mod:`fabricsim.specs.inputs`), calls the library, and returns an immutable result whose
+``to_json()`` is the JSON contract of DESIGN.md. One module per family of questions; every public
+name is reachable here (``fabricsim.api.train``).
+
+The families load on first use (PEP 562 ``__getattr__``): ``fabricsim train`` imports the training
+family only, not the flow-level network (scipy) that ``traffic`` needs, so a one-off command
+starts in a fraction of a second. ``from fabricsim.api import train`` works as usual.
 """
 
-from fabricsim.api.catalogs import catalog_list, catalog_show, validate
-from fabricsim.api.communication import collective, traffic
-from fabricsim.api.inference import infer, serve, simulate_infer
-from fabricsim.api.planning import plan_infer, plan_train
-from fabricsim.api.simulation import variability
-from fabricsim.api.sweeping import sweep, sweep_runners
-from fabricsim.api.training import FIDELITIES, simulate_train, train
-from fabricsim.specs.inputs import Fidelity
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# public name -> the module of this package that defines it
+_HOMES: dict[str, str] = {
+    "catalog_list": "catalogs",
+    "catalog_show": "catalogs",
+    "validate": "catalogs",
+    "collective": "communication",
+    "traffic": "communication",
+    "infer": "inference",
+    "serve": "inference",
+    "simulate_infer": "inference",
+    "plan_infer": "planning",
+    "plan_train": "planning",
+    "sweep": "sweeping",
+    "sweep_runners": "sweeping",
+    "variability": "simulation",
+    "FIDELITIES": "training",
+    "simulate_train": "training_simulated",
+    "train": "training",
+    "Fidelity": "training",
+}
 
 __all__ = [
     "FIDELITIES",
@@ -33,3 +55,26 @@ __all__ = [
     "validate",
     "variability",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'fabricsim.api' has no attribute {name!r}")
+    value = getattr(import_module(f"fabricsim.api.{_HOMES[name]}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # static checkers and IDEs see the real names
+    from fabricsim.api.catalogs import catalog_list, catalog_show, validate
+    from fabricsim.api.communication import collective, traffic
+    from fabricsim.api.inference import infer, serve, simulate_infer
+    from fabricsim.api.planning import plan_infer, plan_train
+    from fabricsim.api.simulation import variability
+    from fabricsim.api.sweeping import sweep, sweep_runners
+    from fabricsim.api.training import FIDELITIES, Fidelity, train
+    from fabricsim.api.training_simulated import simulate_train

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricsim import catalog
-from fabricsim.engine.flow_timer import flow_timers
+from fabricsim.api.simulation import flow_timers
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, KvSpill, infer_estimate
 from fabricsim.engine.inference.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
 from fabricsim.engine.inference.simulate import simulate_inference

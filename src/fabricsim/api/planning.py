@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 from fabricsim import catalog, planner
 from fabricsim.api.inference import infer_result, request_stream
-from fabricsim.api.training import simulated_train_result, train_result
+from fabricsim.api.training import train_result
+from fabricsim.api.training_simulated import simulated_train_result
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
 from fabricsim.metrics import (

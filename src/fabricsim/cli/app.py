@@ -31,6 +31,32 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fabricsim")
+    except PackageNotFoundError:  # a source tree on PYTHONPATH without an install
+        return "unknown (not installed)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"fabricsim {_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+    ),
+) -> None:
+    """Predict, explain and plan training and serving of very large models on GPU clusters."""
+
+
 app.command("collective", no_args_is_help=True)(collective_cmd.collective)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.command("validate")(validate_cmd.validate)

@@ -14,8 +14,11 @@ MODEL_OPTION = options.MODEL
 SYSTEM_OPTION = options.SYSTEM
 
 
-def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], Any]) -> None:
-    """Print ``payload`` as deterministic JSON, or the rich renderable ``render(payload)``."""
+def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], Any] | str) -> None:
+    """Print ``payload`` as deterministic JSON, or the rich renderable ``render(payload)``.
+
+    ``render`` may name a function of :mod:`fabricsim.report.tables`: it is then imported only
+    for a table, so ``--json`` runs never load rich (start-up time)."""
     if as_json:
         from fabricsim.io.results import dumps
 
@@ -23,4 +26,8 @@ def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any
         return
     from rich.console import Console
 
+    if isinstance(render, str):
+        from fabricsim.report import tables
+
+        render = getattr(tables, render)
     Console(highlight=False).print(render(payload))

@@ -56,7 +56,6 @@ def run_train(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> 
     from fabricsim import api
     from fabricsim.io.results import check_output_path
     from fabricsim.io.trace import write_trace
-    from fabricsim.report.tables import simulated_train_table
 
     fidelity = _fidelity(flags)
     if flags.trace is not None:
@@ -65,7 +64,7 @@ def run_train(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> 
     if flags.trace is not None:
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.result.timeline, sim.result.comm)
-    emit(result.to_json(), as_json, simulated_train_table)
+    emit(result.to_json(), as_json, "simulated_train_table")
 
 
 def run_infer(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> None:
@@ -73,7 +72,6 @@ def run_infer(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> 
     from fabricsim import api
     from fabricsim.io.results import check_output_path
     from fabricsim.io.trace import write_trace
-    from fabricsim.report.tables import simulated_infer_table
 
     fidelity = _fidelity(flags)
     if flags.trace is not None:
@@ -82,4 +80,4 @@ def run_infer(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> 
     if flags.trace is not None:
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.timeline)
-    emit(result.to_json(), as_json, simulated_infer_table)
+    emit(result.to_json(), as_json, "simulated_infer_table")

@@ -42,7 +42,6 @@ def infer(
     """Prefill (TTFT) and decode (TPOT) of a batch, tokens/s, KV and memory per GPU."""
     params = dict(locals())  # first: exactly the command's parameters
     from fabricsim import api
-    from fabricsim.report.tables import infer_table
 
     params.pop("as_json")
     simulation, inputs = o.split(params, *o.SIMULATION_KEYS)
@@ -53,4 +52,4 @@ def infer(
                 raise FabricsimError(key.replace("_", "-"), "is analytic only", "drop it or use --fidelity analytic")
         fidelity_flags.run_infer(flags, inputs, as_json)
         return
-    emit(api.infer(**inputs).to_json(), as_json, infer_table)
+    emit(api.infer(**inputs).to_json(), as_json, "infer_table")

@@ -45,7 +45,6 @@ def train(
     """Rank training layouts (TP, PP, DP, CP, EP, vpp, micro-batch, ZeRO, recompute, SP, dtype)."""
     params = dict(locals())  # first: exactly the command's parameters
     from fabricsim import api
-    from fabricsim.report.tables import plan_table
 
     constraints: dict[str, object] = {key: o.int_list(key, params.pop(key)) for key in TRAIN_LISTS}
     constraints |= {key: o.str_list(params.pop(key)) for key in ("recompute", "dtype")}
@@ -53,7 +52,7 @@ def train(
     params.pop("as_json")
     with progress_bar("plan (layout groups)", not as_json) as on_progress:
         result = api.plan_train(**params, constraints=constraints, on_progress=on_progress)
-    emit(result.to_json(), as_json, plan_table)
+    emit(result.to_json(), as_json, "plan_table")
 
 
 @app.command("infer", no_args_is_help=True)
@@ -86,7 +85,6 @@ def infer(
     """Rank inference layouts (TP, PP, EP, dtypes, replicas) and batch sizes; with --arrival-rate
     also their prefill/decode splits under a request stream."""
     from fabricsim import api
-    from fabricsim.report.tables import plan_table
 
     for old, new in (("tpot-slo-ms", tpot_slo_ms), ("ttft-slo-ms", ttft_slo_ms)):
         if new is not None:
@@ -102,4 +100,4 @@ def infer(
             slo_ttft_s=slo_ttft,
             constraints=constraints, on_progress=on_progress, serving=serving,
         )
-    emit(result.to_json(), as_json, plan_table)
+    emit(result.to_json(), as_json, "plan_table")

@@ -45,7 +45,6 @@ def serve(
     """TTFT/TPOT/E2E P50/P90/P99, throughput and SLO attainment under load (the SLOs used are printed)."""
     params = dict(locals())  # first: exactly the command's parameters
     from fabricsim import api
-    from fabricsim.report.tables import serve_table
 
     if trace is not None:
         raise FabricsimError("trace", "serve reads its request file from --request-trace",
@@ -53,4 +52,4 @@ def serve(
     for key in ("as_json", "trace", "slo_ttft", "slo_tpot"):
         params.pop(key)
     result = api.serve(**params, slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot)
-    emit(result.to_json(), as_json, serve_table)
+    emit(result.to_json(), as_json, "serve_table")

@@ -21,10 +21,9 @@ def sweep(
 ) -> None:
     """Run every task of SPEC not yet in the store; a killed sweep resumes where it stopped."""
     from fabricsim import api
-    from fabricsim.report.tables import sweep_table
 
     with progress_bar("sweep", not as_json) as on_progress:
         summary = api.sweep(
             spec, db=db, executor=executor, address=address, workers=workers, export=export, on_progress=on_progress
         )
-    emit(summary.to_json(), as_json, sweep_table)
+    emit(summary.to_json(), as_json, "sweep_table")

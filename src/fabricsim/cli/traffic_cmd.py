@@ -27,7 +27,6 @@ def traffic(
     """Per-host throughput, completion time and peak link load of a traffic pattern (max-min flows);
     with --fail-links/--fail-fraction, after failing fabric cables, next to the healthy figures."""
     from fabricsim import api
-    from fabricsim.report.tables import traffic_table
 
     result = api.traffic(
         pattern,
@@ -39,4 +38,4 @@ def traffic(
         fail_links=fail_links,
         fail_fraction=fail_fraction,
     )
-    emit(result.to_json(), as_json, traffic_table)
+    emit(result.to_json(), as_json, "traffic_table")

@@ -42,7 +42,6 @@ def train(
     """Step time, MFU/HFU, memory per GPU and where the time goes, for one parallel layout."""
     params = dict(locals())  # first: exactly the command's parameters
     from fabricsim import api
-    from fabricsim.report.tables import train_table
 
     params.pop("as_json")
     simulation, inputs = o.split(params, *o.SIMULATION_KEYS)
@@ -50,4 +49,4 @@ def train(
     if flags.wants_engine:  # --fidelity simulate|flow, --trace or variability: the event-driven engine
         fidelity_flags.run_train(flags, inputs, as_json)
         return
-    emit(api.train(**inputs).to_json(), as_json, train_table)
+    emit(api.train(**inputs).to_json(), as_json, "train_table")

@@ -13,6 +13,5 @@ def validate(
 ) -> None:
     """Compare fabricsim's predictions with published measurements, per entry."""
     from fabricsim import api
-    from fabricsim.report.tables import validation_tables
 
-    emit(api.validate(suite), as_json, validation_tables)
+    emit(api.validate(suite), as_json, "validation_tables")
