@@ -16,8 +16,10 @@ import sys
 import time
 
 REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 7
-TRAIN = ("train --model gpt3-175b --system dgx-a100 --gpus 1024 --global-batch 1536 --seq-len 2048 "
-         "--tp 8 --pp 16 --json").split()
+TRAIN = [
+    *("train", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024", "--global-batch", "1536"),
+    *("--seq-len", "2048", "--tp", "8", "--pp", "16", "--json"),
+]
 CLI = [sys.executable, "-c", "import sys; from fabricsim.cli.app import main; sys.exit(main())"]
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],

@@ -12,6 +12,8 @@ starts in a fraction of a second. ``from fabricsim.api import train`` works as u
 
 from __future__ import annotations
 
+import sys
+import types
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,8 @@ _HOMES: dict[str, str] = {
     "sweep": "sweeping",
     "sweep_runners": "sweeping",
     "variability": "simulation",
+    "goodput": "goodput",
+    "plan_goodput": "goodput_plan",
     "FIDELITIES": "training",
     "simulate_train": "training_simulated",
     "train": "training",
@@ -42,7 +46,9 @@ __all__ = [
     "catalog_list",
     "catalog_show",
     "collective",
+    "goodput",
     "infer",
+    "plan_goodput",
     "plan_infer",
     "plan_train",
     "serve",
@@ -69,9 +75,24 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
+class _Api(types.ModuleType):
+    """Keeps a public function when a submodule of the same name is imported (``api.goodput`` the
+    function vs ``fabricsim.api.goodput`` the module, whose import would otherwise rebind the name)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _HOMES and isinstance(value, types.ModuleType):
+            return  # the module stays reachable as sys.modules["fabricsim.api.<name>"]
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Api
+
+
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from fabricsim.api.catalogs import catalog_list, catalog_show, validate
     from fabricsim.api.communication import collective, traffic
+    from fabricsim.api.goodput import goodput
+    from fabricsim.api.goodput_plan import plan_goodput
     from fabricsim.api.inference import infer, serve, simulate_infer
     from fabricsim.api.planning import plan_infer, plan_train
     from fabricsim.api.simulation import variability

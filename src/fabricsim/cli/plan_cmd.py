@@ -27,7 +27,8 @@ def train(
     global_batch: int = o.GLOBAL_BATCH,
     seq_len: int = o.SEQ_LEN,
     top: int = o.TOP,
-    objective: str = typer.Option("tokens-per-s", "--objective", help="tokens-per-s | step-time | memory"),
+    objective: str = typer.Option("tokens-per-s", "--objective", help="tokens-per-s | step-time | memory | goodput"),
+    days: float = typer.Option(30.0, "--days", help="days of training, for --objective goodput"),
     refine: int = typer.Option(0, "--refine", help="re-time the best K plans with the event-driven engine"),
     tp: str | None = o.TP_LIST,
     pp: str | None = o.PP_LIST,
@@ -50,8 +51,13 @@ def train(
     constraints |= {key: o.str_list(params.pop(key)) for key in ("recompute", "dtype")}
     constraints["sequence_parallel"] = params.pop("sequence_parallel")
     params.pop("as_json")
+    days = params.pop("days")
     with progress_bar("plan (layout groups)", not as_json) as on_progress:
-        result = api.plan_train(**params, constraints=constraints, on_progress=on_progress)
+        if objective.strip().lower() == "goodput":  # step-time search, re-ranked by goodput (api.plan_goodput)
+            args = (model, system, gpus, global_batch, seq_len)
+            result = api.plan_goodput(*args, days=days, top=top, constraints=constraints, on_progress=on_progress)
+        else:
+            result = api.plan_train(**params, constraints=constraints, on_progress=on_progress)
     emit(result.to_json(), as_json, "plan_table")
 
 
