@@ -355,17 +355,17 @@ def serve_table(result: dict[str, Any]) -> Table:
             ("TTFT p50/p90/p99", triple(result["ttft_s"])),
             ("TPOT p50/p90/p99", triple(result["tpot_s"])),
             ("E2E p50/p90/p99", triple(result["e2e_s"])),
-            (_slo_label(result.get("slo") or {}), f"{result['slo_attainment'] * 100:.1f}%"),
+            ("SLO attainment", f"{result['slo_attainment'] * 100:.1f}%{_slo_text(result.get('slo') or {})}"),
             ("preemptions", str(result["preemptions"])),
         ],
     )
 
 
-def _slo_label(slo: dict[str, float]) -> str:
-    """Which SLO the attainment counts: ``SLO met (TTFT <= 2.000 s, TPOT <= 100.000 ms)``."""
+def _slo_text(slo: dict[str, float]) -> str:
+    """Which SLO the attainment counts: `` of TTFT <= 2.000 s and TPOT <= 100.000 ms``."""
     if not slo:
-        return "SLO attainment"
-    return f"SLO met (TTFT <= {format_seconds(slo['ttft_s'])}, TPOT <= {format_seconds(slo['tpot_s'])})"
+        return ""
+    return f" (TTFT <= {format_seconds(slo['ttft_s'])} and TPOT <= {format_seconds(slo['tpot_s'])})"
 
 
 def serve_fit_line(result: dict[str, Any]) -> str:
