@@ -23,11 +23,17 @@ from fabricsim.limits import cap, cap_hint
 MAX_INPUT_CAP = "INPUT_BYTES"
 
 
+def _no_nul(path: str | Path, field: str) -> None:
+    if "\0" in str(path):
+        raise FabricsimError(field, "the path holds a NUL character", "give a file name")
+
+
 def read_text(path: str | Path, field: str) -> str:
     """The UTF-8 text of the regular file ``path``; any other case is a one-line error naming ``field``."""
     where = Path(path)
     if not str(path):
         raise FabricsimError(field, "the path is empty", "give a file")
+    _no_nul(path, field)
     try:
         info = os.stat(where)
     except OSError as exc:
@@ -89,6 +95,7 @@ def check_output_path(path: str | Path, field: str) -> Path:
     """
     if not str(path).strip():
         raise FabricsimError(field, "the path is empty", "give a file name")
+    _no_nul(path, field)
     target = Path(path)
     try:
         info = os.lstat(target)

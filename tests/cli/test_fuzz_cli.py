@@ -37,7 +37,7 @@ LOW_CAPS = {
 }
 
 NUMBERS = ["-1", "0", "nan", "NaN", "inf", "-inf", "1e400", "10**400", "1e21", "9007199254740993",
-           str(10**60), "", " ", "abc", "0x10", "1.5", "٣", "-0", "1_000", "4096", "4097", "1", "2", "8"]
+           str(10**60), "", " ", "abc", "0x10", "1.5", "٣", "-0", "1_000", "4096", "4097", "1", "2", "8", "1\0"]
 WORDS = ["", " ", "x", "full", "ful", "simulate", "flwo", "bf16", "int4", "fp8", "ecmp", "sprya", "max",
          "uniform:1,inf", "uniform:9,3", "uniform:5.5,5.9", "lognormal:100,1e300", "normal:nan,1", "1:0",
          "0.01:0.2", "nan:1", "4,8", "4,,8", ",", "1,2,x", "on-demand", "reserve", "2s", "150ms", "-1ms", "nans"]
@@ -52,7 +52,7 @@ def _paths(root: Path) -> list[str]:
     out = root / "out"
     return [str(out / "result.json"), str(out), "", " ", "/dev/null", "/dev/full", "/dev/zero",
             "/proc/fabricsim-fuzz", "/proc/self/status", str(out / "missing" / "x.json"), str(root / "bad.yaml"),
-            str(root / "bomb.yaml"), str(root / "deep.json"), str(root / "requests.csv"), "/", "-", "x" * 5000]
+            str(root / "bomb.yaml"), str(root / "deep.json"), str(root / "requests.csv"), "/", "-", "x" * 5000, "a\0b"]
 
 
 BASES: dict[str, list[str]] = {
