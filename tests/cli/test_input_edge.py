@@ -160,3 +160,19 @@ def test_bad_request_trace_rows(capsys, tmp_path, rows: str, words: str) -> None
     path.write_text("arrival_s,input_len,output_len\n" + rows + "\n")
     err = one_line_error(capsys, [*SERVE, "--request-trace", str(path)], "request-trace")
     assert words in err
+
+
+def test_search_work_guard_names_its_cap(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("FABRICSIM_MAX_SEARCH_LAYOUTS", "50")
+    one_line_error(capsys, PLAN, "FABRICSIM_MAX_SEARCH_LAYOUTS")
+    monkeypatch.setenv("FABRICSIM_MAX_SEARCH_LAYOUTS", "1")
+    one_line_error(capsys, PLAN_INFER, "FABRICSIM_MAX_SEARCH_LAYOUTS")
+
+
+def test_a_raised_cap_lets_the_input_through(capsys, monkeypatch) -> None:
+    """The variable named in the message really raises the cap."""
+    argv = [*TRAFFIC, "fat-tree:k=4", "--size", "1MiB", "--json"]
+    monkeypatch.setenv("FABRICSIM_MAX_HOSTS", "10")
+    one_line_error(capsys, argv, "FABRICSIM_MAX_HOSTS")
+    monkeypatch.setenv("FABRICSIM_MAX_HOSTS", "100")
+    assert main(argv) == 0

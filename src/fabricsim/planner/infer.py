@@ -27,6 +27,7 @@ from enum import StrEnum
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, infer_estimate, largest_batch
 from fabricsim.engine.inference.step import INFERENCE_DTYPES, InferenceLayout
 from fabricsim.errors import FabricsimError, parse_choice
+from fabricsim.limits import check_cap
 from fabricsim.planner.explain import MIN_SHARE, part_deltas
 from fabricsim.planner.space import default_dtypes, divisors
 from fabricsim.specs import ModelSpec, SystemSpec
@@ -257,6 +258,7 @@ def search_infer(
             f"no (tp, pp, ep) satisfies the constraints on {question.gpus} GPUs for {question.model.name}",
             "relax --tp/--pp/--ep or change --gpus",
         )
+    check_cap("plan infer layouts", len(layouts), "SEARCH_LAYOUTS")  # a guard on the search's work
     walk = _Walk(question, goal, space)
     for index, layout in enumerate(layouts):
         _plan_layout(walk, layout)

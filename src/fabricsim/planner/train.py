@@ -33,6 +33,7 @@ from enum import StrEnum
 from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
 from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
+from fabricsim.limits import check_cap
 from fabricsim.planner import space as sp
 from fabricsim.planner.explain import PlanFigures, train_reasons
 from fabricsim.planner.space import Group, TrainProblem, TrainSpace
@@ -304,6 +305,7 @@ def search_train(
     step = max(1, len(groups) // 200)
     for index, group in enumerate(groups):
         _search_group(walk, group)
+        check_cap("plan train layouts", walk.evaluated, "SEARCH_LAYOUTS")  # a guard on the search's work
         if on_progress is not None and (index % step == 0 or index == len(groups) - 1):
             on_progress(index + 1, len(groups))
     if walk.evaluated == 0:
