@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from fabricsim.cli.app import main
 
-EXAMPLES = int(os.environ.get("FABRICSIM_FUZZ_EXAMPLES", "600"))  # ~2,800 cases, ~30 s on 2 cores
+EXAMPLES = int(os.environ.get("FABRICSIM_FUZZ_EXAMPLES", "600"))  # ~3,400 cases, ~20-30 s on 2 cores
 CASE_LIMIT_S = 20.0  # generous: the machine is shared; a hang is minutes, not seconds
 LOW_CAPS = {
     "GPUS": 4096, "GLOBAL_BATCH": 4096, "TOKENS": 2**20, "REQUESTS": 2000, "TOP": 20, "SEEDS": 8,
@@ -68,6 +68,8 @@ BASES: dict[str, list[str]] = {
                    "--global-batch", "16", "--seq-len", "1024", "--tp", "8", "--top", "2"],
     "plan-infer": ["plan", "infer", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8",
                    "--input-len", "128", "--output-len", "16", "--tp", "8", "--top", "2"],
+    "goodput": ["goodput", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "64", "--global-batch", "64",
+                "--seq-len", "2048", "--tp", "8", "--days", "1", "--seed", "1"],
 }
 # options each command may have replaced or added, and which pool their values come from
 OPTIONS: dict[str, dict[str, str]] = {
@@ -88,6 +90,9 @@ OPTIONS: dict[str, dict[str, str]] = {
                    "--vpp": "w", "--zero": "w", "--recompute": "w", "--dtype": "w", "--refine": "n"},
     "plan-infer": {"--gpus": "n", "--input-len": "n", "--output-len": "n", "--top": "n", "--tp": "w",
                    "--slo-ttft": "w", "--slo-tpot": "w", "--arrival-rate": "n", "--seed": "n", "--requests": "n"},
+    "goodput": {"--days": "n", "--seed": "n", "--runs": "n", "--gpus": "n", "--tp": "n", "--pp": "n",
+                "--pfs-bandwidth": "w", "--checkpoint-interval": "w", "--checkpoint-target": "w",
+                "--link-failures": "w", "--restart": "w", "--failure-rates": "p", "--model": "p"},
 }
 
 
@@ -176,12 +181,22 @@ def test_fuzz_fast_commands(command: str, fuzz_env: Path, capsys: pytest.Capture
     case()
 
 
-@pytest.mark.parametrize("command", ["serve", "traffic", "plan-train", "plan-infer"])
+@pytest.mark.parametrize("command", ["serve", "traffic", "plan-train", "plan-infer", "goodput"])
 def test_fuzz_search_commands(command: str, fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     @SLOW
     @given(invocations(command, fuzz_env))
     def case(argv: list[str]) -> None:
         _check(argv, fuzz_env, capsys)
+
+    case()
+
+
+@pytest.mark.parametrize("kind", ["systems", "models", "devices", "links", "switches"])
+def test_fuzz_catalog_show(kind: str, fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    @SLOW
+    @given(_pool("p", fuzz_env) | st.sampled_from(WORDS))
+    def case(name: str) -> None:
+        _check(["catalog", "show", kind, name], fuzz_env, capsys)
 
     case()
 

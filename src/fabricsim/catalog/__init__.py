@@ -65,7 +65,9 @@ def _locate(kind: str, name_or_path: str, field: str) -> Path:
         return _locate_path(kind, name_or_path, field)
     except OSError as exc:  # e.g. a name too long for the file system
         raise FabricsimError(field, f"unusable name or path ({exc.strerror})", "give a name or a file") from None
-    except ValueError:  # a NUL character
+    except FabricsimError:
+        raise
+    except ValueError:  # a NUL character (FabricsimError is a ValueError too: passed on above)
         raise FabricsimError(field, "unusable name or path (a NUL character)", "give a name or a file") from None
 
 
