@@ -74,9 +74,12 @@ def test_constraints_and_errors() -> None:
     assert all(p.estimate.batch <= 16 and p.layout.weight_dtype == "bf16" for p in search.plans)
     with pytest.raises(FabricsimError, match="layout"):
         search_infer(LLAMA, infer_space({"tp": 3}))
-    for bad in ({"tp": 0}, {"dtype": "int2"}, {"batch": [1, 2]}, {"colour": 1}):
-        with pytest.raises(FabricsimError):
-            infer_space(bad)
+    with pytest.raises(FabricsimError, match="dtype"):
+        infer_space({"dtype": "int2"})
+    for bad, field in (({"tp": 0}, "tp"), ({"batch": [1, 2]}, "batch"), ({"colour": 1}, "colour")):
+        with pytest.raises(FabricsimError) as error:  # typed at the API edge (InferConstraints)
+            api.plan_infer("llama3-8b", "dgx-h100", 8, 128, 16, constraints=bad)
+        assert field in error.value.field
 
 
 def test_api_contract_and_determinism() -> None:

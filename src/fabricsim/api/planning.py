@@ -22,6 +22,7 @@ from fabricsim.specs.inputs import (
     Batch,
     Duration,
     Gpus,
+    InferConstraints,
     Refine,
     ServingLoad,
     Tokens,
@@ -129,7 +130,7 @@ def plan_infer(
     objective: str = "throughput",
     slo_tpot_s: Duration | None = None,
     slo_ttft_s: Duration | None = None,
-    constraints: dict[str, object] | None = None,
+    constraints: InferConstraints | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     serving: ServingLoad | None = None,
 ) -> PlanResult:
@@ -150,7 +151,7 @@ def plan_infer(
     check_lengths(model_spec, input_len, output_len)
     goal = planner.InferGoal(planner.parse_infer_objective(objective), slo_tpot_s, slo_ttft_s, top)
     question = planner.InferQuestion(model_spec, system_spec, gpus, input_len, output_len)
-    space = planner.infer_space(constraints or {})
+    space = planner.infer_space(constraints.model_dump() if constraints is not None else {})
     start = time.perf_counter()
     search = planner.search_infer(question, space, goal, on_progress)
     extra = () if serving is None else (("serving", _serving_splits(question, search, goal, serving)),)

@@ -31,6 +31,7 @@ from fabricsim.limits import check_cap
 from fabricsim.planner.explain import MIN_SHARE, part_deltas
 from fabricsim.planner.space import default_dtypes, divisors
 from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.specs.layout import LONG_NAMES
 
 Progress = Callable[[int, int], None]
 
@@ -313,14 +314,6 @@ def _explain(ranked: list[InferPlan], objective: InferObjective, output_len: int
     return (best, *rest)
 
 
-def _ints(flag: str, value: object) -> tuple[int, ...]:
-    values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise FabricsimError(flag, f"must be positive integers, got {v!r}")
-    return tuple(sorted(set(values)))
-
-
 def _dtype_list(flag: str, value: object) -> tuple[str, ...]:
     values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
     for v in values:
@@ -330,22 +323,19 @@ def _dtype_list(flag: str, value: object) -> tuple[str, ...]:
 
 
 def infer_space(constraints: dict[str, object]) -> InferSpace:
-    """An :class:`InferSpace` from CLI-style constraints: ``tp``, ``pp``, ``ep`` (one value or a list),
-    ``dtype``, ``kv_dtype`` (names or lists), ``batch`` and ``max_batch`` (one positive integer each)."""
-    given = {key: value for key, value in constraints.items() if value is not None}
+    """An :class:`InferSpace` from constraints keyed by short names: ``tp``, ``pp``, ``ep`` (one value
+    or a list), ``dtype``, ``kv_dtype`` (names or lists), ``batch`` and ``max_batch`` (one integer each).
+    The values were typed at the edge (:class:`fabricsim.specs.inputs.InferConstraints`); the dtypes
+    are checked here, against the inference dtypes."""
     fields: dict[str, object] = {}
-    names = {"tp": "tensor_parallel", "pp": "pipeline_parallel", "ep": "expert_parallel"}
-    for key, value in given.items():
-        if key in names:
-            fields[names[key]] = _ints(key, value)
-        elif key in ("dtype", "kv_dtype"):
+    for key, value in constraints.items():
+        if value is None:
+            continue
+        if key in ("dtype", "kv_dtype"):
             fields[key] = _dtype_list(key.replace("_", "-"), value)
         elif key in ("batch", "max_batch"):
-            if isinstance(value, (list, tuple, set, frozenset)):
-                raise FabricsimError(key.replace("_", "-"), "takes one positive integer")
-            fields[key] = _ints(key.replace("_", "-"), value)[0]
+            fields[key] = value
         else:
-            raise FabricsimError(
-                key, "is not an inference constraint", "use tp, pp, ep, dtype, kv_dtype, batch, max_batch"
-            )
+            values = value if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+            fields[LONG_NAMES[key]] = tuple(sorted(set(values)))  # type: ignore[arg-type]
     return InferSpace(**fields)  # type: ignore[arg-type]

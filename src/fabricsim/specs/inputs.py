@@ -212,6 +212,20 @@ Requests = Count("REQUESTS")
 Refine = NonNegative("TOP")
 
 
+class InferConstraints(BaseModel):
+    """What ``plan infer`` may choose (None: every valid value); short layout names."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tp: Listed(Degree) | None = None
+    pp: Listed(Degree) | None = None
+    ep: Listed(Degree) | None = None
+    dtype: Listed(str) | None = None
+    kv_dtype: Listed(str) | None = None
+    batch: Batch | None = None
+    max_batch: Batch | None = None
+
+
 class ServingLoad(BaseModel):
     """A Poisson request stream served on planned layouts (``plan infer --arrival-rate``)."""
 
