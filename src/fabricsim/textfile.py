@@ -104,7 +104,7 @@ def check_output_path(path: str | Path, field: str) -> Path:
     except OSError as exc:
         raise FabricsimError(field, f"cannot write {target}: {exc.strerror}", "give another path") from None
     if info is not None and not stat.S_ISREG(info.st_mode):
-        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        kind = "a directory, not a regular file" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         raise FabricsimError(field, f"{target} is {kind}", "give a path to a regular file")
     parent = target.parent
     if not parent.is_dir():

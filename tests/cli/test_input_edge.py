@@ -49,7 +49,7 @@ def one_line_error(capsys, argv: list[str], field: str) -> str:
         ([*TRAIN, "--trace", "/no-such-folder/x.json"], "does not exist"),
         ([*TRAIN, "--trace", "a\0b"], "NUL"),
         ([*SERVE, "--request-trace", "a\0b"], "NUL"),
-        (["collective", "all-reduce", "--system", "dgx\0", "--gpus", "8", "--size", "1MiB"], "NUL"),
+        (["collective", "all-reduce", "--system", "dgx\0", "--gpus", "8", "--size", "1MiB"], "system"),
         ([*SERVE, "--seed", "-1"], "seed"),
         ([*TRAFFIC, "fat-tree:k=4", "--seed", "-1"], "seed"),
         ([*PLAN_INFER, "--arrival-rate", "1", "--seed", "-1"], "seed"),

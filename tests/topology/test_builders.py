@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fabricsim import catalog
-from fabricsim.api.communication import build_topology as parse_topology
+from fabricsim.api.topologies import build_topology as parse_topology
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.builders import (
     LinkParams,

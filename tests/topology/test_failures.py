@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabricsim.api.communication import build_topology as parse_topology
+from fabricsim.api.topologies import build_topology as parse_topology
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.builders import LinkParams, fat_tree, leaf_spine
 from fabricsim.topology.graph import NodeKind, cables, fabric_cables, fail_cables, remove_links

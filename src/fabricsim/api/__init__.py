@@ -23,6 +23,7 @@ _HOMES: dict[str, str] = {
     "catalog_show": "catalogs",
     "validate": "catalogs",
     "collective": "communication",
+    "collective_op": "communication",
     "traffic": "communication",
     "infer": "inference",
     "serve": "inference",
@@ -34,6 +35,12 @@ _HOMES: dict[str, str] = {
     "variability": "simulation",
     "goodput": "goodput",
     "plan_goodput": "goodput_plan",
+    "calibrate_nccl_tests": "calibration",
+    "compare_rail_only": "cost",
+    "cost": "cost",
+    "measure": "measure",
+    "size_sweep": "measure",
+    "replay_chakra": "replay",
     "FIDELITIES": "training",
     "simulate_train": "training_simulated",
     "train": "training",
@@ -43,17 +50,24 @@ _HOMES: dict[str, str] = {
 __all__ = [
     "FIDELITIES",
     "Fidelity",
+    "calibrate_nccl_tests",
     "catalog_list",
     "catalog_show",
     "collective",
+    "collective_op",
+    "compare_rail_only",
+    "cost",
     "goodput",
     "infer",
+    "measure",
     "plan_goodput",
     "plan_infer",
     "plan_train",
+    "replay_chakra",
     "serve",
     "simulate_infer",
     "simulate_train",
+    "size_sweep",
     "sweep",
     "sweep_runners",
     "traffic",
@@ -89,12 +103,16 @@ sys.modules[__name__].__class__ = _Api
 
 
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
+    from fabricsim.api.calibration import calibrate_nccl_tests
     from fabricsim.api.catalogs import catalog_list, catalog_show, validate
-    from fabricsim.api.communication import collective, traffic
+    from fabricsim.api.communication import collective, collective_op, traffic
+    from fabricsim.api.cost import compare_rail_only, cost
     from fabricsim.api.goodput import goodput
     from fabricsim.api.goodput_plan import plan_goodput
     from fabricsim.api.inference import infer, serve, simulate_infer
+    from fabricsim.api.measure import measure, size_sweep
     from fabricsim.api.planning import plan_infer, plan_train
+    from fabricsim.api.replay import replay_chakra
     from fabricsim.api.simulation import variability
     from fabricsim.api.sweeping import sweep, sweep_runners
     from fabricsim.api.training import FIDELITIES, Fidelity, train

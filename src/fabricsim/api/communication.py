@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fabricsim import catalog, collectives
+from fabricsim.api.topologies import build_topology
 from fabricsim.errors import FabricsimError
 from fabricsim.limits import check_cap
 from fabricsim.metrics import (
@@ -17,9 +18,7 @@ from fabricsim.network.base import FlowSet
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.patterns import flow_count, host_throughput_fraction, parse_pattern, pattern_flows
 from fabricsim.specs.inputs import Count, Fraction, Gpus, NonNegative, Seed, edge
-from fabricsim.topology.builders import LinkParams
 from fabricsim.topology.graph import Topology, fabric_cables, fail_cables
-from fabricsim.topology.parse import DEFAULT_LINK, DEFAULT_SWITCH, TopologyCatalog, parse_topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table, unroutable
 from fabricsim.units import parse_size, to_GBps
 
@@ -51,6 +50,11 @@ def collective(op: str, *, system: str, gpus: Gpus, size: str | int, algorithm: 
     )
 
 
+def collective_op(name: str) -> str:
+    """The canonical name of a collective op (``allreduce`` -> ``all-reduce``), with did-you-mean."""
+    return collectives.parse_op(name).value
+
+
 def message_size(size: str | int) -> int:
     """Bytes of one message or flow: a size string or number, at least 1 byte, at most the cap."""
     size_bytes = parse_size(size, "size")
@@ -58,19 +62,6 @@ def message_size(size: str | int) -> int:
         raise FabricsimError("size", "must be at least 1 byte", "e.g. --size 1MiB")
     check_cap("size", size_bytes, "SIZE_BYTES")
     return size_bytes
-
-
-def topology_catalog() -> TopologyCatalog:
-    """What builder strings may name: the default fabric link and the catalog systems."""
-    link = catalog.load_link(DEFAULT_LINK)
-    hop = catalog.load_switch(DEFAULT_SWITCH)
-    return TopologyCatalog(LinkParams(link.bandwidth_Bps, hop.latency_s), tuple(catalog.names("systems")),
-                           catalog.load_system)
-
-
-def build_topology(text: str) -> Topology:
-    """The topology a builder string or catalog system name describes (see :mod:`fabricsim.topology.parse`)."""
-    return parse_topology(text, topology_catalog())
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fabricsim import catalog
+from fabricsim.api.cost import attach_train
 from fabricsim.engine.training import analytic
 from fabricsim.metrics import (
     TrainResult,
@@ -53,7 +54,7 @@ def train(
     given |= {"zero": zero, "recompute": recompute, "sequence_parallel": sequence_parallel, "dtype": dtype}
     model_spec, system_spec, layout = training_specs(model, system, gpus, given)
     estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len)
-    return train_result(model_spec.name, system_spec.name, estimate)
+    return attach_train(train_result(model_spec.name, system_spec.name, estimate), system_spec)
 
 
 def training_specs(

@@ -11,6 +11,7 @@ from typing import Any
 
 from fabricsim.api.simulation import flow_timers
 from fabricsim.api.training import train, training_specs
+from fabricsim.cost.energy import retime_train_energy
 from fabricsim.engine.training.simulate import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
 from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError
@@ -65,6 +66,7 @@ def simulated_train_result(base: TrainResult, sim: TrainingSimulation, fidelity:
         time_breakdown_s=tuple(step_breakdown(sim).items()),
         fidelity=fidelity,
     )
+    train_result = retime_train_energy(train_result)  # same power, the simulated step time
     tail = sim.tail
     return SimulatedTrainResult(
         train=train_result,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,14 +16,20 @@ SYSTEM_OPTION = options.SYSTEM
 
 
 def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], Any] | str) -> None:
-    """Print ``payload`` as deterministic JSON, or the rich renderable ``render(payload)``.
+    """Print ``payload`` as deterministic JSON, or the rich renderable ``render(payload)``; with
+    ``--html PATH`` (see :mod:`fabricsim.cli.html_option`) also write its HTML report.
 
     ``render`` may name a function of :mod:`fabricsim.report.tables`: it is then imported only
     for a table, so ``--json`` runs never load rich (start-up time)."""
-    if as_json:
-        from fabricsim.io.results import dumps
+    from fabricsim.cli.html_option import HTML_TARGET, write_html_report
+    from fabricsim.io.results import dumps
 
-        typer.echo(dumps(payload))
+    text = dumps(payload)
+    name = render if isinstance(render, str) else render.__name__
+    if HTML_TARGET.get() is not None:  # written first: a bad --html path fails before anything is printed
+        write_html_report(json.loads(text), name.removesuffix("_table").removesuffix("_tables"))
+    if as_json:
+        typer.echo(text)
         return
     from rich.console import Console
 
