@@ -76,7 +76,7 @@ OPTIONS: dict[str, dict[str, str]] = {
     "train": {"--gpus": "n", "--global-batch": "n", "--seq-len": "n", "--tp": "n", "--pp": "n", "--dp": "n",
               "--cp": "n", "--ep": "n", "--vpp": "n", "--micro-batch": "n", "--zero": "n", "--recompute": "w",
               "--dtype": "w", "--fidelity": "w", "--trace": "p", "--seeds": "n", "--straggler": "w",
-              "--jitter": "n", "--seed": "n", "--model": "p", "--system": "p"},
+              "--jitter": "n", "--seed": "n", "--model": "p", "--system": "p", "--html": "p"},
     "infer": {"--gpus": "n", "--tp": "n", "--pp": "n", "--ep": "n", "--batch": "w", "--input-len": "n",
               "--output-len": "n", "--dtype": "w", "--kv-dtype": "w", "--kv-spill-capacity": "w", "--trace": "p",
               "--fidelity": "w", "--seed": "n", "--model": "p"},
@@ -85,7 +85,7 @@ OPTIONS: dict[str, dict[str, str]] = {
               "--disaggregate": "w", "--admission": "w", "--request-trace": "p", "--trace": "p"},
     "traffic": {"--topology": "t", "--seed": "n", "--size": "n", "--hosts": "n", "--fail-links": "n",
                 "--fail-fraction": "n", "--routing": "w"},
-    "collective": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--system": "p"},
+    "collective": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--system": "p", "--html": "p"},
     "plan-train": {"--gpus": "n", "--global-batch": "n", "--seq-len": "n", "--top": "n", "--tp": "w", "--pp": "w",
                    "--vpp": "w", "--zero": "w", "--recompute": "w", "--dtype": "w", "--refine": "n"},
     "plan-infer": {"--gpus": "n", "--input-len": "n", "--output-len": "n", "--top": "n", "--tp": "w",
@@ -111,7 +111,7 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-OUTPUT_FLAGS = ("--trace", "--export", "--db")
+OUTPUT_FLAGS = ("--trace", "--export", "--db", "--html")
 
 
 def _snapshot(folder: Path) -> set[str]:
@@ -207,3 +207,23 @@ def test_fuzz_raw_argv(argv: list[str]) -> None:
     """Arbitrary words after ``fabricsim``: usage errors are one line too (help exits 0)."""
     rc = main(argv)
     assert rc in (0, 2), argv
+
+
+SPEC_PARTS = ["tasks:", "  - kind: collective", "  - kind: train", "    grid: {gpus: [8, -1]}", "    grid: {}",
+              "    list: [{op: all-reduce, system: dgx-h100, gpus: nan, size: 1e400}]", "    gird: {gpus: 8}",
+              "name: x", "a: &a [1]", "b: *a", "\t", "- -", "tasks: []", "    grid: {gpus: [8], size: [0]}",
+              "    list: [{op: all-reduce, system: dgx-h100, gpus: 8, size: 1MiB, extra: 1}]"]
+
+
+def test_fuzz_sweep_specs(fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Random spec files (YAML fragments, garbage): a one-line error, never a traceback or a store
+    outside the output folder."""
+    spec = fuzz_env / "spec.yaml"
+
+    @SLOW
+    @given(st.lists(st.sampled_from(SPEC_PARTS) | st.text(max_size=20), max_size=6))
+    def case(lines: list[str]) -> None:
+        spec.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+        _check(["sweep", str(spec), "--db", str(fuzz_env / "out" / "s.sqlite"), "--workers", "1"], fuzz_env, capsys)
+
+    case()
