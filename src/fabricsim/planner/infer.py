@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, infer_estimate, largest_batch
-from fabricsim.engine.inference.step import INFERENCE_DTYPES, InferenceLayout
+from fabricsim.engine.inference.step import INFERENCE_DTYPES, InferenceLayout, check_dtype
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
 from fabricsim.planner.explain import MIN_SHARE, part_deltas
@@ -317,8 +317,7 @@ def _explain(ranked: list[InferPlan], objective: InferObjective, output_len: int
 def _dtype_list(flag: str, value: object) -> tuple[str, ...]:
     values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
     for v in values:
-        if v not in INFERENCE_DTYPES:
-            raise FabricsimError(flag, f"unknown dtype {v!r}", "use one of " + ", ".join(INFERENCE_DTYPES))
+        check_dtype(str(v), flag)
     return tuple(d for d in INFERENCE_DTYPES if d in values)
 
 
