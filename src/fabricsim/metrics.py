@@ -339,6 +339,7 @@ class TrafficResult:
     failed_links: int = 0
     healthy_throughput_mean: float | None = None
     healthy_completion_time_s: float | None = None
+    packet: dict[str, object] | None = None  # the packet fidelity's keys (fct_s, pause_s, ...), merged in
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -361,4 +362,5 @@ class TrafficResult:
                 "throughput_fraction_mean": self.healthy_throughput_mean,
                 "completion_time_s": self.healthy_completion_time_s,
             },
+            **(self.packet or {}),
         }

@@ -41,6 +41,8 @@ _HOMES: dict[str, str] = {
     "measure": "measure",
     "size_sweep": "measure",
     "replay_chakra": "replay",
+    "PacketTrafficSpec": "packet_traffic",
+    "packet_traffic": "packet_traffic",
     "FIDELITIES": "training",
     "simulate_train": "training_simulated",
     "train": "training",
@@ -50,6 +52,7 @@ _HOMES: dict[str, str] = {
 __all__ = [
     "FIDELITIES",
     "Fidelity",
+    "PacketTrafficSpec",
     "calibrate_nccl_tests",
     "catalog_list",
     "catalog_show",
@@ -60,6 +63,7 @@ __all__ = [
     "goodput",
     "infer",
     "measure",
+    "packet_traffic",
     "plan_goodput",
     "plan_infer",
     "plan_train",
@@ -111,6 +115,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from fabricsim.api.goodput_plan import plan_goodput
     from fabricsim.api.inference import infer, serve, simulate_infer
     from fabricsim.api.measure import measure, size_sweep
+    from fabricsim.api.packet_traffic import PacketTrafficSpec, packet_traffic
     from fabricsim.api.planning import plan_infer, plan_train
     from fabricsim.api.replay import replay_chakra
     from fabricsim.api.simulation import variability
