@@ -110,4 +110,4 @@ def test_plan_api_takes_the_settings_as_keywords() -> None:
     assert dict(plan.plans[0].result.options)["tp_comm_overlap"] is False
     assert dict(plan.plans[0].result.options)["overlap_grad_reduce"] is True  # free: chosen on
     with pytest.raises(FabricsimError, match="a2a-overlap"):
-        api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, a2a_overlap="yes")  # type: ignore[arg-type]
+        api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, a2a_overlap="maybe")  # type: ignore[arg-type]

@@ -16,6 +16,20 @@ EXPERT_TP_OPTION = typer.Option(
     "--expert-tp",
     help="expert tensor-parallel size (Megatron-Core default: tp; 1 where ep x tp exceeds tp x cp x dp)",
 )
+EXPERT_TP_LIST_OPTION = typer.Option(
+    None, "--expert-tp", help="expert tensor-parallel sizes, one value or a comma-separated list (default 1 and tp)"
+)
+SETTING_KEYS = (
+    "flash_attention",
+    "overlap_grad_reduce",
+    "overlap_param_gather",
+    "tp_comm_overlap",
+    "a2a_overlap",
+    "fp8_recipe",
+    "capacity_factor",
+    "moe_dispatcher",
+)
+"""The framework-setting parameters (the api keywords of the same names)."""
 FLASH_OPTION = typer.Option(
     None,
     "--flash-attention/--no-flash-attention",
@@ -54,25 +68,3 @@ DISPATCHER_OPTION = typer.Option(
     None, "--moe-dispatcher", help="alltoall | deepep: MoE token dispatch (default alltoall, as Megatron-Core)"
 )
 
-
-def settings(
-    expert_tp: int | None,
-    switches: tuple[bool | None, bool | None, bool | None, bool | None, bool | None],
-    fp8_recipe: str | None,
-    capacity_factor: float | None,
-    moe_dispatcher: str | None = None,
-) -> dict[str, object]:
-    """The api keywords of the settings; ``switches`` = (flash attention, overlap grad reduce,
-    overlap param gather, tp comm overlap, a2a overlap)."""
-    flash, grad, param, tp_comm, a2a = switches
-    return {
-        "expert_tp": expert_tp,
-        "flash_attention": flash,
-        "overlap_grad_reduce": grad,
-        "overlap_param_gather": param,
-        "tp_comm_overlap": tp_comm,
-        "a2a_overlap": a2a,
-        "fp8_recipe": fp8_recipe,
-        "capacity_factor": capacity_factor,
-        "moe_dispatcher": moe_dispatcher,
-    }
