@@ -8,7 +8,8 @@ invocation in :data:`BASES`, and every one of its parameters needs a kind of val
 changed must, through the in-process entry point :func:`fabricsim.cli.app.main`:
 
 * exit with status 2;
-* print exactly one non-empty line on stderr, starting with ``error:``, and no traceback;
+* print exactly one non-empty line on stderr, starting with ``error:``, naming the parameter (its
+  name, or a word of :data:`FIELD_WORDS`), and no traceback;
 * print nothing on stdout;
 * create, change or remove no file (the base writes its outputs into the arena, so a refusal that
   came after a half-done run would show here).
@@ -168,6 +169,15 @@ NO_BAD_VALUE: dict[str, dict[str, str]] = {
     "report": {"title": "any text is a title (it is escaped in the page)"},
     "sweep": {"address": "read only by --executor ray (ray is optional and absent in CI)"},
 }
+FIELD_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("catalog show", "name"): ("system",),  # the base shows a system: the error names the kind
+    ("cost", "nic"): ("link",),  # a NIC is a catalog link
+    ("replay", "trace_out"): ("trace",),  # the flag is --trace
+    ("cost", "topology"): ("topology", "k", "gbps", "dims"),  # a builder string's own keys
+    ("traffic", "topology"): ("topology", "k", "gbps", "dims"),
+}
+"""Words an error may use to name a parameter besides its own name (``seq_len`` / ``seq-len``)."""
+
 DROP_WITH: dict[tuple[str, str], tuple[str, ...]] = {
     ("serve", "request_trace"): ("arrival_rate", "requests", "input_len", "output_len"),  # a file replaces them
     ("plan train", "dp"): ("tp",),
@@ -349,6 +359,7 @@ def test_bad_value_exits_2_with_one_line(command: str, param: str, arena: dict[s
     assert kind is not None, f"{command}: {param} has no kind in KINDS (or a reason in NO_BAD_VALUE)"
     _clear(Path(arena["{out}"]))
     before = snapshot(arena["root"])
+    names = {param, param.replace("_", "-"), param.removesuffix("s"), *FIELD_WORDS.get((command, param), ())}
     failures = []
     for bad in BAD[kind]:
         values = {k: v for k, v in BASES[command].items() if k not in DROP_WITH.get((command, param), ())}
@@ -369,6 +380,8 @@ def test_bad_value_exits_2_with_one_line(command: str, param: str, arena: dict[s
             problems.append("traceback")
         if len(lines) != 1 or not lines[0].startswith("error: ") or not lines[0][7:].strip():
             problems.append(f"stderr {captured.err[-300:]!r}")
+        elif not any(word in lines[0] for word in names):
+            problems.append(f"the error does not name {param}: {lines[0][:200]!r}")
         after = snapshot(arena["root"])
         if after != before:
             problems.append(f"files changed: {sorted(set(after.items()) ^ set(before.items()))}")
