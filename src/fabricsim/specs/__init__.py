@@ -1,6 +1,14 @@
 """Frozen, validated specifications (layer L1): device, fabric, system, model, parallel layout."""
 
-from fabricsim.specs.device import DTYPE_BYTES, DeviceSpec, Dtype, Generation
+from fabricsim.specs.device import (
+    DTYPE_BYTES,
+    AttentionBenchmark,
+    DeviceSpec,
+    Dtype,
+    GemmBenchmark,
+    Generation,
+    KernelSpec,
+)
 from fabricsim.specs.fabric import LinkKind, LinkSpec, ScaleOutSpec, ScaleUpSpec, SwitchSpec, TopologyKind
 from fabricsim.specs.layout import ParallelLayout, Recompute
 from fabricsim.specs.model import ModelSpec
@@ -8,10 +16,13 @@ from fabricsim.specs.system import CpuVendor, SystemSpec
 
 __all__ = [
     "DTYPE_BYTES",
+    "AttentionBenchmark",
     "CpuVendor",
     "DeviceSpec",
     "Dtype",
+    "GemmBenchmark",
     "Generation",
+    "KernelSpec",
     "LinkKind",
     "LinkSpec",
     "ModelSpec",

@@ -10,13 +10,14 @@ from collections.abc import Callable
 from importlib import import_module
 
 from fabricsim.errors import unknown_name
-from fabricsim.validation.base import SuiteResult, ValidationEntry
+from fabricsim.validation.base import HoldoutError, SuiteResult, ValidationEntry
 
 # suite name -> "module:function" (relative to fabricsim.validation)
 SUITES: dict[str, str] = {
     "collectives": "collectives:run",
     "inference": "inference:run",
     "training": "training:run",
+    "training-public": "training_public:run",
 }
 
 
@@ -34,4 +35,4 @@ def run_suites(name: str | None = None) -> list[SuiteResult]:
     return [run_suite(n) for n in names]
 
 
-__all__ = ["SUITES", "SuiteResult", "ValidationEntry", "run_suite", "run_suites"]
+__all__ = ["SUITES", "HoldoutError", "SuiteResult", "ValidationEntry", "run_suite", "run_suites"]

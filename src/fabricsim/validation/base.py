@@ -45,12 +45,28 @@ class ValidationEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class HoldoutError:
+    """Mean |error| of the ``rows`` rows of ``group`` predicted with that group's calibration data
+    held out (``kind``: leave-one-device-out, leave-one-dtype-out)."""
+
+    kind: str
+    group: str
+    mean_abs_error: float
+    rows: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "group": self.group, "mean_abs_error": self.mean_abs_error, "rows": self.rows}
+
+
+@dataclass(frozen=True, slots=True)
 class SuiteResult:
-    """A suite's entries; ``calibration`` says which fitted constants saw these rows ("" = none)."""
+    """A suite's entries; ``calibration`` says what the compute model was calibrated on and whether
+    these rows are in-sample; ``holdout`` the held-out-calibration errors (may be empty)."""
 
     name: str
     entries: tuple[ValidationEntry, ...]
     calibration: str = ""
+    holdout: tuple[HoldoutError, ...] = ()
 
     @property
     def mean_abs_error(self) -> float:
@@ -69,6 +85,8 @@ class SuiteResult:
         }
         if self.calibration:
             payload["calibration"] = self.calibration
+        if self.holdout:
+            payload["holdout"] = [h.to_json() for h in self.holdout]
         return payload
 
 

@@ -20,7 +20,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.flops import ModelDims
 
-DTYPES = ("bf16", "fp16", "fp8")
+DTYPES = ("bf16", "fp16", "fp8", "fp4")  # fp4: NVFP4 recipe on Blackwell
 ZERO_STAGES = (0, 1, 2, 3)
 
 
@@ -32,11 +32,14 @@ class TrainingOptions:
     ``overlap_grad_reduce``: data-parallel gradient reduction in buckets overlapped with backward
     (Megatron-LM 2021 reduced after backward, not overlapped). ``overlap_tp_comm``: tensor-parallel
     collectives hidden behind GEMMs (Transformer Engine userbuffers); off by default.
+    ``fp8_recipe``: scaling recipe of FP8 training (delayed, current, block, mxfp8; None = delayed,
+    Megatron-Core's default): selects the GEMM format and the quantisation kernels' cost.
     """
 
     flash_attention: bool = True
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
+    fp8_recipe: str | None = None
 
 
 def _divides(field: str, value: int, total: int, what: str) -> None:

@@ -104,7 +104,7 @@ class TrainingContext:
     def rates(self, dtype: str) -> DeviceRates:
         rates = self._rates.get(dtype)
         if rates is None:
-            rates = self._rates[dtype] = device_rates(self.system.device, dtype)
+            rates = self._rates[dtype] = device_rates(self.system.device, dtype, self.options.fp8_recipe)
         return rates
 
     def peak_flops(self, dtype: str) -> float:
