@@ -65,6 +65,14 @@ def catalog_item_table(item: dict[str, Any]) -> Table:
     return table
 
 
+def _validation_caption(suite: dict[str, Any]) -> str | None:
+    """The suite's calibration note and its held-out-calibration errors, one line per group."""
+    lines = [suite["calibration"]] if suite.get("calibration") else []
+    for h in suite.get("holdout", []):
+        lines.append(f"{h['kind']} {h['group']}: mean |error| {h['mean_abs_error'] * 100:.1f}% ({h['rows']} rows)")
+    return "\n".join(lines) or None
+
+
 def validation_tables(payload: dict[str, Any]) -> Any:
 
     tables = []
@@ -73,7 +81,7 @@ def validation_tables(payload: dict[str, Any]) -> Any:
             title=f"{suite['name']}: mean |error| {suite['mean_abs_error'] * 100:.1f}%, "
             f"max {suite['max_abs_error'] * 100:.1f}%",
             title_justify="left",
-            caption=suite.get("calibration"),
+            caption=_validation_caption(suite),
             caption_justify="left",
         )
         for column in ("entry", "metric", "measured", "predicted", "error"):

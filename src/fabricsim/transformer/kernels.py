@@ -74,6 +74,10 @@ ATTENTION_HEAD_DIM_HALF = 60.0
 """Head dimension at which the fused kernel runs at half efficiency: FA3 H100 16k forward
 d=64 / 128 / 256 at 50 / 66 / 76 % (A6-A8)."""
 
+MIN_SPLIT_K = 512
+"""Smallest K slice a split-K kernel uses (elements): CUTLASS split-K keeps each slice several
+k-blocks deep so the partial-sum reduction stays small. Assumed."""
+
 MAX_GEMM_FRACTION = 0.95
 """No GEMM sustains more of the datasheet peak than this (CUTLASS 3.8 Blackwell 'at power' best
 cases are 88-98 %, G37): a guard for user-supplied benchmark figures."""
@@ -137,12 +141,19 @@ def tile_k0(peak: float, sm_count: int) -> tuple[float, ...]:
 
 
 def shape_factor(m: float, n: float, k: float, count: float, sm_count: int, k0: tuple[float, ...]) -> float:
-    """``Q(m, n) x K(k)`` of the module docstring: best over the tile shapes."""
+    """``Q(m, n) x K(k)`` of the module docstring, best over the tile shapes. A grid of fewer tiles
+    than SMs is split along K (split-K / stream-K, as cuBLAS and CUTLASS do for skinny problems,
+    e.g. DeepGEMM's split-K decode kernels, kernel-efficiency.md G15) into at most
+    ``SMs // tiles`` slices of at least :data:`MIN_SPLIT_K` elements each."""
     best = 0.0
     for (tm, tn), k_extra, tile_eff in zip(TILE_SHAPES, k0, TILE_EFFICIENCY, strict=True):
         tiles = math.ceil(m / tm) * math.ceil(n / tn) * count
-        waves = math.ceil(tiles / sm_count)
-        factor = tile_eff * m * n * count / (waves * sm_count * tm * tn) * k / (k + k_extra)
+        split = max(1, min(sm_count // tiles, int(k // MIN_SPLIT_K))) if tiles < sm_count else 1
+        waves = math.ceil(tiles * split / sm_count)
+        padding = m * n * count / (tiles * tm * tn)
+        occupancy = tiles * split / (waves * sm_count)
+        k_slice = k / split
+        factor = tile_eff * padding * occupancy * k_slice / (k_slice + k_extra)
         best = max(best, factor)
     return best
 
