@@ -16,7 +16,7 @@ from fabricsim.validation.training import gpt_model
 
 @pytest.fixture(scope="module")
 def result():
-    return run_suite("training-public")
+    return run_suite("training-public", holdout=True)
 
 
 def test_every_row_has_a_source_and_runs(result) -> None:

@@ -21,18 +21,20 @@ SUITES: dict[str, str] = {
 }
 
 
-def run_suite(name: str) -> SuiteResult:
+def run_suite(name: str, holdout: bool = False) -> SuiteResult:
+    """Run one suite; ``holdout`` adds its leave-one-device-out / leave-one-dtype-out errors
+    (re-runs the suite's rows once per held-out group)."""
     if name not in SUITES:
         raise unknown_name("suite", name, SUITES)
     module_name, function_name = SUITES[name].split(":")
-    runner: Callable[[], SuiteResult] = getattr(import_module(f"fabricsim.validation.{module_name}"), function_name)
-    return runner()
+    runner: Callable[..., SuiteResult] = getattr(import_module(f"fabricsim.validation.{module_name}"), function_name)
+    return runner(holdout=holdout)
 
 
-def run_suites(name: str | None = None) -> list[SuiteResult]:
-    """Run one suite, or every suite when ``name`` is None or 'all'."""
+def run_suites(name: str | None = None, holdout: bool = True) -> list[SuiteResult]:
+    """Run one suite, or every suite when ``name`` is None or 'all' (with held-out errors by default)."""
     names = sorted(SUITES) if name in (None, "all") else [name]
-    return [run_suite(n) for n in names]
+    return [run_suite(n, holdout) for n in names]
 
 
 __all__ = ["SUITES", "HoldoutError", "SuiteResult", "ValidationEntry", "run_suite", "run_suites"]

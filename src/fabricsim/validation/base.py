@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from fabricsim.specs import SystemSpec
+
 
 @dataclass(frozen=True, slots=True)
 class ValidationEntry:
@@ -98,3 +100,26 @@ def load_entries(filename: str) -> list[dict[str, Any]]:
     """The ``entries`` list of a shipped validation file."""
     with data_path(filename).open(encoding="utf-8") as handle:
         return list(yaml.safe_load(handle)["entries"])
+
+
+def system_without_kernels(system: SystemSpec) -> SystemSpec:
+    """``system`` whose device has no kernel benchmarks (the compute model's generation defaults):
+    how a held-out device is predicted."""
+    device = system.device.model_copy(update={"kernels": None})
+    return system.model_copy(update={"device": device})
+
+
+def system_without_format(system: SystemSpec, fmt: str) -> SystemSpec:
+    """``system`` whose device keeps only its 16-bit GEMM benchmarks (for a ``fmt`` other than
+    BF16/FP16): a held-out dtype's GEMMs reach the fraction of their peak that BF16 GEMMs reach."""
+    kernels = system.device.kernels
+    if kernels is None or fmt in ("bf16", "fp16"):
+        return system
+    gemm = {key: value for key, value in kernels.gemm.items() if key in ("bf16", "fp16")}
+    device = system.device.model_copy(update={"kernels": kernels.model_copy(update={"gemm": gemm})})
+    return system.model_copy(update={"device": device})
+
+
+def mean_abs_error(pairs: list[tuple[float, float]]) -> float:
+    """Mean |predicted - measured| / measured over (measured, predicted) pairs."""
+    return sum(abs(p - m) / m for m, p in pairs) / len(pairs) if pairs else 0.0

@@ -72,6 +72,14 @@ def predict(row: dict[str, Any]) -> ValidationEntry:
     return ValidationEntry(row["id"], "time", "us", measured_us, result.time_s * 1e6, row["source"], detail)
 
 
-def run() -> SuiteResult:
-    """All nccl-tests rows of the shipped file."""
-    return SuiteResult("collectives", tuple(predict(row) for row in measured_rows()))
+CALIBRATION = (
+    "out-of-sample: NCCL constants read from the NCCL 2.30 source (tuning tables, per-link NVLink "
+    "bandwidth, NVLS structure); no constant fitted on these rows (a fit of the NVLS step overhead "
+    "to the H100 sweep is only a check). No kernel-level compute involved: nothing to hold out"
+)
+
+
+def run(holdout: bool = False) -> SuiteResult:
+    """All nccl-tests rows of the shipped file (``holdout`` has nothing to hold out here)."""
+    del holdout
+    return SuiteResult("collectives", tuple(predict(row) for row in measured_rows()), calibration=CALIBRATION)

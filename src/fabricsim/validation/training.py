@@ -27,8 +27,15 @@ from typing import Any
 
 from fabricsim.catalog import load_system
 from fabricsim.engine.training.analytic import TrainingEstimate, estimate_training
-from fabricsim.specs import ModelSpec, ParallelLayout, Recompute
-from fabricsim.validation.base import SuiteResult, ValidationEntry, load_entries
+from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
+from fabricsim.validation.base import (
+    HoldoutError,
+    SuiteResult,
+    ValidationEntry,
+    load_entries,
+    mean_abs_error,
+    system_without_kernels,
+)
 from fabricsim.workload.training import TrainingOptions
 
 MEGATRON_FILE = "training-megatron-sc21-a100.yaml"
@@ -44,7 +51,8 @@ KORTHIKANTI_SCHEDULE = {"22b": (4, 1), "175b": (1, 3), "530b": (1, 3), "1t": (1,
 CALIBRATION = (
     "out-of-sample: no constant fitted on these rows; compute calibrated on A100 kernel benchmarks "
     "(cuBLAS BF16 GEMM G18, FlashAttention-2 A2, STREAM B2) and kernel-level sweeps (H100 XLA K sweep "
-    "G33, FA3 seq/head-dim A6-A8)"
+    "G33, FA3 seq/head-dim A6-A8); one device and one dtype (fp16 runs on the BF16 GEMM figure), so "
+    "leave-one-dtype-out is the suite itself"
 )
 # Dimensions of the Korthikanti models, from the MFU rows of the same file (the time rows omit them).
 GPT3_175B = {"hidden_size": 12288, "num_layers": 96, "attention_heads": 96}
@@ -66,7 +74,7 @@ def gpt_model(name: str, workload: dict[str, Any]) -> ModelSpec:
     )
 
 
-def _megatron_estimate(workload: dict[str, Any]) -> TrainingEstimate:
+def _megatron_estimate(workload: dict[str, Any], system: SystemSpec | None = None) -> TrainingEstimate:
     dims = {**GPT3_175B, **workload}
     model = gpt_model("gpt", dims)
     tp, pp, dp = (int(workload[k]) for k in ("tensor_parallel", "pipeline_parallel", "data_parallel"))
@@ -78,15 +86,15 @@ def _megatron_estimate(workload: dict[str, Any]) -> TrainingEstimate:
         dtype="fp16",
     )
     return estimate_training(
-        model, load_system(SYSTEM), layout, int(workload["global_batch_size"]), SEQ_LEN, MEGATRON_OPTIONS
+        model, system or load_system(SYSTEM), layout, int(workload["global_batch_size"]), SEQ_LEN, MEGATRON_OPTIONS
     )
 
 
-def megatron_entries() -> list[ValidationEntry]:
+def megatron_entries(system: SystemSpec | None = None) -> list[ValidationEntry]:
     """SC'21 Table 1 (hardware TFLOP/s per GPU) and the README's GPT-3 175B example."""
     entries = []
     for row in load_entries(MEGATRON_FILE):
-        estimate = _megatron_estimate(row["workload"])
+        estimate = _megatron_estimate(row["workload"], system)
         layout = estimate.layout
         detail = f"tp{layout.tensor_parallel} pp{layout.pipeline_parallel} dp{layout.data_parallel}"
         entries.append(
@@ -116,7 +124,9 @@ def megatron_entries() -> list[ValidationEntry]:
     return entries
 
 
-def _korthikanti_estimate(key: str, dims: dict[str, Any], workload: dict[str, Any]) -> TrainingEstimate:
+def _korthikanti_estimate(
+    key: str, dims: dict[str, Any], workload: dict[str, Any], system: SystemSpec | None = None
+) -> TrainingEstimate:
     micro_batch, chunks = KORTHIKANTI_SCHEDULE[key]
     layout = ParallelLayout(
         tensor_parallel=int(workload["tensor_parallel"]),
@@ -129,11 +139,11 @@ def _korthikanti_estimate(key: str, dims: dict[str, Any], workload: dict[str, An
         dtype="fp16",
     )
     model = gpt_model(f"gpt-{key}", dims)
-    system = load_system(SYSTEM)
+    system = system or load_system(SYSTEM)
     return estimate_training(model, system, layout, int(workload["global_batch_size"]), SEQ_LEN, KORTHIKANTI_OPTIONS)
 
 
-def korthikanti_entries() -> list[ValidationEntry]:
+def korthikanti_entries(system: SystemSpec | None = None) -> list[ValidationEntry]:
     """MFU (and HFU) and iteration time of the four Korthikanti et al. configurations."""
     rows = [
         r
@@ -144,7 +154,7 @@ def korthikanti_entries() -> list[ValidationEntry]:
     entries = []
     for row in rows:
         key = row["id"].split("-")[1]
-        estimate = _korthikanti_estimate(key, dims[key], row["workload"])
+        estimate = _korthikanti_estimate(key, dims[key], row["workload"], system)
         layout = estimate.layout
         detail = (
             f"tp{layout.tensor_parallel} pp{layout.pipeline_parallel} mb{layout.micro_batch_size} "
@@ -169,7 +179,14 @@ def korthikanti_entries() -> list[ValidationEntry]:
     return entries
 
 
-def run() -> SuiteResult:
-    """The ``training`` suite: Megatron SC'21 Table 1 + README example, then Korthikanti et al."""
+def run(holdout: bool = False) -> SuiteResult:
+    """The ``training`` suite: Megatron SC'21 Table 1 + README example, then Korthikanti et al.;
+    ``holdout``: the rows again with the A100's kernel benchmarks removed (generation defaults)."""
     entries = tuple(megatron_entries() + korthikanti_entries())
-    return SuiteResult(name="training", entries=entries, calibration=CALIBRATION)
+    held: tuple[HoldoutError, ...] = ()
+    if holdout:
+        bare = system_without_kernels(load_system(SYSTEM))
+        again = megatron_entries(bare) + korthikanti_entries(bare)
+        pairs = [(e.measured, e.predicted) for e in again]
+        held = (HoldoutError("leave-one-device-out", SYSTEM, mean_abs_error(pairs), len(pairs)),)
+    return SuiteResult(name="training", entries=entries, calibration=CALIBRATION, holdout=held)

@@ -28,7 +28,14 @@ from fabricsim.engine.training.analytic import TrainingEstimate, estimate_traini
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.kernels import gemm_format
-from fabricsim.validation.base import HoldoutError, SuiteResult, ValidationEntry, load_entries
+from fabricsim.validation.base import (
+    HoldoutError,
+    SuiteResult,
+    ValidationEntry,
+    load_entries,
+    system_without_format,
+    system_without_kernels,
+)
 from fabricsim.workload.training import TrainingOptions
 
 DATA_FILE = "training-nvidia-public.yaml"
@@ -100,21 +107,6 @@ def rows() -> tuple[dict[str, Any], ...]:
     return tuple(load_entries(DATA_FILE))
 
 
-def _without_device_kernels(system: SystemSpec) -> SystemSpec:
-    device = system.device.model_copy(update={"kernels": None})
-    return system.model_copy(update={"device": device})
-
-
-def _without_format(system: SystemSpec, fmt: str) -> SystemSpec:
-    """``system`` whose device keeps only its 16-bit GEMM benchmarks (for a ``fmt`` other than BF16)."""
-    kernels = system.device.kernels
-    if kernels is None or fmt in ("bf16", "fp16"):
-        return system
-    gemm = {key: value for key, value in kernels.gemm.items() if key in ("bf16", "fp16")}
-    device = system.device.model_copy(update={"kernels": kernels.model_copy(update={"gemm": gemm})})
-    return system.model_copy(update={"device": device})
-
-
 def _holdout(
     selected: list[dict[str, Any]], kind: str, key: Callable[[dict[str, Any]], str],
     system_for: Callable[[dict[str, Any], SystemSpec], SystemSpec],
@@ -133,13 +125,13 @@ def _holdout(
 def holdout_errors(selected: list[dict[str, Any]]) -> list[HoldoutError]:
     """Leave-one-device-out and leave-one-dtype-out mean |errors| (module docstring)."""
     by_device = _holdout(selected, "leave-one-device-out", lambda r: str(r["system"]),
-                         lambda r, s: _without_device_kernels(s))
+                         lambda r, s: system_without_kernels(s))
     by_dtype = _holdout(selected, "leave-one-dtype-out", row_format,
-                        lambda r, s: _without_format(s, row_format(r)))
+                        lambda r, s: system_without_format(s, row_format(r)))
     return by_device + by_dtype
 
 
-def run(with_holdout: bool = True) -> SuiteResult:
+def run(holdout: bool = False) -> SuiteResult:
     """Every row that fabricsim can lay out; a row it refuses is reported as a skipped note."""
     entries, usable, skipped = [], [], []
     for row in rows():
@@ -151,5 +143,5 @@ def run(with_holdout: bool = True) -> SuiteResult:
         entries.append(_entry(row, predicted_value(row, estimate)))
         usable.append(row)
     note = CALIBRATION + (f"; skipped (not expressible): {'; '.join(skipped)}" if skipped else "")
-    holdout = tuple(holdout_errors(usable)) if with_holdout else ()
-    return SuiteResult("training-public", tuple(entries), calibration=note, holdout=holdout)
+    held = tuple(holdout_errors(usable)) if holdout else ()
+    return SuiteResult("training-public", tuple(entries), calibration=note, holdout=held)
