@@ -26,7 +26,7 @@ def train(
     sequence_parallel: bool | None = typer.Option(
         None, "--sequence-parallel/--no-sequence-parallel", help="sequence parallelism (default on when tp > 1)"
     ),
-    dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16)"),
+    dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 | fp4 (NVFP4; default bf16)"),
     as_json: bool = JSON_OPTION,
     fidelity: str = fidelity_flags.FIDELITY_OPTION,
     trace: str | None = fidelity_flags.TRACE_OPTION,
