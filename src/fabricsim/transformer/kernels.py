@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from fabricsim.specs import DeviceSpec, Generation
 from fabricsim.specs.device import AttentionBenchmark, GemmBenchmark, KernelSpec
@@ -140,6 +141,7 @@ def tile_k0(peak: float, sm_count: int) -> tuple[float, ...]:
     return tuple(TILE_OVERHEAD_S * per_sm / (2.0 * tm * tn) for tm, tn in TILE_SHAPES)
 
 
+@lru_cache(maxsize=65536)  # serving asks for the same few shapes step after step
 def shape_factor(m: float, n: float, k: float, count: float, sm_count: int, k0: tuple[float, ...]) -> float:
     """``Q(m, n) x K(k)`` of the module docstring, best over the tile shapes. A grid of fewer tiles
     than SMs is split along K (split-K / stream-K, as cuBLAS and CUTLASS do for skinny problems,
