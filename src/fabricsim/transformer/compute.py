@@ -1,8 +1,8 @@
 """Compute-time model of one transformer layer on one GPU, from kernel-level rates (layer L4).
 
 Each GEMM takes the time of :mod:`fabricsim.transformer.kernels` (tile/wave quantisation over the
-device's SMs, per-tile overhead, the device's achievable fraction *for the GEMM format*, and a
-memory roofline for skinny shapes) plus a launch overhead. Element-wise kernels (LayerNorm,
+device's SMs, per-tile overhead, the device's achievable fraction *for the GEMM format*, a memory
+roofline for skinny shapes and a fixed per-kernel time). Element-wise kernels (LayerNorm,
 bias-dropout-add, GeLU/SwiGLU, softmax, cross entropy) are bandwidth bound: bytes moved / the
 device's achieved HBM bandwidth. Attention is either *flash* (one fused kernel; no s x s matrix in
 HBM; causal blocks skipped; efficiency by sequence length, head dim and causality from the device's
@@ -93,11 +93,10 @@ def gemm_efficiency(rates: DeviceRates, m: float, n: float, k: float) -> float:
 
 
 def gemm_time_s(rates: DeviceRates, m: float, n: float, k: float, count: float = 1.0, *, wide: bool = False) -> float:
-    """Seconds for ``count`` GEMMs of shape (m, n, k) in one launch (batched or grouped): kernel
-    roofline plus one launch overhead; ``wide`` runs it in 16 bit whatever the training dtype."""
-    if m <= 0 or n <= 0 or k <= 0 or count <= 0:
-        return 0.0
-    return (rates.gemm16 if wide else rates.gemm).time_s(m, n, k, count) + KERNEL_OVERHEAD_S
+    """Seconds for ``count`` GEMMs of shape (m, n, k) in one launch (batched or grouped): the
+    kernel's time including its fixed cost (``kernels.KERNEL_FIXED_S``); ``wide`` runs it in 16 bit
+    whatever the training dtype."""
+    return (rates.gemm16 if wide else rates.gemm).time_s(m, n, k, count)
 
 
 def memory_time_s(rates: DeviceRates, bytes_moved: float, kernels: float = 1.0) -> float:

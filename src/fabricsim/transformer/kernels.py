@@ -7,7 +7,7 @@ Every rate here is calibrated on *kernel microbenchmarks* stored with the device
 
 **GEMM** ``(m x k)·(k x n)``, ``count`` independent problems of that shape (batched / grouped)::
 
-    t = max(2mnk·count / (peak x F x Q(m, n) x K(k)),  bytes / HBM_achieved)
+    t = max(2mnk·count / (peak x F x Q(m, n) x K(k)),  bytes / HBM_achieved) + T_kernel
 
 * ``Q`` -- tile and wave quantisation: the output is cut into tiles (CUTLASS/cuBLAS tensor-core
   tiles of 128x256, 256x128 or 128x128); tiles run in waves of one tile per SM, so a GEMM with
@@ -27,6 +27,8 @@ Every rate here is calibrated on *kernel microbenchmarks* stored with the device
   so the benchmark is not extrapolated upwards).
 * the memory roofline covers skinny shapes (decode, small M): operands and output through the
   device's achieved (streaming-kernel) HBM bandwidth.
+* ``T_kernel`` (:data:`KERNEL_FIXED_S`): the fixed time of one GEMM kernel on the GPU (launch to
+  first tile, pipeline ramp, tail).
 
 **Fused attention** (FlashAttention convention, forward ``4·b·h·s_q·s_k·d`` FLOPs halved when
 causal, backward 2.5x): efficiency ``F_attn x s/(s + S0) x d/(d + D0)``, with ``S0`` four times
@@ -62,6 +64,12 @@ K=4096 at 780 TFLOP/s) after removing the table's ~5 µs per-GEMM floor (G32/G34
 vs 803 -> k0 ~ 135 for a 128x256 tile. The same constant reproduces the B200 BF16 and FP8 K sweeps
 (G30, same floor removed: k0 ~ 270 and ~ 500; per-SM rate 2x and 4x Hopper BF16), which were not
 used to fit it."""
+
+KERNEL_FIXED_S = 5.0e-6
+"""Fixed GPU time of one GEMM kernel, seconds: the smallest GEMMs of the XLA timing table (256^3,
+~7 TFLOP/s on both H100 and B200) sit on a ~5 µs floor (kernel-efficiency.md G32/G34 note); the
+memory-bound DeepGEMM rows at M=64/128 (G2, G4) take ~6 µs more than their bytes at achieved
+bandwidth. It replaces the launch overhead the layer model charged per GEMM."""
 
 ATTENTION_SEQ_HALF = 150.0
 """Sequence length at which a fused non-causal attention kernel runs at half its long-sequence
@@ -126,12 +134,13 @@ class GemmRates:
         return self.fraction * shape_factor(m, n, min(k, self.k_ref), count, self.sm_count, self.k0)
 
     def time_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:
-        """Seconds of ``count`` GEMMs of shape (m, n, k): compute / memory roofline (no launch cost)."""
+        """Seconds of one kernel running ``count`` GEMMs of shape (m, n, k): compute / memory
+        roofline plus :data:`KERNEL_FIXED_S`."""
         if m <= 0 or n <= 0 or k <= 0 or count <= 0:
             return 0.0
         compute = 2.0 * m * n * k * count / (self.peak * self.efficiency(m, n, k, count))
         moved = ((m * k + k * n) * self.operand_bytes + m * n * self.output_bytes) * count
-        return max(compute, moved / self.hbm_Bps)
+        return max(compute, moved / self.hbm_Bps) + KERNEL_FIXED_S
 
 
 def tile_k0(peak: float, sm_count: int) -> tuple[float, ...]:

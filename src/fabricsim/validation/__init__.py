@@ -16,6 +16,7 @@ from fabricsim.validation.base import HoldoutError, SuiteResult, ValidationEntry
 SUITES: dict[str, str] = {
     "collectives": "collectives:run",
     "inference": "inference:run",
+    "kernels": "kernels:run",
     "training": "training:run",
     "training-public": "training_public:run",
 }

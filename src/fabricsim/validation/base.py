@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from fabricsim.specs import SystemSpec
+from fabricsim.specs import DeviceSpec, SystemSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,15 +109,19 @@ def system_without_kernels(system: SystemSpec) -> SystemSpec:
     return system.model_copy(update={"device": device})
 
 
-def system_without_format(system: SystemSpec, fmt: str) -> SystemSpec:
-    """``system`` whose device keeps only its 16-bit GEMM benchmarks (for a ``fmt`` other than
-    BF16/FP16): a held-out dtype's GEMMs reach the fraction of their peak that BF16 GEMMs reach."""
-    kernels = system.device.kernels
+def device_without_format(device: DeviceSpec, fmt: str) -> DeviceSpec:
+    """``device`` keeping only its 16-bit GEMM benchmarks (for a ``fmt`` other than BF16/FP16): a
+    held-out dtype's GEMMs reach the fraction of their peak that BF16 GEMMs reach."""
+    kernels = device.kernels
     if kernels is None or fmt in ("bf16", "fp16"):
-        return system
+        return device
     gemm = {key: value for key, value in kernels.gemm.items() if key in ("bf16", "fp16")}
-    device = system.device.model_copy(update={"kernels": kernels.model_copy(update={"gemm": gemm})})
-    return system.model_copy(update={"device": device})
+    return device.model_copy(update={"kernels": kernels.model_copy(update={"gemm": gemm})})
+
+
+def system_without_format(system: SystemSpec, fmt: str) -> SystemSpec:
+    """``system`` whose device is :func:`device_without_format`."""
+    return system.model_copy(update={"device": device_without_format(system.device, fmt)})
 
 
 def mean_abs_error(pairs: list[tuple[float, float]]) -> float:
