@@ -65,11 +65,16 @@ def catalog_item_table(item: dict[str, Any]) -> Table:
     return table
 
 
-def _validation_caption(suite: dict[str, Any]) -> str | None:
-    """The suite's calibration note and its held-out-calibration errors, one line per group."""
+def _suite_caption(suite: dict[str, Any]) -> str | None:
+    """Calibration note, held-out-calibration errors (one line per group) and the rows the suite
+    could not predict (counted, with their reasons)."""
     lines = [suite["calibration"]] if suite.get("calibration") else []
     for h in suite.get("holdout", []):
         lines.append(f"{h['kind']} {h['group']}: mean |error| {h['mean_abs_error'] * 100:.1f}% ({h['rows']} rows)")
+    reasons: dict[str, int] = {}
+    for row in suite.get("skipped", ()):
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    lines += [f"skipped {count} rows: {reason}" for reason, count in reasons.items()]
     return "\n".join(lines) or None
 
 
@@ -79,9 +84,9 @@ def validation_tables(payload: dict[str, Any]) -> Any:
     for suite in payload["suites"]:
         table = Table(
             title=f"{suite['name']}: mean |error| {suite['mean_abs_error'] * 100:.1f}%, "
-            f"max {suite['max_abs_error'] * 100:.1f}%",
+            f"max {suite['max_abs_error'] * 100:.1f}%, bias {suite['bias'] * 100:+.1f}%",
             title_justify="left",
-            caption=_validation_caption(suite),
+            caption=_suite_caption(suite),
             caption_justify="left",
         )
         for column in ("entry", "metric", "measured", "predicted", "error"):

@@ -132,16 +132,17 @@ def holdout_errors(selected: list[dict[str, Any]]) -> list[HoldoutError]:
 
 
 def run(holdout: bool = False) -> SuiteResult:
-    """Every row that fabricsim can lay out; a row it refuses is reported as a skipped note."""
+    """Every row that fabricsim can lay out; a row it refuses is reported in ``skipped``."""
     entries, usable, skipped = [], [], []
     for row in rows():
         try:
             estimate = estimate_row(row)
-        except FabricsimError as exc:  # e.g. an MoE layout the engine cannot lay out yet
-            skipped.append(f"{row['id']} ({exc})")
+        except FabricsimError as exc:  # e.g. a layout the engine cannot lay out yet
+            skipped.append((str(row["id"]), str(exc)))
             continue
         entries.append(_entry(row, predicted_value(row, estimate)))
         usable.append(row)
-    note = CALIBRATION + (f"; skipped (not expressible): {'; '.join(skipped)}" if skipped else "")
     held = tuple(holdout_errors(usable)) if holdout else ()
-    return SuiteResult("training-public", tuple(entries), calibration=note, holdout=held)
+    return SuiteResult(
+        "training-public", tuple(entries), calibration=CALIBRATION, holdout=held, skipped=tuple(skipped)
+    )
