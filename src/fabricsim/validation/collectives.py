@@ -6,27 +6,29 @@ public sendrecv_perf run on 8 A100. Each row runs on the catalog system of its G
 global NCCL constants; busbw is predicted as nccl-tests defines it. Rows whose busbw rounds to 0
 (8 B) are compared on time instead.
 
-The A100 send/recv rows are over-predicted (+23% to +26% at >= 256 MiB; +112% at 128 MiB). What the
-NCCL source says (NVIDIA/nccl, read at v2.18.1-1 and HEAD 5067397):
+The A100 send/recv rows are over-predicted (+23% to +26% at >= 256 MiB; +112% at 128 MiB). The
+mechanism is in NCCL's p2p scheduler (NVIDIA/nccl src/enqueue.cc ``scheduleP2pTasksToPlan`` and
+``calcP2pChunkSize``, read at v2.18.1-1; the same logic at HEAD 5067397): a send/recv is split over
+a number of channels -- one CTA each -- that depends on the message size and on the communicator:
 
-* not the channel count: ``ncclTopoGetNchannels`` (src/graph/paths.cc) gives a peer reached over
-  NVLink ``2 x (path bw / per-link bw)`` channels -- 24 on a DGX A100 (12 NVLink3 links to the
-  NVSwitches), rounded up to a power of two -- so one send/recv pair is spread over as many SMs as a
-  ring all-reduce;
-* not the chunking: ``NCCL_P2P_NVL_CHUNKSIZE`` is 512 KiB (src/init.cc), i.e. 256+ chunks in flight
-  per channel at these sizes, with 8 pipeline slots (NCCL_STEPS);
-* A100 is the one generation where NCCL moves p2p data with *reads*: ``ncclTopoCheckP2p`` "Enable
-  P2P Read for Ampere/NVLink only" (paths.cc, compute capability 8.0; Hopper and Blackwell write).
-  The receiver's SMs pull from the sender's FIFO, so every data packet needs a read request on the
-  opposite direction of the link -- which sendrecv_perf (each GPU sends to its successor and
-  receives from its predecessor) also fills with data. This is the documented mechanism that
-  costs only send/recv on A100 and not the H100 rows; its size per packet is not documented, so it
-  is not modelled (fitting it on these four rows would make them in-sample).
-* the 128 MiB row is the first size of the benchmark loop of a run from 128 MiB to 1 GiB; nccl-tests
-  of that era warmed up 5 iterations at the minimum and maximum sizes only (src/common.cu before
-  NVIDIA/nccl-tests f2015cb), and nothing in NCCL's protocol or channel choice changes between
-  128 and 256 MiB, so the 1.7x jump to the next row is not a bandwidth effect: the row is suspect
-  (clock ramp-up or another transient of the measurement) and reported as is.
+* ``p2pnChannelsPerPeer`` = next power of two of ``2 x NVLinks`` to the peer (``ncclTopoGetNchannels``,
+  src/graph/paths.cc: 2 x 12 = 24 -> 32 on a DGX A100), ``p2pnChannels`` = next power of two of the
+  collective channel count (32);
+* ``nChannelsMin`` halves ``p2pnChannelsPerPeer`` until ``nChannelsMin x nRanks <= p2pnChannels``
+  (8 ranks: 4), ``nChannelsMax`` until ``<= 4 x p2pnChannels`` (16);
+* ``calcP2pChunkSize`` starts from ``size / nChannelsMin`` and doubles the channels while the
+  per-channel chunk exceeds ``32 x NCCL_P2P_NVL_CHUNKSIZE`` (32 x 512 KiB = 16 MiB, single node).
+
+For sendrecv_perf on 8 GPUs that gives 8 channels at 128 MiB and 16 channels from 256 MiB up: the
+measured 110.8 GB/s at 128 MiB is 13.9 GB/s per channel, 188.6-195.1 GB/s at 256 MiB-1 GiB is
+11.8-12.2 GB/s per channel -- the per-CTA copy rate that NCCL itself assumes for a p2p channel
+(``NCCL_P2P_PER_CHANNEL_NET_BW`` = 14 GB/s, paths.cc). So the rows are not suspect: send/recv on an
+8-rank communicator is limited by channels x ~12-14 GB/s, below NVLink's 240 GB/s. (A100 is also the
+one generation where NCCL moves p2p data with reads, ``ncclTopoCheckP2p``: "Enable P2P Read for
+Ampere/NVLink only".) Not modelled yet: the channel count makes time non-monotonic in size (as in
+NCCL: 128 MiB + 1 B runs on twice the channels of 128 MiB), which the collective model's contract
+(and its property test) excludes; fabricsim's own send/recv (pipeline stages) runs on 2-rank groups,
+where ``nChannelsMin = p2pnChannels / 2`` and NVLink, not the channels, is the limit.
 """
 
 from __future__ import annotations
