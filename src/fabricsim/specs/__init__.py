@@ -1,5 +1,6 @@
 """Frozen, validated specifications (layer L1): device, fabric, system, model, parallel layout."""
 
+from fabricsim.specs.calibration import CollectiveFit, FitLine
 from fabricsim.specs.device import (
     DTYPE_BYTES,
     AttentionBenchmark,
@@ -17,9 +18,11 @@ from fabricsim.specs.system import CpuVendor, SystemSpec
 __all__ = [
     "DTYPE_BYTES",
     "AttentionBenchmark",
+    "CollectiveFit",
     "CpuVendor",
     "DeviceSpec",
     "Dtype",
+    "FitLine",
     "GemmBenchmark",
     "Generation",
     "KernelSpec",
