@@ -109,3 +109,14 @@ def test_gemm_time_respects_both_rooflines(m, n, k, count, fmt, device) -> None:
     moved = ((m * k + k * n) * rates.operand_bytes + m * n * rates.output_bytes) * count
     assert time_s >= moved / device.hbm_bandwidth_Bps * (1 - 1e-9)
     assert 0.0 < rates.efficiency(m, n, k, count) <= 1.0
+
+
+def test_unknown_fp8_recipe_is_refused_naming_the_field() -> None:
+    import pytest
+
+    from fabricsim.errors import FabricsimError
+    from fabricsim.workload.training import FP8_RECIPES, TrainingOptions
+
+    assert set(FP8_RECIPES) == set(kernels.RECIPE_FORMAT)
+    with pytest.raises(FabricsimError, match="fp8_recipe"):
+        TrainingOptions(fp8_recipe="fp7")

@@ -21,6 +21,7 @@ from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.flops import ModelDims
 
 DTYPES = ("bf16", "fp16", "fp8", "fp4")  # fp4: NVFP4 recipe on Blackwell
+FP8_RECIPES = ("delayed", "current", "block", "mxfp8", "nvfp4")  # transformer.kernels.RECIPE_FORMAT
 ZERO_STAGES = (0, 1, 2, 3)
 
 
@@ -40,6 +41,12 @@ class TrainingOptions:
     overlap_grad_reduce: bool = True
     overlap_tp_comm: bool = False
     fp8_recipe: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
+            raise FabricsimError(
+                "fp8_recipe", f"unknown FP8 recipe {self.fp8_recipe!r}", f"use one of {', '.join(FP8_RECIPES)}"
+            )
 
 
 def _divides(field: str, value: int, total: int, what: str) -> None:
