@@ -1,5 +1,7 @@
 """Layer compute model on kernel-level rates."""
 
+import dataclasses
+
 from fabricsim.catalog import load_model, load_system
 from fabricsim.transformer.compute import (
     ShardShape,
@@ -55,3 +57,16 @@ def test_unfused_attention_pays_for_the_score_matrix() -> None:
     unfused = layer_forward_times(dims, rates, ShardShape(1, 2048, 8, 1, 1, True, False), False)
     assert unfused.attention_s > flash.attention_s
     assert unfused.attention_backward_s > unfused.attention_s
+
+
+def test_rope_is_charged_only_to_rope_models() -> None:
+    """Llama rotates q and k (4 B per element each way); GPT-3 uses learned positions."""
+    rates = device_rates(H100, "bf16")
+    shape = ShardShape(1, 4096, 1, 1, 1, False, True)
+    llama = model_dims(load_model("llama3-8b"))
+    with_rope = layer_forward_times(llama, rates, shape, False)
+    without = layer_forward_times(dataclasses.replace(llama, rope_dim=0), rates, shape, False)
+    rotated_bytes = 4096 * (llama.heads + llama.kv_heads) * llama.rope_dim * 4.0
+    extra = with_rope.elementwise_s - without.elementwise_s
+    assert abs(extra - (rotated_bytes / rates.hbm_Bps + 5e-6)) < 1e-9
+    assert model_dims(load_model("gpt3-175b")).rope_dim == 0

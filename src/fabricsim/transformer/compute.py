@@ -45,6 +45,7 @@ BIAS_DROPOUT_ADD_BYTES = (7.0, 5.0)  # fwd read input and residual, write output
 GELU_BYTES = (4.0, 6.0)  # fwd read + write the 4h intermediate; bwd read x and dy, write dx
 SWIGLU_BYTES = (6.0, 10.0)  # fwd read gate and up, write product; bwd read gate, up, dy, write two grads
 SOFTMAX_DROPOUT_BYTES = (9.0, 11.0)  # scale-mask-softmax + dropout: fwd r/w + mask; bwd dropout (5) + softmax (6)
+ROPE_BYTES = (4.0, 4.0)  # fwd read + write each rotated q/k element (16-bit); bwd the same on the gradients
 CROSS_ENTROPY_BYTES = (10.0, 6.0)  # fwd read 16-bit logits, write and read fp32 softmax; bwd read softmax, write grad
 FLASH_BACKWARD_FACTOR = 2.5  # backward matmuls over forward matmuls of fused attention
 
@@ -209,19 +210,20 @@ def _quantised_elements(dims: ModelDims, shape: ShardShape, tokens: float, moe: 
 def _elementwise_s(
     dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float, moe: bool
 ) -> tuple[float, float]:
-    """(forward, backward) seconds of LayerNorms, bias-dropout-adds, the MLP activation and (FP8/FP4
-    recipes) the quantisation kernels."""
+    """(forward, backward) seconds of LayerNorms, bias-dropout-adds, the MLP activation, rotary
+    embeddings of q and k (RoPE models) and (FP8/FP4 recipes) the quantisation kernels."""
     t = shape.tensor_parallel
     replicated_tokens = tokens / t if shape.sequence_parallel else tokens
     width = (dims.experts_per_token + dims.shared_experts) * dims.expert_ffn if moe else dims.ffn
     act_bytes = SWIGLU_BYTES if dims.gated else GELU_BYTES
     quantised = _quantised_elements(dims, shape, tokens, moe) if rates.quantize_bytes else (0.0, 0.0)
+    rotated = tokens * (dims.heads + (1 if dims.mla else dims.kv_heads)) / t * dims.rope_dim
     times = []
     for i in (0, 1):
         per_token_hidden = 2.0 * LAYERNORM_BYTES[i] + 2.0 * BIAS_DROPOUT_ADD_BYTES[i]
         moved = replicated_tokens * per_token_hidden * dims.hidden + tokens * act_bytes[i] * width / t
-        moved += rates.quantize_bytes * quantised[i]
-        kernels = 5.0 + (4.0 if rates.quantize_bytes else 0.0)
+        moved += rates.quantize_bytes * quantised[i] + ROPE_BYTES[i] * rotated
+        kernels = 5.0 + (4.0 if rates.quantize_bytes else 0.0) + (1.0 if dims.rope_dim else 0.0)
         times.append(memory_time_s(rates, moved, kernels=kernels))
     return times[0], times[1]
 
