@@ -91,6 +91,7 @@ class TrainResult:
     time_breakdown_s: tuple[tuple[str, float], ...]
     layout: tuple[tuple[str, object], ...]
     fidelity: str = "analytic"
+    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_step, ... (fabricsim.cost.energy)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -113,6 +114,7 @@ class TrainResult:
             "time_breakdown_s": dict(self.time_breakdown_s),
             "layout": dict(self.layout),
             "fidelity": self.fidelity,
+            **dict(self.energy),
         }
 
 
@@ -239,6 +241,7 @@ class InferResult:
     time_breakdown_s: tuple[tuple[str, float], ...] = ()
     fidelity: str = "analytic"
     kv_spilled_bytes: float = 0.0
+    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_token, ... (fabricsim.cost.energy)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -258,6 +261,7 @@ class InferResult:
             "layout": dict(self.layout),
             "time_breakdown_s": dict(self.time_breakdown_s),
             "fidelity": self.fidelity,
+            **dict(self.energy),
         }
 
 
@@ -296,6 +300,7 @@ class ServeResult:
     kv_capacity_tokens: int = 0
     longest_request_tokens: int = 0
     pools: tuple[tuple[str, dict[str, object]], ...] = ()
+    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_token, ... (fabricsim.cost.energy)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -324,6 +329,7 @@ class ServeResult:
             "duration_s": self.duration_s,
             "layout": dict(self.layout),
             "fidelity": self.fidelity,
+            **dict(self.energy),
         }
 
 

@@ -8,6 +8,7 @@ One module per family of questions; everything public is re-exported here (``fab
 from fabricsim.api.calibration import calibrate_nccl_tests
 from fabricsim.api.catalogs import catalog_list, catalog_show, validate
 from fabricsim.api.communication import collective, traffic
+from fabricsim.api.cost import compare_rail_only, cost
 from fabricsim.api.goodput import goodput
 from fabricsim.api.goodput_plan import plan_goodput
 from fabricsim.api.inference import infer, serve, simulate_infer
@@ -23,6 +24,8 @@ __all__ = [
     "catalog_list",
     "catalog_show",
     "collective",
+    "compare_rail_only",
+    "cost",
     "goodput",
     "infer",
     "measure",
