@@ -1,5 +1,6 @@
 """Kernel-level validation suite: out-of-sample rows with sources, held-out groups, error guard."""
 
+from fabricsim import catalog
 from fabricsim.catalog import load_device
 from fabricsim.validation import kernels as suite
 from fabricsim.validation import run_suite
@@ -21,7 +22,7 @@ def test_rows_are_sourced_and_not_calibration_points() -> None:
 
 
 def test_kernel_model_is_accurate_out_of_sample() -> None:
-    result = run_suite("kernels", holdout=True)
+    result = run_suite("kernels", catalog, holdout=True)
     assert len(result.entries) >= 40
     assert result.mean_abs_error <= 0.10
     assert {h.kind for h in result.holdout} == {"leave-one-device-out", "leave-one-dtype-out"}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fabricsim import catalog
 from fabricsim.validation import run_suite
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -23,7 +24,7 @@ def _readme_rows() -> dict[str, tuple[int, float]]:
 @pytest.mark.parametrize("name", ["collectives", "kernels", "training", "training-public"])
 def test_readme_accuracy_matches_validate(name) -> None:
     rows, mean_pct = _readme_rows()[name]
-    result = run_suite(name)
+    result = run_suite(name, catalog)
     assert len(result.entries) == rows
     assert f"{result.mean_abs_error * 100:.1f}" == f"{mean_pct:.1f}"
     worst = f"{max(abs(e.error) for e in result.entries) * 100:.1f}%"

@@ -2,6 +2,7 @@
 
 from statistics import mean
 
+from fabricsim import catalog
 from fabricsim.validation import SuiteResult, run_suite
 
 
@@ -9,7 +10,7 @@ def test_training_suite_bounds() -> None:
     """Out-of-sample since issue 10 (A100 compute calibrated on a 2025 cuBLAS benchmark, G18): the
     model is optimistic on these 2021-22 runs by ~10-16%; the bounds guard that level (issue 10's
     'mean <= 5%' held only while GEMM_PEAK_FRACTION was fitted on these rows)."""
-    entries = run_suite("training").entries
+    entries = run_suite("training", catalog).entries
     table1 = [e for e in entries if e.id.startswith("megatron-sc21-t1")]
     assert len(table1) == 10
     assert all(e.metric == "hardware_tflops_per_gpu" for e in table1)

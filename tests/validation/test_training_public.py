@@ -6,6 +6,7 @@ from statistics import mean
 
 import pytest
 
+from fabricsim import catalog
 from fabricsim.catalog import load_model, load_system
 from fabricsim.engine.training.analytic import estimate_training
 from fabricsim.specs import ParallelLayout
@@ -16,7 +17,7 @@ from fabricsim.validation.training import gpt_model
 
 @pytest.fixture(scope="module")
 def result():
-    return run_suite("training-public", holdout=True)
+    return run_suite("training-public", catalog, holdout=True)
 
 
 def test_every_row_has_a_source_and_runs(result) -> None:

@@ -33,6 +33,7 @@ from enum import StrEnum
 from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
 from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
+from fabricsim.limits import check_cap
 from fabricsim.planner import space as sp
 from fabricsim.planner.explain import PlanFigures, train_reasons
 from fabricsim.planner.space import Group, TrainProblem, TrainSpace
@@ -244,6 +245,8 @@ def _search_group(walk: _Walk, group: Group) -> None:
     sizes = sp.micro_batches(walk.problem, walk.space, group)
     for position, micro_batch in enumerate(sizes):
         fitting, unfit, block = _sized(walk, group, micro_batch)
+        if block == 0:  # no (ZeRO, vpp) variant is allowed here, e.g. --vpp 2 where m is not a multiple of pp
+            continue
         walk.evaluated += block
         walk.pruned_memory += block - len(fitting)
         walk.feasible += len(fitting)
@@ -294,8 +297,6 @@ def search_train(
     """
     space = space or TrainSpace()
     settings = settings or PlanSettings()
-    if settings.top < 1:
-        raise FabricsimError("top", f"must be at least 1, got {settings.top}")
     problem = train_problem(question)
     sp.check_space(problem, space)
     capacity_bytes = question.system.device.hbm_capacity_bytes
@@ -304,8 +305,15 @@ def search_train(
     step = max(1, len(groups) // 200)
     for index, group in enumerate(groups):
         _search_group(walk, group)
+        check_cap("plan train layouts", walk.evaluated, "SEARCH_LAYOUTS")  # a guard on the search's work
         if on_progress is not None and (index % step == 0 or index == len(groups) - 1):
             on_progress(index + 1, len(groups))
+    if walk.evaluated == 0:
+        raise FabricsimError(
+            "layout",
+            "no layout satisfies --vpp/--zero/--micro-batch together with the other constraints",
+            "interleaving (vpp > 1) needs pp > 1, layers divisible by pp*vpp and micro-batches divisible by pp",
+        )
     ranked = [item[2] for item in sorted(walk.best, reverse=True)]
     plans = explain_plans([TrainPlan(e, analytic_figures(e)) for e in ranked])
     return TrainSearch(

@@ -9,11 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
-from fabricsim.specs import DeviceSpec, SystemSpec
+from fabricsim.specs import DeviceSpec, ModelSpec, SystemSpec
+
+
+class SpecSource(Protocol):
+    """Where a suite gets the systems and models its rows name: the API passes the catalog
+    (only ``api`` turns catalog names into specs; suites never import it)."""
+
+    def load_system(self, name_or_path: str) -> SystemSpec: ...
+
+    def load_model(self, name_or_path: str) -> ModelSpec: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +72,14 @@ class HoldoutError:
 @dataclass(frozen=True, slots=True)
 class SuiteResult:
     """A suite's entries; ``calibration`` says what the compute model was calibrated on and whether
-    these rows are in-sample; ``holdout`` the held-out-calibration errors (may be empty);
-    ``skipped`` lists the shipped rows the suite cannot predict, as (id, reason)."""
+    these rows are in-sample; ``skipped`` lists the shipped rows the suite cannot predict, as (id,
+    reason); ``holdout`` the held-out-calibration errors (may be empty)."""
 
     name: str
     entries: tuple[ValidationEntry, ...]
     calibration: str = ""
-    holdout: tuple[HoldoutError, ...] = ()
     skipped: tuple[tuple[str, str], ...] = ()
+    holdout: tuple[HoldoutError, ...] = ()
 
     @property
     def mean_abs_error(self) -> float:
@@ -95,10 +104,10 @@ class SuiteResult:
         }
         if self.calibration:
             payload["calibration"] = self.calibration
-        if self.holdout:
-            payload["holdout"] = [h.to_json() for h in self.holdout]
         if self.skipped:
             payload["skipped"] = [{"id": entry_id, "reason": reason} for entry_id, reason in self.skipped]
+        if self.holdout:
+            payload["holdout"] = [h.to_json() for h in self.holdout]
         return payload
 
 

@@ -35,9 +35,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricsim.catalog import load_system
 from fabricsim.collectives import bus_factor, estimate, parse_op, place_group
-from fabricsim.validation.base import SuiteResult, ValidationEntry, load_entries
+from fabricsim.validation.base import SpecSource, SuiteResult, ValidationEntry, load_entries
 
 DATA_FILE = "collectives-nccl-tests.yaml"
 SYSTEMS = {"H100": "dgx-h100", "A100": "dgx-a100"}
@@ -59,9 +58,9 @@ def _op_name(row: dict[str, Any]) -> str:
     return OPS[binary]
 
 
-def predict(row: dict[str, Any]) -> ValidationEntry:
+def predict(row: dict[str, Any], source: SpecSource) -> ValidationEntry:
     """fabricsim's prediction of one row: busbw in GB/s, or time in microseconds for tiny sizes."""
-    system = load_system(_system_name(row))
+    system = source.load_system(_system_name(row))
     gpus = int(row["system"]["gpu_count"])
     op = parse_op(_op_name(row))
     size = int(row["workload"]["message_bytes"])
@@ -81,7 +80,7 @@ CALIBRATION = (
 )
 
 
-def run(holdout: bool = False) -> SuiteResult:
-    """All nccl-tests rows of the shipped file (``holdout`` has nothing to hold out here)."""
-    del holdout
-    return SuiteResult("collectives", tuple(predict(row) for row in measured_rows()), calibration=CALIBRATION)
+def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
+    """All nccl-tests rows of the shipped file."""
+    del holdout  # nothing to hold out
+    return SuiteResult("collectives", tuple(predict(row, source) for row in measured_rows()), calibration=CALIBRATION)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 
-from fabricsim import catalog
 from fabricsim.engine.inference.serving import ServeScenario, replica_kv_tokens, simulate_serving
 from fabricsim.engine.inference.step import InferenceLayout
 from fabricsim.specs import SystemSpec
 from fabricsim.validation.base import (
     HoldoutError,
+    SpecSource,
     SuiteResult,
     ValidationEntry,
     load_entries,
@@ -60,12 +60,12 @@ CALIBRATION = (
 )
 
 
-def predict(entry: dict, system: SystemSpec | None = None) -> float:
+def predict(entry: dict, source: SpecSource, system: SystemSpec | None = None) -> float:
     """Simulated total output throughput (tokens/s) of one row (on ``system``, default dgx-h100)."""
     workload = entry["workload"]
     isl, osl, tp = int(workload["isl"]), int(workload["osl"]), int(workload["tensor_parallel"])
-    model = catalog.load_model(MODELS[workload["model"]])
-    system = system or catalog.load_system("dgx-h100")
+    model = source.load_model(MODELS[workload["model"]])
+    system = system or source.load_system("dgx-h100")
     layout = InferenceLayout(tensor_parallel=tp, weight_dtype="fp8", kv_dtype="fp8")
     probe = ServeScenario(model, system, layout, kv_free_fraction=KV_FREE_FRACTION)
     batch, tokens = trtllm_bench_settings(replica_kv_tokens(probe), isl, osl)
@@ -80,10 +80,10 @@ def _rows() -> list[dict]:
     return [entry for entry in load_entries(DATA_FILE) if entry["workload"]["model"] in MODELS]
 
 
-def run(holdout: bool = False) -> SuiteResult:
-    """Every dense Llama row (other models are reported as skipped, with the reason); ``holdout``
-    re-runs them without the H100's kernel benchmarks (leave-one-device-out) and without its FP8
-    GEMM benchmark (leave-one-dtype-out)."""
+def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
+    """Every modelled row (the others are reported as skipped, with the reason); ``holdout`` re-runs
+    them without the H100's kernel benchmarks (leave-one-device-out) and without its FP8 GEMM
+    benchmark (leave-one-dtype-out)."""
     entries, skipped = [], []
     for entry in load_entries(DATA_FILE):
         workload = entry["workload"]
@@ -92,17 +92,17 @@ def run(holdout: bool = False) -> SuiteResult:
             continue
         entries.append(ValidationEntry(
             id=entry["id"], metric=entry["metric"], unit="output tokens/s", measured=float(entry["value"]),
-            predicted=predict(entry), source=entry["source"],
+            predicted=predict(entry, source), source=entry["source"],
             detail=f"TP{workload['tensor_parallel']} ISL {workload['isl']} OSL {workload['osl']} FP8",
         ))
     held: list[HoldoutError] = []
     if holdout:
-        system = catalog.load_system("dgx-h100")
+        system = source.load_system("dgx-h100")
         for kind, group, variant in (
             ("leave-one-device-out", "dgx-h100", system_without_kernels(system)),
             ("leave-one-dtype-out", "fp8", system_without_format(system, "fp8")),
         ):
-            pairs = [(float(entry["value"]), predict(entry, variant)) for entry in _rows()]
+            pairs = [(float(entry["value"]), predict(entry, source, variant)) for entry in _rows()]
             held.append(HoldoutError(kind, group, mean_abs_error(pairs), len(pairs)))
     return SuiteResult(
         "inference", tuple(entries), calibration=CALIBRATION, holdout=tuple(held), skipped=tuple(skipped)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricsim.catalog import load_device
 from fabricsim.specs import DeviceSpec
 from fabricsim.transformer.kernels import attention_rates, gemm_rates
 from fabricsim.validation.base import (
     HoldoutError,
+    SpecSource,
     SuiteResult,
     ValidationEntry,
     device_without_format,
@@ -28,15 +28,21 @@ from fabricsim.validation.base import (
 )
 
 DATA_FILE = "kernels-public.yaml"
+# A catalog system per device of the file (suites get specs through the API's SpecSource, which
+# loads systems and models; the device is the system's).
+DEVICE_SYSTEMS = {"a100-80gb": "dgx-a100", "h100-sxm": "dgx-h100", "h800": "h800", "b200": "dgx-b200"}
 CALIBRATION = (
     "out-of-sample: the calibration points (catalog kernel figures G9/G18/G20/G22-G25/G39-16384, XLA "
     "H100 K=256 G33 and 256^3 G32/G34, DeepGEMM G2/G4, FA3 A6-A8, FA2 A2 16k) are not among these rows"
 )
 
 
-def predict(row: dict[str, Any], device: DeviceSpec | None = None) -> float:
-    """Predicted TFLOP/s of one row."""
-    device = device or load_device(str(row["device"]))
+def row_device(row: dict[str, Any], source: SpecSource) -> DeviceSpec:
+    return source.load_system(DEVICE_SYSTEMS[str(row["device"])]).device
+
+
+def predict(row: dict[str, Any], device: DeviceSpec) -> float:
+    """Predicted TFLOP/s of one row on ``device``."""
     if row["kind"] == "attention":
         seq, head_dim, causal = float(row["seq"]), float(row["head_dim"]), bool(row["causal"])
         rates = attention_rates(device)
@@ -50,26 +56,28 @@ def predict(row: dict[str, Any], device: DeviceSpec | None = None) -> float:
     return 2.0 * m * n * k * batch / time_s / 1e12
 
 
-def _entry(row: dict[str, Any]) -> ValidationEntry:
+def _entry(row: dict[str, Any], device: DeviceSpec) -> ValidationEntry:
     if row["kind"] == "attention":
         detail = f"{row['device']} attention s={row['seq']} d={row['head_dim']} causal={row['causal']}"
     else:
         detail = f"{row['device']} {row['format']} {row.get('batch', 1)}x{row['m']}x{row['n']}x{row['k']}"
-    return ValidationEntry(row["id"], "achieved", "TFLOP/s", float(row["value"]), predict(row), row["source"], detail)
+    return ValidationEntry(
+        row["id"], "achieved", "TFLOP/s", float(row["value"]), predict(row, device), row["source"], detail
+    )
 
 
-def run(holdout: bool = False) -> SuiteResult:
+def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
     """Every row; ``holdout``: each device's rows again without its kernel figures (generation
     defaults: leave-one-device-out) and the low-precision GEMM rows with only their device's BF16
     figure (leave-one-dtype-out)."""
     rows = load_entries(DATA_FILE)
-    entries = tuple(_entry(row) for row in rows)
+    entries = tuple(_entry(row, row_device(row, source)) for row in rows)
     held: list[HoldoutError] = []
     if holdout:
         by_device: dict[str, list[tuple[float, float]]] = {}
         by_format: dict[str, list[tuple[float, float]]] = {}
         for row in rows:
-            device = load_device(str(row["device"]))
+            device = row_device(row, source)
             bare = device.model_copy(update={"kernels": None})
             by_device.setdefault(device.name, []).append((float(row["value"]), predict(row, bare)))
             if row["kind"] == "gemm" and row["format"] not in ("bf16", "fp16"):

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricsim.catalog import load_system
 from fabricsim.engine.training.analytic import TrainingEstimate, estimate_training
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.validation.base import (
     HoldoutError,
+    SpecSource,
     SuiteResult,
     ValidationEntry,
     load_entries,
@@ -74,7 +74,7 @@ def gpt_model(name: str, workload: dict[str, Any]) -> ModelSpec:
     )
 
 
-def _megatron_estimate(workload: dict[str, Any], system: SystemSpec | None = None) -> TrainingEstimate:
+def _megatron_estimate(workload: dict[str, Any], system: SystemSpec) -> TrainingEstimate:
     dims = {**GPT3_175B, **workload}
     model = gpt_model("gpt", dims)
     tp, pp, dp = (int(workload[k]) for k in ("tensor_parallel", "pipeline_parallel", "data_parallel"))
@@ -86,12 +86,13 @@ def _megatron_estimate(workload: dict[str, Any], system: SystemSpec | None = Non
         dtype="fp16",
     )
     return estimate_training(
-        model, system or load_system(SYSTEM), layout, int(workload["global_batch_size"]), SEQ_LEN, MEGATRON_OPTIONS
+        model, system, layout, int(workload["global_batch_size"]), SEQ_LEN, MEGATRON_OPTIONS
     )
 
 
-def megatron_entries(system: SystemSpec | None = None) -> list[ValidationEntry]:
-    """SC'21 Table 1 (hardware TFLOP/s per GPU) and the README's GPT-3 175B example."""
+def megatron_entries(system: SystemSpec) -> list[ValidationEntry]:
+    """SC'21 Table 1 (hardware TFLOP/s per GPU) and the README's GPT-3 175B example, on ``system``
+    (the catalog's :data:`SYSTEM`)."""
     entries = []
     for row in load_entries(MEGATRON_FILE):
         estimate = _megatron_estimate(row["workload"], system)
@@ -125,7 +126,7 @@ def megatron_entries(system: SystemSpec | None = None) -> list[ValidationEntry]:
 
 
 def _korthikanti_estimate(
-    key: str, dims: dict[str, Any], workload: dict[str, Any], system: SystemSpec | None = None
+    key: str, dims: dict[str, Any], workload: dict[str, Any], system: SystemSpec
 ) -> TrainingEstimate:
     micro_batch, chunks = KORTHIKANTI_SCHEDULE[key]
     layout = ParallelLayout(
@@ -139,11 +140,10 @@ def _korthikanti_estimate(
         dtype="fp16",
     )
     model = gpt_model(f"gpt-{key}", dims)
-    system = system or load_system(SYSTEM)
     return estimate_training(model, system, layout, int(workload["global_batch_size"]), SEQ_LEN, KORTHIKANTI_OPTIONS)
 
 
-def korthikanti_entries(system: SystemSpec | None = None) -> list[ValidationEntry]:
+def korthikanti_entries(system: SystemSpec) -> list[ValidationEntry]:
     """MFU (and HFU) and iteration time of the four Korthikanti et al. configurations."""
     rows = [
         r
@@ -179,13 +179,14 @@ def korthikanti_entries(system: SystemSpec | None = None) -> list[ValidationEntr
     return entries
 
 
-def run(holdout: bool = False) -> SuiteResult:
+def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
     """The ``training`` suite: Megatron SC'21 Table 1 + README example, then Korthikanti et al.;
     ``holdout``: the rows again with the A100's kernel benchmarks removed (generation defaults)."""
-    entries = tuple(megatron_entries() + korthikanti_entries())
+    system = source.load_system(SYSTEM)
+    entries = tuple(megatron_entries(system) + korthikanti_entries(system))
     held: tuple[HoldoutError, ...] = ()
     if holdout:
-        bare = system_without_kernels(load_system(SYSTEM))
+        bare = system_without_kernels(system)
         again = megatron_entries(bare) + korthikanti_entries(bare)
         pairs = [(e.measured, e.predicted) for e in again]
         held = (HoldoutError("leave-one-device-out", SYSTEM, mean_abs_error(pairs), len(pairs)),)

@@ -23,13 +23,13 @@ from functools import lru_cache
 from statistics import mean
 from typing import Any
 
-from fabricsim.catalog import load_model, load_system
 from fabricsim.engine.training.analytic import TrainingEstimate, estimate_training
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.kernels import gemm_format
 from fabricsim.validation.base import (
     HoldoutError,
+    SpecSource,
     SuiteResult,
     ValidationEntry,
     load_entries,
@@ -71,10 +71,10 @@ def row_options(row: dict[str, Any]) -> TrainingOptions:
     )
 
 
-def estimate_row(row: dict[str, Any], system: SystemSpec | None = None) -> TrainingEstimate:
-    """fabricsim's estimate of one row on ``system`` (default: the row's catalog system)."""
-    system = system or load_system(str(row["system"]))
-    model = load_model(str(row["model"]))
+def estimate_row(row: dict[str, Any], source: SpecSource, system: SystemSpec | None = None) -> TrainingEstimate:
+    """fabricsim's estimate of one row on ``system`` (default: the row's system from ``source``)."""
+    system = system or source.load_system(str(row["system"]))
+    model = source.load_model(str(row["model"]))
     return estimate_training(model, system, row_layout(row), int(row["gbs"]), int(row["seq"]), row_options(row))
 
 
@@ -108,41 +108,41 @@ def rows() -> tuple[dict[str, Any], ...]:
 
 
 def _holdout(
-    selected: list[dict[str, Any]], kind: str, key: Callable[[dict[str, Any]], str],
+    selected: list[dict[str, Any]], source: SpecSource, kind: str, key: Callable[[dict[str, Any]], str],
     system_for: Callable[[dict[str, Any], SystemSpec], SystemSpec],
 ) -> list[HoldoutError]:
     out = []
     for group in sorted({key(row) for row in selected}):
         errors = []
         for row in (r for r in selected if key(r) == group):
-            system = system_for(row, load_system(str(row["system"])))
-            predicted = predicted_value(row, estimate_row(row, system))
+            system = system_for(row, source.load_system(str(row["system"])))
+            predicted = predicted_value(row, estimate_row(row, source, system))
             errors.append(abs(predicted - float(row["value"])) / float(row["value"]))
         out.append(HoldoutError(kind, group, mean(errors), len(errors)))
     return out
 
 
-def holdout_errors(selected: list[dict[str, Any]]) -> list[HoldoutError]:
+def holdout_errors(selected: list[dict[str, Any]], source: SpecSource) -> list[HoldoutError]:
     """Leave-one-device-out and leave-one-dtype-out mean |errors| (module docstring)."""
-    by_device = _holdout(selected, "leave-one-device-out", lambda r: str(r["system"]),
+    by_device = _holdout(selected, source, "leave-one-device-out", lambda r: str(r["system"]),
                          lambda r, s: system_without_kernels(s))
-    by_dtype = _holdout(selected, "leave-one-dtype-out", row_format,
+    by_dtype = _holdout(selected, source, "leave-one-dtype-out", row_format,
                         lambda r, s: system_without_format(s, row_format(r)))
     return by_device + by_dtype
 
 
-def run(holdout: bool = False) -> SuiteResult:
+def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
     """Every row that fabricsim can lay out; a row it refuses is reported in ``skipped``."""
     entries, usable, skipped = [], [], []
     for row in rows():
         try:
-            estimate = estimate_row(row)
+            estimate = estimate_row(row, source)
         except FabricsimError as exc:  # e.g. a layout the engine cannot lay out yet
             skipped.append((str(row["id"]), str(exc)))
             continue
         entries.append(_entry(row, predicted_value(row, estimate)))
         usable.append(row)
-    held = tuple(holdout_errors(usable)) if holdout else ()
+    held = tuple(holdout_errors(usable, source)) if holdout else ()
     return SuiteResult(
         "training-public", tuple(entries), calibration=CALIBRATION, holdout=held, skipped=tuple(skipped)
     )
