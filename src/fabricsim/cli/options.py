@@ -43,7 +43,7 @@ RECOMPUTE = typer.Option(
 SEQUENCE_PARALLEL = typer.Option(
     None, "--sequence-parallel/--no-sequence-parallel", help="sequence parallelism (default on when tp > 1)"
 )
-TRAIN_DTYPE = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16)")
+TRAIN_DTYPE = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 | fp4 (NVFP4; default bf16)")
 INFER_DTYPE = typer.Option(None, "--dtype", help="weights: bf16 | fp16 | fp8 | fp4 (default bf16)")
 KV_DTYPE = typer.Option(None, "--kv-dtype", help="KV cache dtype (default fp8 for fp8/fp4 weights)")
 

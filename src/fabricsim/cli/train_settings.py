@@ -57,7 +57,9 @@ A2A_OPTION = typer.Option(
     "--overlap-moe-expert-parallel-comm)." + _FREE,
 )
 FP8_RECIPE_OPTION = typer.Option(
-    None, "--fp8-recipe", help="delayed | current | block | mxfp8, for --dtype fp8 (default delayed, as Megatron-Core)"
+    None,
+    "--fp8-recipe",
+    help="delayed | current | block | mxfp8 (--dtype fp8), nvfp4 (--dtype fp4); default delayed, as Megatron-Core",
 )
 CAPACITY_OPTION = typer.Option(
     None, "--capacity-factor", help="MoE token drop: pad experts to this x the mean load (default dropless)"

@@ -81,8 +81,11 @@ def catalog_item_table(item: dict[str, Any]) -> Table:
 
 
 def _suite_caption(suite: dict[str, Any]) -> str | None:
-    """Calibration note and the rows the suite could not predict (counted, with their reasons)."""
+    """Calibration note, held-out-calibration errors (one line per group) and the rows the suite
+    could not predict (counted, with their reasons)."""
     lines = [suite["calibration"]] if suite.get("calibration") else []
+    for h in suite.get("holdout", []):
+        lines.append(f"{h['kind']} {h['group']}: mean |error| {h['mean_abs_error'] * 100:.1f}% ({h['rows']} rows)")
     reasons: dict[str, int] = {}
     for row in suite.get("skipped", ()):
         reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1

@@ -54,6 +54,8 @@ class ModelDims:
     output_params: int
     tied_embeddings: bool
     mla: bool
+    rope_dim: int = 0
+    """Head dimension rotated by RoPE (0: learned absolute positions, GPT-2/3 style)."""
     q_lora_rank: int = 0  # MLA only: query latent width
     kv_lora_rank: int = 0  # MLA only: key/value latent width
     qk_rope_dim: int = 0  # MLA only: the rotary part of qk_head_dim
@@ -102,10 +104,21 @@ def model_dims(model: ModelSpec) -> ModelDims:
         output_params=counts.output if counts.output else counts.embedding,
         tied_embeddings=not counts.output,
         mla=model.is_mla,
+        rope_dim=_rope_dim(model, qk_dim),
         q_lora_rank=(model.q_lora_rank or 0) if model.is_mla else 0,
         kv_lora_rank=(model.kv_lora_rank or 0) if model.is_mla else 0,
         qk_rope_dim=(model.qk_rope_head_dim or 0) if model.is_mla else 0,
     )
+
+
+def _rope_dim(model: ModelSpec, qk_dim: int) -> int:
+    """RoPE'd part of a query/key head: MLA rotates ``qk_rope_head_dim``; the gated-MLP families
+    (Llama, Mistral, Qwen, DeepSeek, Kimi) rotate the whole head; the GeLU GPT models use learned
+    absolute positions (Megatron GPT, GPT-3), no RoPE. The config has no position-type field, so the
+    MLP type stands in for it."""
+    if model.is_mla:
+        return model.qk_rope_head_dim or 0
+    return qk_dim if model.gated_mlp else 0
 
 
 def attention_core_flops(dims: ModelDims, batch: int, seq_len: int) -> float:

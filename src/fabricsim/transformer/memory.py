@@ -86,7 +86,7 @@ def linear_input_bytes(dtype: str) -> float:
     their input they cast for the forward GEMM (Transformer Engine saves the quantised input for the
     weight-gradient GEMM; DeepSeek-V3, arXiv 2412.19437 sec. 3.3.2, caches these activations in FP8),
     16-bit otherwise. Attention's Q, K, V and the norms stay 16-bit."""
-    return 1.0 if dtype == "fp8" else 2.0
+    return 1.0 if dtype in ("fp8", "fp4") else 2.0  # fp4: counted as FP8 (no claim of 4-bit caching)
 
 
 def _attention_bytes_per_token(dims: ModelDims, recompute: Recompute, lb: float) -> float:

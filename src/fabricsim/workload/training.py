@@ -23,11 +23,11 @@ from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.flops import ModelDims
 
-DTYPES = ("bf16", "fp16", "fp8")
+DTYPES = ("bf16", "fp16", "fp8", "fp4")  # fp4: NVFP4 recipe on Blackwell
 # Megatron-Core ``--fp8-recipe``: delayed (per-tensor, amax history), tensorwise (per-tensor, current
 # scaling; "current" here), blockwise (DeepSeek-V3's 1x128 / 128x128 blocks; "block"), mxfp8
-# (Blackwell MX, 1x32 blocks with E8M0 scales).
-FP8_RECIPES = ("delayed", "current", "block", "mxfp8")
+# (Blackwell MX, 1x32 blocks with E8M0 scales); nvfp4 for fp4 runs.
+FP8_RECIPES = ("delayed", "current", "block", "mxfp8", "nvfp4")  # transformer.kernels.RECIPE_FORMAT
 # Megatron-Core token dispatchers: alltoall (NCCL all-to-all, the default) and DeepEP
 # (``--moe-token-dispatcher-type flex --moe-enable-deepep``).
 MOE_DISPATCHERS = ("alltoall", "deepep")
@@ -47,15 +47,14 @@ class TrainingOptions:
     (``--tp-comm-overlap``, Transformer Engine userbuffers, which need the TP group inside one NVLink
     domain; default off). ``a2a_overlap``: the expert-parallel all-to-all of one micro-batch hidden
     behind the other's compute in the 1F1B steady state (``--overlap-moe-expert-parallel-comm``,
-    DualPipe-style; default off). ``fp8_recipe``: the
-    scaling recipe of fp8 runs (:data:`FP8_RECIPES`; Megatron-Core's default ``delayed``), handed to
-    the compute model with the dtype. ``capacity_factor``: None is dropless (Megatron-Core's
-    default); a number c drops tokens beyond c x the mean expert load and pads every expert to it
-    (``--moe-expert-capacity-factor c --moe-pad-expert-input-to-capacity``), so expert GEMMs and
-    dispatch carry c x the mean (c < 1 would drop work the model FLOPs still count, so it is refused).
-    ``moe_dispatcher``: :data:`MOE_DISPATCHERS` (default alltoall, as
-    Megatron-Core); deepep sends a token once per remote NVLink domain
-    (:mod:`fabricsim.collectives.dispatch`).
+    DualPipe-style; default off). ``fp8_recipe``: the scaling recipe of FP8/FP4 training
+    (:data:`FP8_RECIPES`; None = delayed, Megatron-Core's default): selects the GEMM format and the
+    quantisation kernels' cost in the compute model. ``capacity_factor``: None is dropless
+    (Megatron-Core's default); a number c drops tokens beyond c x the mean expert load and pads every
+    expert to it (``--moe-expert-capacity-factor c --moe-pad-expert-input-to-capacity``), so expert
+    GEMMs and dispatch carry c x the mean (c < 1 would drop work the model FLOPs still count, so it
+    is refused). ``moe_dispatcher``: :data:`MOE_DISPATCHERS` (default alltoall, as Megatron-Core);
+    deepep sends a token once per remote NVLink domain (:mod:`fabricsim.collectives.dispatch`).
     """
 
     flash_attention: bool = True
@@ -66,6 +65,12 @@ class TrainingOptions:
     fp8_recipe: str | None = None  # None: delayed, Megatron-Core's default
     capacity_factor: float | None = None
     moe_dispatcher: str = "alltoall"
+
+    def __post_init__(self) -> None:
+        if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
+            raise FabricsimError(
+                "fp8_recipe", f"unknown FP8 recipe {self.fp8_recipe!r}", f"use one of {', '.join(FP8_RECIPES)}"
+            )
 
     def as_dict(self) -> dict[str, object]:
         """JSON view with the CLI's names."""
