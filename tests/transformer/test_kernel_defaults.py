@@ -1,0 +1,56 @@
+"""The generation defaults of the kernel model are what their docstring says: the medians of the
+catalog's kernel microbenchmark figures (a device without ``kernels`` data, or one held out by
+``validate``'s leave-one-device-out, runs on them), and the guard on user figures holds."""
+
+import statistics
+
+import pytest
+
+from fabricsim.transformer import kernels
+
+
+def _devices():
+    from fabricsim import catalog  # tests may read the catalog directly
+
+    return [catalog.load_device(name) for name in catalog.names("devices")]
+
+
+def test_defaults_are_the_catalog_medians() -> None:
+    devices = [d for d in _devices() if d.kernels is not None]
+    assert len(devices) >= 5
+    bf16 = [d.kernels.gemm["bf16"] for d in devices]
+    gemm_fraction = statistics.median(b.flops_per_s / d.peak("bf16") for b, d in zip(bf16, devices, strict=True))
+    gemm_k = statistics.median(b.k for d in devices for b in d.kernels.gemm.values())
+    attention = [kernels.attention_rates(d) for d in devices]
+    hbm = statistics.median(d.kernels.hbm_achieved_Bps / d.hbm_bandwidth_Bps for d in devices)
+    assert pytest.approx(gemm_fraction, rel=0.05) == kernels.DEFAULT_GEMM_FRACTION
+    assert pytest.approx(gemm_k, rel=0.05) == kernels.DEFAULT_GEMM_K
+    assert kernels.DEFAULT_ATTENTION_FRACTION[0] == pytest.approx(
+        statistics.median(a.forward_fraction for a in attention), rel=0.05)
+    assert kernels.DEFAULT_ATTENTION_FRACTION[1] == pytest.approx(
+        statistics.median(a.backward_fraction for a in attention), rel=0.05)
+    assert pytest.approx(hbm, rel=0.05) == kernels.DEFAULT_HBM_FRACTION
+
+
+def test_a_device_without_kernel_data_runs_on_the_defaults() -> None:
+    h100 = next(d for d in _devices() if d.name == "h100-sxm")
+    bare = h100.model_copy(update={"kernels": None})
+    rates = kernels.gemm_rates(bare, "bf16")
+    large = rates.efficiency(16384, 16384, kernels.DEFAULT_GEMM_K)  # whole waves: only padding-free tiles
+    assert large == pytest.approx(kernels.DEFAULT_GEMM_FRACTION, rel=0.05)
+    assert kernels.attention_rates(bare).forward_fraction == kernels.DEFAULT_ATTENTION_FRACTION[0]
+
+
+def test_no_gemm_runs_above_the_guard_even_with_a_user_figure_at_peak() -> None:
+    """A user's benchmark claiming 99% of peak is clamped to MAX_GEMM_FRACTION (CUTLASS 3.8's best
+    Blackwell cases are 88-98%): no large GEMM is predicted above it."""
+    h100 = next(d for d in _devices() if d.name == "h100-sxm")
+    bench = h100.kernels.gemm["bf16"]
+
+    def rates_claiming(fraction: float) -> kernels.GemmRates:
+        claimed = bench.model_copy(update={"flops_per_s": fraction * h100.peak("bf16")})
+        device = h100.model_copy(update={"kernels": h100.kernels.model_copy(update={"gemm": {"bf16": claimed}})})
+        return kernels.gemm_rates(device, "bf16")
+
+    assert rates_claiming(0.99) == rates_claiming(kernels.MAX_GEMM_FRACTION)
+    assert rates_claiming(0.99).efficiency(16384, 16384, 16384) <= kernels.MAX_GEMM_FRACTION
