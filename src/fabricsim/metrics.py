@@ -91,8 +91,11 @@ class TrainResult:
     time_breakdown_s: tuple[tuple[str, float], ...]
     layout: tuple[tuple[str, object], ...]
     fidelity: str = "analytic"
+    tiers: tuple[tuple[str, object], ...] = ()  # offload only: per-tier memory keys (see to_json)
 
     def to_json(self) -> dict[str, object]:
+        """The ``train`` contract; with offload also ``memory_breakdown_bytes_by_tier`` ({tier: {kind:
+        bytes}}), ``memory_capacity_bytes_by_tier`` ({tier: bytes}) and ``memory_overflow_tiers``."""
         return {
             "model": self.model,
             "system": self.system,
@@ -113,6 +116,7 @@ class TrainResult:
             "time_breakdown_s": dict(self.time_breakdown_s),
             "layout": dict(self.layout),
             "fidelity": self.fidelity,
+            **dict(self.tiers),
         }
 
 

@@ -15,7 +15,7 @@ from fabricsim.metrics import (
     SimulatedTrainResult,
     TrainResult,
 )
-from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.specs import ParallelLayout, Recompute, parse_offload
 
 
 def train(
@@ -36,8 +36,14 @@ def train(
     recompute: str | None = None,
     sequence_parallel: bool | None = None,
     dtype: str | None = None,
+    offload: str | list[str] | None = None,
+    offload_tier: str | None = None,
 ) -> TrainResult:
     """Estimate one training step of ``model`` on ``gpus`` GPUs of ``system`` (analytic fidelity).
+
+    ``offload`` (``"optimizer,weights,activations"`` or a list) keeps those tensor classes on the
+    memory tier ``offload_tier`` (``host`` default, ``grace``, ``cxl``: one the system YAML lists
+    under ``memory_tiers``); the exposed transfers are ``time_breakdown_s.offload_s``.
 
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
@@ -65,7 +71,10 @@ def train(
         sequence_parallel=sequence_parallel,
         dtype=dtype,
     )
-    estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len)
+    placement = parse_offload(offload, offload_tier)
+    if placement is not None:
+        system_spec.memory_tier(placement.tier)
+    estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len, offload=placement)
     return train_result(model_spec.name, system_spec.name, estimate)
 
 
@@ -89,7 +98,26 @@ def train_result(model: str, system: str, estimate: analytic.TrainingEstimate) -
         memory_capacity_bytes=estimate.memory_capacity_bytes,
         memory_breakdown_bytes=tuple(estimate.memory.as_dict().items()),
         time_breakdown_s=tuple(estimate.time.as_dict().items()),
-        layout=tuple(estimate.layout.as_dict().items()),
+        layout=tuple(estimate.layout.as_dict().items()) + _offload_layout(estimate.tier),
+        tiers=_tiers_json(estimate),
+    )
+
+
+def _offload_layout(tier: analytic.TierMemory | None) -> tuple[tuple[str, object], ...]:
+    """``offload`` (classes) and ``offload_tier`` layout keys of an offloaded estimate."""
+    return () if tier is None else tuple(tier.offload.as_dict().items())
+
+
+def _tiers_json(estimate: analytic.TrainingEstimate) -> tuple[tuple[str, object], ...]:
+    """Per-tier memory keys of an offloaded estimate (none without offload)."""
+    tier = estimate.tier
+    if tier is None:
+        return ()
+    name = tier.offload.tier.value
+    return (
+        ("memory_breakdown_bytes_by_tier", {"hbm": estimate.memory.as_dict(), name: tier.bytes.as_dict()}),
+        ("memory_capacity_bytes_by_tier", {"hbm": estimate.memory_capacity_bytes, name: tier.capacity_bytes}),
+        ("memory_overflow_tiers", list(estimate.overflow_tiers)),
     )
 
 
@@ -134,6 +162,8 @@ def simulate_train(
     """
     if fidelity not in ("simulate", "flow"):
         raise unknown_name("fidelity", fidelity, ("simulate", "flow"))
+    if layout.get("offload") is not None:
+        raise FabricsimError("offload", "is costed by the analytic fidelity only", "drop --fidelity and variability")
     if variability is not None:
         variability.validate()
     base = train(model, system, gpus, global_batch, seq_len, **layout)

@@ -27,6 +27,10 @@ def train(
         None, "--sequence-parallel/--no-sequence-parallel", help="sequence parallelism (default on when tp > 1)"
     ),
     dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16)"),
+    offload: str | None = typer.Option(
+        None, "--offload", help="tensor classes kept below HBM: optimizer,weights,activations (comma-separated)"
+    ),
+    offload_tier: str | None = typer.Option(None, "--offload-tier", help="host | grace | cxl (default host)"),
     as_json: bool = JSON_OPTION,
     fidelity: str = fidelity_flags.FIDELITY_OPTION,
     trace: str | None = fidelity_flags.TRACE_OPTION,
@@ -45,6 +49,7 @@ def train(
     if flags.wants_engine:  # --fidelity simulate|flow, --trace or variability: the event-driven engine
         layout = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "micro_batch": micro_batch}
         layout |= {"zero": zero, "recompute": recompute, "sequence_parallel": sequence_parallel, "dtype": dtype}
+        layout |= {"offload": offload} if offload is not None else {}
         fidelity_flags.run_train(flags, (model, system, gpus, global_batch, seq_len), layout, as_json)
         return
     result = api.train(
@@ -64,5 +69,7 @@ def train(
         recompute=recompute,
         sequence_parallel=sequence_parallel,
         dtype=dtype,
+        offload=offload,
+        offload_tier=offload_tier,
     )
     emit(result.to_json(), as_json, train_table)

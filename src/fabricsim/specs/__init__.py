@@ -3,6 +3,7 @@
 from fabricsim.specs.device import DTYPE_BYTES, DeviceSpec, Dtype, Generation
 from fabricsim.specs.fabric import LinkKind, LinkSpec, ScaleOutSpec, ScaleUpSpec, SwitchSpec, TopologyKind
 from fabricsim.specs.layout import ParallelLayout, Recompute
+from fabricsim.specs.memory_tier import MemoryTierKind, MemoryTierSpec, OffloadClass, OffloadSpec, parse_offload
 from fabricsim.specs.model import ModelSpec
 from fabricsim.specs.system import CpuVendor, SystemSpec
 
@@ -14,7 +15,11 @@ __all__ = [
     "Generation",
     "LinkKind",
     "LinkSpec",
+    "MemoryTierKind",
+    "MemoryTierSpec",
     "ModelSpec",
+    "OffloadClass",
+    "OffloadSpec",
     "ParallelLayout",
     "Recompute",
     "ScaleOutSpec",
@@ -22,4 +27,5 @@ __all__ = [
     "SwitchSpec",
     "SystemSpec",
     "TopologyKind",
+    "parse_offload",
 ]
