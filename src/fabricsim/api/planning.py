@@ -18,6 +18,7 @@ from fabricsim.metrics import (
     SimulatedTrainResult,
     TrainResult,
 )
+from fabricsim.specs import OffloadSpec, SystemSpec
 
 
 def plan_train(
@@ -32,8 +33,14 @@ def plan_train(
     refine: int = 0,
     constraints: dict[str, object] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    search_offload: bool | None = None,
+    offload_tier: str | list[str] | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
+
+    ``search_offload`` (default: on when the system lists a memory tier) also tries keeping the
+    optimizer, weights and/or activations on a memory tier (``offload_tier``: one name or a list,
+    default every tier of the system) for layouts that do not fit in HBM by themselves.
 
     ``objective``: ``tokens-per-s`` (same ranking as ``step-time`` at a fixed batch) or ``memory``.
     ``constraints`` limits dimensions with :func:`train`'s layout keywords, each one value or a
@@ -52,10 +59,37 @@ def plan_train(
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints or {})
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len)
+    choices = _offload_choices(system_spec, search_offload, offload_tier)
     start = time.perf_counter()
-    search = planner.search_train(question, space, planner.PlanSettings(top, goal), on_progress)
+    search = planner.search_train(question, space, planner.PlanSettings(top, goal, choices), on_progress)
     search = planner.refine_search(question, search, refine, goal)
     return _train_plan_result(question, search, goal, time.perf_counter() - start)
+
+
+def _offload_choices(
+    system: SystemSpec, search_offload: bool | None, offload_tier: str | list[str] | None
+) -> tuple[OffloadSpec, ...]:
+    """The offload choices to search: none when ``search_offload`` is False, else every class set
+    on the allowed tiers (an error when asked for explicitly on a system without any tier)."""
+    if search_offload is not None and not isinstance(search_offload, bool):
+        raise FabricsimError("search-offload", f"must be true or false, got {search_offload!r}")
+    tiers = None if offload_tier is None else tuple(str_items(offload_tier))
+    if search_offload is False:
+        if tiers is not None:
+            raise FabricsimError("offload-tier", "given with --no-search-offload", "drop one of them")
+        return ()
+    choices = planner.offload_choices(system, tiers)
+    planner.check_offload_choices(choices, bool(search_offload) or tiers is not None)
+    return choices
+
+
+def str_items(value: str | list[str]) -> list[str]:
+    """``"host,cxl"`` or ``["host", "cxl"]`` -> ``["host", "cxl"]``."""
+    parts = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    items = [part.strip() for part in parts if part.strip()]
+    if not items:
+        raise FabricsimError("offload-tier", "is empty", "name host, grace or cxl")
+    return items
 
 
 def _train_plan_result(

@@ -75,6 +75,13 @@ def train(
         None, "--sequence-parallel/--no-sequence-parallel", help="only with / without (default: both when tp > 1)"
     ),
     dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16, and fp8 where native)"),
+    search_offload: bool | None = typer.Option(
+        None,
+        "--search-offload/--no-search-offload",
+        help="also try optimizer/weights/activations offload where a layout does not fit (default: on when "
+        "the system has a memory tier)",
+    ),
+    offload_tier: str | None = typer.Option(None, "--offload-tier", help="tiers to offload to: host,grace,cxl"),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Rank training layouts (TP, PP, DP, CP, EP, vpp, micro-batch, ZeRO, recompute, SP, dtype)."""
@@ -99,6 +106,8 @@ def train(
             refine=refine,
             constraints=constraints,
             on_progress=on_progress,
+            search_offload=search_offload,
+            offload_tier=offload_tier,
         )
     emit(result.to_json(), as_json, plan_table)
 

@@ -3,12 +3,20 @@
 from fabricsim.specs.device import DTYPE_BYTES, DeviceSpec, Dtype, Generation
 from fabricsim.specs.fabric import LinkKind, LinkSpec, ScaleOutSpec, ScaleUpSpec, SwitchSpec, TopologyKind
 from fabricsim.specs.layout import ParallelLayout, Recompute
-from fabricsim.specs.memory_tier import MemoryTierKind, MemoryTierSpec, OffloadClass, OffloadSpec, parse_offload
+from fabricsim.specs.memory_tier import (
+    OFFLOAD_ORDER,
+    MemoryTierKind,
+    MemoryTierSpec,
+    OffloadClass,
+    OffloadSpec,
+    parse_offload,
+)
 from fabricsim.specs.model import ModelSpec
 from fabricsim.specs.system import CpuVendor, SystemSpec
 
 __all__ = [
     "DTYPE_BYTES",
+    "OFFLOAD_ORDER",
     "CpuVendor",
     "DeviceSpec",
     "Dtype",

@@ -63,23 +63,43 @@ class ResidentBytes(NamedTuple):
     microbatches: int
 
 
+class ClassShift(NamedTuple):
+    """Offloading one class: HBM bytes it frees and tier bytes it takes (independent of the other classes)."""
+
+    hbm_freed: float
+    tier_bytes: float
+
+
+def class_shifts(sizes: ResidentBytes) -> tuple[ClassShift, ClassShift, ClassShift]:
+    """(optimizer, weights, activations) shifts, in :data:`fabricsim.specs.OFFLOAD_ORDER`: what each
+    class moves is independent of the others, so a set's bytes are sums of these (the planner sizes
+    every offload choice of a layout from them)."""
+    weights, gradients, optimizer, activations = sizes.resident
+    kept_gradients = min(gradients, 2.0 * sizes.bucket_gradient_bytes) if sizes.microbatches == 1 else gradients
+    stored = min(sizes.stored_activation_bytes, activations)
+    return (
+        ClassShift(optimizer + gradients - kept_gradients, optimizer + sizes.gradient_shard_bytes),
+        ClassShift(weights - min(weights, 2.0 * sizes.layer_weight_bytes), sizes.weight_store_bytes),
+        ClassShift(stored - min(stored, 2.0 * sizes.layer_activation_bytes), stored),
+    )
+
+
 def place(sizes: ResidentBytes, offload: OffloadSpec) -> tuple[TierBytes, TierBytes]:
     """(HBM bytes, tier bytes) by class when ``offload``'s classes live on its tier."""
-    hbm = sizes.resident
-    weights, gradients, optimizer, activations = hbm
+    weights, gradients, optimizer, activations = sizes.resident
+    moved_optimizer, moved_weights, moved_activations = class_shifts(sizes)
     tier_weights = tier_gradients = tier_optimizer = tier_activations = 0.0
-    if offload.has(OffloadClass.WEIGHTS):
-        weights = min(weights, 2.0 * sizes.layer_weight_bytes)
-        tier_weights = sizes.weight_store_bytes
-    if offload.has(OffloadClass.OPTIMIZER):
+    classes = offload.classes
+    if OffloadClass.WEIGHTS in classes:
+        weights -= moved_weights.hbm_freed
+        tier_weights = moved_weights.tier_bytes
+    if OffloadClass.OPTIMIZER in classes:
+        gradients -= moved_optimizer.hbm_freed - optimizer
         tier_optimizer, optimizer = optimizer, 0.0
         tier_gradients = sizes.gradient_shard_bytes
-        if sizes.microbatches == 1:
-            gradients = min(gradients, 2.0 * sizes.bucket_gradient_bytes)
-    if offload.has(OffloadClass.ACTIVATIONS):
-        stored = min(sizes.stored_activation_bytes, activations)
-        activations -= stored - min(stored, 2.0 * sizes.layer_activation_bytes)
-        tier_activations = stored
+    if OffloadClass.ACTIVATIONS in classes:
+        activations -= moved_activations.hbm_freed
+        tier_activations = moved_activations.tier_bytes
     return (
         TierBytes(weights, gradients, optimizer, activations),
         TierBytes(tier_weights, tier_gradients, tier_optimizer, tier_activations),

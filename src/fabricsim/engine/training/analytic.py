@@ -22,9 +22,11 @@ Public entry points: :func:`training_context` then ``ctx.estimate`` / ``ctx.memo
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.training.memory import memory_breakdown, stage_activations, stage_parameters
-from fabricsim.engine.training.offload import offload_memory, offload_time
+from fabricsim.engine.training.offload import offload_memory, offload_time, resident_bytes
 from fabricsim.engine.training.results import (
     MemoryBreakdown,
     StageEntry,
@@ -46,9 +48,10 @@ from fabricsim.engine.training.step_time import (
     step_time,
     zero3_exposed_s,
 )
-from fabricsim.specs import MemoryTierSpec, ModelSpec, OffloadSpec, ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs import OFFLOAD_ORDER, MemoryTierSpec, ModelSpec, OffloadSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.compute import DeviceRates, device_rates
 from fabricsim.transformer.flops import ModelDims, hardware_flops_per_step, model_dims, model_flops_per_step
+from fabricsim.transformer.memory_tiers import class_shifts
 from fabricsim.workload import training as work
 from fabricsim.workload.training import TrainingOptions
 
@@ -186,6 +189,29 @@ class TrainingContext:
         base = memory_breakdown(layout, entry, microbatches)
         return offload_memory(layout, entry, base, microbatches, (offload, self.tier(offload)))
 
+    def fitting_offloads(
+        self, layout: ParallelLayout, base: MemoryBreakdown, global_batch: int, seq_len: int, choices: Offloads
+    ) -> list[OffloadSpec]:
+        """The ``choices`` (grouped by tier) with which ``layout`` fits in HBM and on the tier: the
+        planner's memory check of offload variants. ``layout`` was checked and sized by
+        :meth:`memory` (``base``); each class's shift is computed once and summed per choice."""
+        microbatches = global_batch // (layout.data_parallel * layout.micro_batch_size)
+        shifts = class_shifts(resident_bytes(layout, self.stage(layout, seq_len), base, microbatches))
+        over = base.total - self.system.device.hbm_capacity_bytes
+        if over > sum(shift.hbm_freed for shift in shifts):
+            return []  # offloading everything does not fit in HBM: no choice does
+        fitting = []
+        for group in choices:
+            capacity = self.tier(group[0]).capacity_per_gpu_bytes
+            for choice in group:
+                freed = tier_bytes = 0.0
+                for index in _class_indices(choice):
+                    freed += shifts[index].hbm_freed
+                    tier_bytes += shifts[index].tier_bytes
+                if freed >= over and tier_bytes <= capacity:
+                    fitting.append(choice)
+        return fitting
+
     def tier(self, offload: OffloadSpec) -> MemoryTierSpec:
         return self.system.memory_tier(offload.tier)
 
@@ -220,6 +246,15 @@ class TrainingContext:
             memory_capacity_bytes=self.system.device.hbm_capacity_bytes,
             tier=tier,
         )
+
+
+Offloads = tuple[tuple[OffloadSpec, ...], ...]  # offload choices grouped by tier
+
+
+@lru_cache(maxsize=64)
+def _class_indices(choice: OffloadSpec) -> tuple[int, ...]:
+    """Positions of ``choice``'s classes in OFFLOAD_ORDER (a pure function of a value: cached)."""
+    return tuple(OFFLOAD_ORDER.index(kind) for kind in choice.classes)
 
 
 _DEFAULT_OPTIONS = TrainingOptions()
