@@ -7,9 +7,12 @@ layout only where they can help:
 * the layout does not fit in HBM by itself: the choices with which it fits in HBM *and* on the
   tier are timed (the exposed transfers make each one slower or as fast as the same layout
   would be without offload, so a layout that fits without it gains nothing from them); or
-* a tier's CPU could run the Adam step faster than the GPU (its DRAM bandwidth per GPU above the
-  GPU's usable HBM bandwidth -- no shipped system, but a user's YAML might say so): then every
-  fitting choice is timed too.
+* the objective is memory (offloading lowers HBM bytes), or a tier's CPU could run the Adam step
+  faster than the GPU (its DRAM bandwidth per GPU above the GPU's usable HBM bandwidth -- no
+  shipped system, but a user's YAML might say so): then every fitting choice is timed too.
+
+So the fastest step is exact over every (layout, offload) pair; for the step objective, a
+variant that only ties a fitting layout's step with less HBM is not tried.
 
 Memory pruning stays exact: for each choice, HBM and tier bytes do not shrink as the micro-batch
 grows, except the gradients under optimizer offload, which stream out per bucket once a step has

@@ -350,7 +350,8 @@ def search_train(
     walk = _Walk(question, problem, space, settings, capacity_bytes, training_context(question.model, question.system))
     if settings.offload:
         hbm_Bps = min(walk.context.rates(dtype).hbm_Bps for dtype in sp.default_dtypes(question.system))
-        walk.offload_always = cpu_can_beat_gpu(question.system, settings.offload, hbm_Bps)
+        memory_goal = settings.objective is TrainObjective.MEMORY  # offload always lowers HBM bytes
+        walk.offload_always = memory_goal or cpu_can_beat_gpu(question.system, settings.offload, hbm_Bps)
         walk.offload_groups = by_tier(settings.offload)
     groups = list(sp.train_groups(problem, space))
     step = max(1, len(groups) // 200)
