@@ -54,7 +54,8 @@ def test_offload_search_loses_nothing(objective: TrainObjective) -> None:
     if objective is TrainObjective.STEP_TIME:  # the fastest over every (layout, offload) pair
         assert search.plans[0].estimate.step_time_s == fastest
     without = search_train(TIGHT, settings=PlanSettings(top=6, objective=objective))
-    assert search.feasible >= without.feasible
+    assert search.feasible > without.feasible and search.evaluated == without.evaluated
+    assert search.costed + search.pruned_memory + search.pruned_unsized + search.pruned_time == search.evaluated
 
 
 def test_offload_makes_more_layouts_fit_and_every_plan_fits_its_tiers() -> None:

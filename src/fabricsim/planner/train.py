@@ -112,7 +112,8 @@ class TrainSearch:
     """The outcome: ranked plans and what the walk did.
 
     ``evaluated``: valid layouts assessed (every one either timed or rejected by a bound);
-    ``feasible``: those that fit in memory; ``costed``: those timed by the engine;
+    ``feasible``: those that fit in memory (by themselves or with an offload choice); ``costed``:
+    those timed by the engine (each with every offload choice that fits it);
     ``pruned_memory``: sized and too big; ``pruned_unsized``: larger micro-batches of a block where
     nothing fit, rejected without sizing; ``pruned_time``: fit but not timed (time bound);
     ``smallest_memory_bytes`` and ``smallest_memory_layout``: the least memory per GPU seen;
@@ -277,11 +278,11 @@ def _search_group(walk: _Walk, group: Group) -> None:
             position = _skip_unfit(walk, group, sizes, position)
             continue
         if _time_bound_beaten(walk, bound_s):
-            walk.pruned_time += len(fitting)
+            walk.pruned_time += feasible
             continue
         for layout, offload in fitting:
             _offer(walk, walk.context.estimate(layout, q.global_batch, q.seq_len, offload))
-        walk.costed += len(fitting)
+        walk.costed += feasible  # layouts; with offload each may be timed with several choices
 
 
 def _skip_unfit(walk: _Walk, group: Group, sizes: tuple[int, ...], position: int) -> int:
