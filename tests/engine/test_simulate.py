@@ -64,7 +64,7 @@ def test_payloads_are_timed_once_per_distinct_payload():
 
     g = _graph()
     for k in range(4):
-        g.add(Op(f"ar{k}", 0, Stream.DP_COMM, "dp", 9.0, payload=CommPayload("all-reduce", 10**9, 8)))
+        g.add(Op(f"ar{k}", 0, Stream.DP_COMM, "dp", 0.5, payload=CommPayload("all-reduce", 10**9, 8)))
     result = simulate(g, timer)
     assert len(calls) == 1
     assert result.step_time_s == pytest.approx(4.0)
@@ -87,3 +87,5 @@ def test_payload_without_timer_keeps_nominal_duration_and_timer_repeats():
     g.add(Op("ar", 0, Stream.DP_COMM, "dp", 0.5, payload=CommPayload("all-reduce", 1, 2), repeat=3))
     assert resolve_durations(g, None).tolist() == [0.5]
     assert resolve_durations(g, lambda p: 0.25).tolist() == [0.75]
+    # a network timer adds contention to the uncontended time; it never shortens it
+    assert resolve_durations(g, lambda p: 0.1).tolist() == [0.5]

@@ -7,6 +7,8 @@ One module per family of questions; everything public is re-exported here (``fab
 
 from fabricsim.api.catalogs import catalog_list, catalog_show, validate
 from fabricsim.api.communication import collective, traffic
+from fabricsim.api.goodput import goodput
+from fabricsim.api.goodput_plan import plan_goodput
 from fabricsim.api.inference import infer, serve, simulate_infer
 from fabricsim.api.planning import plan_infer, plan_train
 from fabricsim.api.sweeping import sweep, sweep_runners
@@ -17,7 +19,9 @@ __all__ = [
     "catalog_list",
     "catalog_show",
     "collective",
+    "goodput",
     "infer",
+    "plan_goodput",
     "plan_infer",
     "plan_train",
     "serve",

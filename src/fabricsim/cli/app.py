@@ -14,6 +14,7 @@ import typer
 from fabricsim.cli import (
     catalog_cmd,
     collective_cmd,
+    goodput_cmd,
     infer_cmd,
     plan_cmd,
     serve_cmd,
@@ -40,6 +41,7 @@ app.command("train", no_args_is_help=True)(train_cmd.train)
 app.add_typer(plan_cmd.app, name="plan")
 app.command("infer", no_args_is_help=True)(infer_cmd.infer)
 app.command("serve", no_args_is_help=True)(serve_cmd.serve)
+app.command("goodput", no_args_is_help=True)(goodput_cmd.goodput)
 
 
 def _one_line(text: str) -> str:

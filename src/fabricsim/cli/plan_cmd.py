@@ -60,7 +60,8 @@ def train(
     global_batch: int = typer.Option(..., "--global-batch", help="sequences per optimizer step"),
     seq_len: int = typer.Option(..., "--seq-len", help="tokens per sequence"),
     top: int = typer.Option(5, "--top", help="plans to show"),
-    objective: str = typer.Option("tokens-per-s", "--objective", help="tokens-per-s | step-time | memory"),
+    objective: str = typer.Option("tokens-per-s", "--objective", help="tokens-per-s | step-time | memory | goodput"),
+    days: float = typer.Option(30.0, "--days", help="days of training, for --objective goodput"),
     refine: int = typer.Option(0, "--refine", help="re-time the best K plans with the event-driven engine"),
     tp: str | None = typer.Option(None, "--tp", help=f"tensor-parallel sizes: {_LIST}"),
     pp: str | None = typer.Option(None, "--pp", help=f"pipeline stages: {_LIST}"),
@@ -95,6 +96,11 @@ def train(
     constraints |= {"micro_batch": int_list("micro-batch", micro_batch), "zero": int_list("zero", zero)}
     constraints |= {"recompute": str_list(recompute), "dtype": str_list(dtype), "sequence_parallel": sequence_parallel}
     with progress_bar(not as_json and sys.stderr.isatty()) as on_progress:
+        if objective.strip().lower() == "goodput":  # step-time search, re-ranked by goodput (api.plan_goodput)
+            args = (model, system, gpus, global_batch, seq_len)
+            result = api.plan_goodput(*args, days=days, top=top, constraints=constraints, on_progress=on_progress)
+            emit(result.to_json(), as_json, plan_table)
+            return
         result = api.plan_train(
             model,
             system,

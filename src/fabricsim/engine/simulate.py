@@ -59,8 +59,11 @@ def resolve_durations(graph: OpGraph, timer: CommTimer | None) -> np.ndarray:
 
     Without a timer every op takes its ``duration_s`` (for communication ops, the nominal time the
     workload carried from the analytic collective model). With a timer, payload ops take
-    ``repeat * timer(payload)`` instead. Each distinct payload is timed once (a model with thousands
-    of identical bucket all-reduces costs one network evaluation).
+    ``max(duration_s, repeat * timer(payload))``: a network timer adds contention but leaves out what
+    the analytic model charges beyond bandwidth (algorithm steps' latencies, NCCL protocol and channel
+    efficiency; see :mod:`fabricsim.engine.flow_timer`), so it can only lengthen the uncontended
+    time, never shorten it (the rule the inference simulator applies too). Each distinct payload is
+    timed once (a model with thousands of identical bucket all-reduces costs one network evaluation).
     """
     cache: dict[CommPayload, float] = {}
     out = np.empty(len(graph.ops))
@@ -69,7 +72,7 @@ def resolve_durations(graph: OpGraph, timer: CommTimer | None) -> np.ndarray:
         if op.payload is not None and timer is not None:
             if op.payload not in cache:
                 cache[op.payload] = float(timer(op.payload))
-            duration = op.repeat * cache[op.payload]
+            duration = max(duration, op.repeat * cache[op.payload])
         out[i] = duration
     return out
 

@@ -65,15 +65,25 @@ def catalog_item_table(item: dict[str, Any]) -> Table:
     return table
 
 
+def _suite_caption(suite: dict[str, Any]) -> str | None:
+    """Calibration note and the rows the suite could not predict (counted, with their reasons)."""
+    lines = [suite["calibration"]] if suite.get("calibration") else []
+    reasons: dict[str, int] = {}
+    for row in suite.get("skipped", ()):
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    lines += [f"skipped {count} rows: {reason}" for reason, count in reasons.items()]
+    return "\n".join(lines) or None
+
+
 def validation_tables(payload: dict[str, Any]) -> Any:
 
     tables = []
     for suite in payload["suites"]:
         table = Table(
             title=f"{suite['name']}: mean |error| {suite['mean_abs_error'] * 100:.1f}%, "
-            f"max {suite['max_abs_error'] * 100:.1f}%",
+            f"max {suite['max_abs_error'] * 100:.1f}%, bias {suite['bias'] * 100:+.1f}%",
             title_justify="left",
-            caption=suite.get("calibration"),
+            caption=_suite_caption(suite),
             caption_justify="left",
         )
         for column in ("entry", "metric", "measured", "predicted", "error"):

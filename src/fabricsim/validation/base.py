@@ -46,11 +46,13 @@ class ValidationEntry:
 
 @dataclass(frozen=True, slots=True)
 class SuiteResult:
-    """A suite's entries; ``calibration`` says which fitted constants saw these rows ("" = none)."""
+    """A suite's entries; ``calibration`` says which fitted constants saw these rows ("" = none);
+    ``skipped`` lists the shipped rows the suite cannot predict, as (id, reason)."""
 
     name: str
     entries: tuple[ValidationEntry, ...]
     calibration: str = ""
+    skipped: tuple[tuple[str, str], ...] = ()
 
     @property
     def mean_abs_error(self) -> float:
@@ -60,15 +62,23 @@ class SuiteResult:
     def max_abs_error(self) -> float:
         return max((abs(e.error) for e in self.entries), default=0.0)
 
+    @property
+    def bias(self) -> float:
+        """Mean signed error: > 0 when the suite over-predicts on average."""
+        return sum(e.error for e in self.entries) / len(self.entries) if self.entries else 0.0
+
     def to_json(self) -> dict[str, object]:
         payload: dict[str, object] = {
             "name": self.name,
             "entries": [e.to_json() for e in self.entries],
             "mean_abs_error": self.mean_abs_error,
             "max_abs_error": self.max_abs_error,
+            "bias": self.bias,
         }
         if self.calibration:
             payload["calibration"] = self.calibration
+        if self.skipped:
+            payload["skipped"] = [{"id": entry_id, "reason": reason} for entry_id, reason in self.skipped]
         return payload
 
 

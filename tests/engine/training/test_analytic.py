@@ -58,7 +58,10 @@ def test_megatron_1t_at_thousands_of_gpus(system, gpus: int, given: dict) -> Non
     model = load_model("megatron-1t")
     layout = resolve_layout(gpus, model, **given)
     est = estimate_training(model, system, layout, gpus, 2048)
-    assert est.fits and 0.2 < est.mfu < 0.8
+    # The best published dense MFU at this scale is Korthikanti et al.'s 56.3% (1T, 3,072 A100,
+    # selective recompute); H100/GB200 runs report less (their peaks grew faster than memory and
+    # network): a prediction above 60% or below 30% would be a wrong model, not a fast cluster.
+    assert est.fits and 0.30 <= est.mfu <= 0.60
     assert est.time.dp_comm_s > 0
 
 
@@ -75,7 +78,11 @@ def test_deepseek_v3_with_expert_parallelism(system, gpus: int, given: dict) -> 
     est = estimate_training(model, system, layout, 4 * gpus, 4096)
     assert est.time.ep_comm_s > 0 and est.step_time_s > 0
     assert est.fits
-    assert 0.05 < est.mfu < 0.8
+    # Fine-grained MoE with full recompute: DeepSeek-V3's report implies ~20% MFU on H800 (180K
+    # GPU-hours per trillion tokens); expert all-to-all and small expert GEMMs keep MoE well below
+    # dense models. Full recompute makes HFU exceed MFU by the extra forward.
+    assert 0.10 <= est.mfu <= 0.45
+    assert est.hfu > est.mfu
 
 
 def test_context_parallel_and_zero3() -> None:
@@ -84,7 +91,7 @@ def test_context_parallel_and_zero3() -> None:
         tensor_parallel=8, context_parallel=4, data_parallel=4, zero_stage=3, sequence_parallel=True
     )
     est = estimate_training(model, H100, layout, 64, 32768)
-    assert est.time.cp_comm_s >= 0 and est.step_time_s > 0
+    assert est.time.cp_comm_s == 0.0  # 8K tokens per rank: the KV exchange hides behind attention
     zero0 = estimate_training(
         model,
         H100,
@@ -118,3 +125,19 @@ def test_pipeline_bubble_is_the_schedule_fraction_of_compute() -> None:
     stage_s = t.forward_compute_s + t.backward_compute_s + t.recompute_s + t.tp_comm_s + t.cp_comm_s + t.ep_comm_s
     assert t.dp_comm_s == 0.0
     assert t.pipeline_bubble_s / stage_s == pytest.approx((8 - 1) / (2 * est.microbatches), rel=1e-12)
+
+
+def test_context_parallel_exchange_is_exposed_when_attention_is_short() -> None:
+    """CP over 4 nodes (stride tp=8 crosses the scale-out fabric): each layer all-gathers K and V and
+    reduce-scatters their gradients; ring attention hides that behind attention compute, which
+    grows as seq² while the exchange grows as seq, so the exposed part is positive for short
+    sequences and falls to zero as the sequence grows."""
+    model = load_model("llama3-70b")
+    layout = ParallelLayout(
+        tensor_parallel=8, context_parallel=4, data_parallel=1, zero_stage=3, sequence_parallel=True
+    )
+    exposed = [estimate_training(model, H100, layout, 8, seq).time.cp_comm_s for seq in (4096, 8192, 16384)]
+    assert exposed[0] > 0.05 and exposed[0] > exposed[1] > exposed[2] == 0.0
+    inside_node = ParallelLayout(tensor_parallel=2, context_parallel=4, data_parallel=1, zero_stage=3,
+                                 sequence_parallel=True)  # CP over NVLink at stride 2: hidden
+    assert estimate_training(model, H100, inside_node, 8, 4096).time.cp_comm_s == 0.0

@@ -1,0 +1,76 @@
+"""Every validation row is bounded: per-row maximum |error|, suite mean |error| and signed bias.
+
+A row the model misses stays in the report; if it is outside its suite's row bound it must be
+listed in ``EXPECTED_MISSES`` with the reason from its source, and the test then asserts that it
+*still* misses (a strict expected failure): a fix of the model, or a regression, both show up here.
+Bounds are set a little outside today's figures so that a change of the model that moves a suite
+is a deliberate edit of this table. Rows the suite cannot predict are counted (``skipped``).
+"""
+
+from dataclasses import dataclass
+
+import pytest
+
+from fabricsim.validation import SUITES, run_suite
+
+
+@dataclass(frozen=True)
+class Bound:
+    row_max: float
+    """Largest |error| of any row not in EXPECTED_MISSES."""
+    mean_abs: float
+    bias: tuple[float, float]
+    """Allowed range of the mean signed error (predicted - measured) / measured."""
+    rows: int
+    skipped: int = 0
+
+
+BOUNDS = {
+    # nccl-tests: 8xH100 all-reduce (NVLS) 16 MiB-16 GiB within 7%. A100 send/recv >= 256 MiB: the model sends
+    # at NCCL's effective NVLink rate (topo.h 20 GB/s per NVLink3 x 12 = 240 GB/s), measured 188.6-195.1 GB/s,
+    # +23%..+26%; no documented NCCL mechanism found (nccl#464: send/recv "might not achieve peak bandwidth").
+    "collectives": Bound(row_max=0.30, mean_abs=0.16, bias=(-0.02, 0.16), rows=15),
+    # Megatron SC'21 Table 1 + Korthikanti 2022 + the Megatron README row (+10.2%): in-sample.
+    "training": Bound(row_max=0.11, mean_abs=0.05, bias=(-0.03, 0.03), rows=20),
+    # TRT-LLM H100 offline throughput: 30 dense Llama rows + 7 Qwen3-235B-A22B MoE rows; 15 Llama 4 rows
+    # skipped (interleaved MoE / chunked attention not modelled). Over-predicts on average.
+    "inference": Bound(row_max=0.30, mean_abs=0.12, bias=(0.0, 0.12), rows=37, skipped=15),
+}
+
+EXPECTED_MISSES = {
+    # 110.8 GB/s measured vs ~235 predicted. The source log shows the in-place repeat at the same size
+    # at ~111 GB/s too, and nccl-tests warms up before timing, so this is a reproducible miss of the
+    # model at 128 MiB (the larger sizes are within +26%), not a warm-up artefact.
+    "nccl-a100x8-sendrecv-134217728": "A100 send/recv at 128 MiB runs at half the rate of 256 MiB+; unexplained",
+}
+
+SUITE_NAMES = sorted(SUITES)
+
+
+def test_every_suite_has_a_bound() -> None:
+    assert sorted(BOUNDS) == SUITE_NAMES
+
+
+@pytest.fixture(scope="module", params=SUITE_NAMES)
+def suite(request):
+    return run_suite(request.param)
+
+
+def test_rows_are_bounded_or_listed_misses(suite) -> None:
+    bound = BOUNDS[suite.name]
+    assert len(suite.entries) == bound.rows
+    assert len(suite.skipped) == bound.skipped
+    assert all(reason for _, reason in suite.skipped)
+    for entry in suite.entries:
+        if entry.id in EXPECTED_MISSES:
+            assert abs(entry.error) > bound.row_max, f"{entry.id} no longer misses: move it into the bound"
+        else:
+            assert abs(entry.error) <= bound.row_max, (entry.id, round(entry.error, 3))
+    assert suite.mean_abs_error <= bound.mean_abs
+    low, high = bound.bias
+    assert low <= suite.bias <= high, suite.bias
+
+
+def test_expected_misses_exist() -> None:
+    ids = {e.id for name in SUITE_NAMES for e in run_suite(name).entries if name != "inference"}
+    assert set(EXPECTED_MISSES) <= ids
