@@ -98,3 +98,9 @@ def test_offload_search_errors_name_the_field() -> None:
     assert error.value.field == "offload-tier"
     quiet = api.plan_train("llama3-8b", "h800", 8, 16, 2048, top=1)  # no tier: searched without offload
     assert quiet.plans
+
+
+def test_refine_keeps_offloaded_plans_analytic() -> None:
+    result = api.plan_train("llama3-70b", "dgx-a100", 8, 16, 4096, top=2, refine=2)
+    assert result.refined == 0  # every plan offloads; the event-driven engine does not model offload
+    assert all(entry.result.fidelity == "analytic" for entry in result.plans)
