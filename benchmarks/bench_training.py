@@ -18,7 +18,8 @@ import time
 from fabricsim.catalog import load_model, load_system
 from fabricsim.engine.training.analytic import TrainingContext, estimate_training, training_context
 from fabricsim.errors import FabricsimError
-from fabricsim.specs import ModelSpec, OffloadSpec, ParallelLayout, Recompute, SystemSpec, parse_offload
+from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs.memory_tier import OffloadSpec, parse_offload
 
 GPUS = 3072
 GLOBAL_BATCH = 3072

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from fabricsim import catalog
-from fabricsim.specs import MemoryTierKind
+from fabricsim.specs.memory_tier import MemoryTierKind
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "systems").glob("*.yaml"))
 

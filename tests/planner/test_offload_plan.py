@@ -12,7 +12,8 @@ from fabricsim.errors import FabricsimError
 from fabricsim.planner import PlanSettings, TrainObjective, TrainQuestion, TrainSpace, offload_choices, search_train
 from fabricsim.planner import space as sp
 from fabricsim.planner.train import plan_key, train_problem
-from fabricsim.specs import ParallelLayout, Recompute, parse_offload
+from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.specs.memory_tier import parse_offload
 
 ROOT = Path(__file__).resolve().parents[2]
 CALCULON_SYSTEM = str(ROOT / "examples" / "systems" / "dgx-a100-calculon.yaml")

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from fabricsim.catalog import load_model, load_system
 from fabricsim.engine.training.analytic import training_context
-from fabricsim.specs import OFFLOAD_ORDER, MemoryTierKind, OffloadSpec, ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs import ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs.memory_tier import OFFLOAD_ORDER, MemoryTierKind, OffloadSpec
 
 MODELS = {name: load_model(name) for name in ("gpt3-175b", "llama3-70b", "mixtral-8x22b")}
 SYSTEMS = {"dgx-a100": MemoryTierKind.HOST, "dgx-h100": MemoryTierKind.HOST, "gb200-nvl72": MemoryTierKind.GRACE}

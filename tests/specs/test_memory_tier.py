@@ -4,7 +4,7 @@ import pytest
 
 from fabricsim.catalog import load_system
 from fabricsim.errors import FabricsimError
-from fabricsim.specs import MemoryTierKind, OffloadClass, parse_offload
+from fabricsim.specs.memory_tier import MemoryTierKind, OffloadClass, parse_offload
 
 
 def test_parse_offload_canonical_order_and_tier() -> None:

@@ -18,7 +18,8 @@ from fabricsim.metrics import (
     SimulatedTrainResult,
     TrainResult,
 )
-from fabricsim.specs import OffloadSpec, SystemSpec
+from fabricsim.specs import SystemSpec
+from fabricsim.specs.memory_tier import OffloadSpec
 
 
 def plan_train(

@@ -15,7 +15,8 @@ from fabricsim.metrics import (
     SimulatedTrainResult,
     TrainResult,
 )
-from fabricsim.specs import ParallelLayout, Recompute, parse_offload
+from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.specs.memory_tier import parse_offload
 
 
 def train(

@@ -25,7 +25,8 @@ from __future__ import annotations
 from itertools import combinations
 
 from fabricsim.errors import FabricsimError, unknown_name
-from fabricsim.specs import OFFLOAD_ORDER, MemoryTierKind, OffloadSpec, SystemSpec
+from fabricsim.specs import SystemSpec
+from fabricsim.specs.memory_tier import OFFLOAD_ORDER, MemoryTierKind, OffloadSpec
 
 NO_OFFLOAD_KEY = (0, 0, 0, 0)
 

@@ -37,7 +37,8 @@ from fabricsim.planner import space as sp
 from fabricsim.planner.explain import PlanFigures, train_reasons
 from fabricsim.planner.offload import by_tier, cpu_can_beat_gpu, offload_key
 from fabricsim.planner.space import Group, TrainProblem, TrainSpace
-from fabricsim.specs import ModelSpec, OffloadSpec, ParallelLayout, SystemSpec
+from fabricsim.specs import ModelSpec, ParallelLayout, SystemSpec
+from fabricsim.specs.memory_tier import OffloadSpec
 from fabricsim.transformer.flops import model_dims
 from fabricsim.workload.training import DTYPES
 

@@ -3,31 +3,18 @@
 from fabricsim.specs.device import DTYPE_BYTES, DeviceSpec, Dtype, Generation
 from fabricsim.specs.fabric import LinkKind, LinkSpec, ScaleOutSpec, ScaleUpSpec, SwitchSpec, TopologyKind
 from fabricsim.specs.layout import ParallelLayout, Recompute
-from fabricsim.specs.memory_tier import (
-    OFFLOAD_ORDER,
-    MemoryTierKind,
-    MemoryTierSpec,
-    OffloadClass,
-    OffloadSpec,
-    parse_offload,
-)
 from fabricsim.specs.model import ModelSpec
 from fabricsim.specs.system import CpuVendor, SystemSpec
 
 __all__ = [
     "DTYPE_BYTES",
-    "OFFLOAD_ORDER",
     "CpuVendor",
     "DeviceSpec",
     "Dtype",
     "Generation",
     "LinkKind",
     "LinkSpec",
-    "MemoryTierKind",
-    "MemoryTierSpec",
     "ModelSpec",
-    "OffloadClass",
-    "OffloadSpec",
     "ParallelLayout",
     "Recompute",
     "ScaleOutSpec",
@@ -35,5 +22,4 @@ __all__ = [
     "SwitchSpec",
     "SystemSpec",
     "TopologyKind",
-    "parse_offload",
 ]

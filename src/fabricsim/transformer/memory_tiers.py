@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fabricsim.specs import OffloadClass, OffloadSpec
+from fabricsim.specs.memory_tier import OffloadClass, OffloadSpec
 
 
 class TierBytes(NamedTuple):

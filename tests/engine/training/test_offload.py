@@ -7,7 +7,8 @@ import pytest
 
 from fabricsim.catalog import load_model, load_system
 from fabricsim.engine.training.analytic import estimate_training, training_context
-from fabricsim.specs import OffloadSpec, ParallelLayout, Recompute, parse_offload
+from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.specs.memory_tier import OffloadSpec, parse_offload
 from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE
 from fabricsim.workload.training import TrainingOptions
 

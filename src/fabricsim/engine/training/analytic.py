@@ -48,7 +48,8 @@ from fabricsim.engine.training.step_time import (
     step_time,
     zero3_exposed_s,
 )
-from fabricsim.specs import OFFLOAD_ORDER, MemoryTierSpec, ModelSpec, OffloadSpec, ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs.memory_tier import OFFLOAD_ORDER, MemoryTierSpec, OffloadSpec
 from fabricsim.transformer.compute import DeviceRates, device_rates
 from fabricsim.transformer.flops import ModelDims, hardware_flops_per_step, model_dims, model_flops_per_step
 from fabricsim.transformer.memory_tiers import class_shifts

@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 from fabricsim.engine.training.results import MemoryBreakdown, StageEntry, StageWork, TierMemory
 from fabricsim.engine.training.step_time import GRAD_BUCKET_PARAMS
-from fabricsim.specs import MemoryTierSpec, OffloadClass, OffloadSpec, ParallelLayout
+from fabricsim.specs import ParallelLayout
+from fabricsim.specs.memory_tier import MemoryTierSpec, OffloadClass, OffloadSpec
 from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE
 from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param
 from fabricsim.transformer.memory_tiers import ResidentBytes, TierBytes, place

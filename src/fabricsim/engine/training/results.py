@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from fabricsim.specs import OffloadSpec, ParallelLayout
+from fabricsim.specs import ParallelLayout
+from fabricsim.specs.memory_tier import OffloadSpec
 from fabricsim.transformer.memory_tiers import TierBytes
 
 
