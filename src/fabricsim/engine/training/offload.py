@@ -8,8 +8,9 @@ the GPUs behind it; both directions run at once). Per micro-batch of the slowest
   forward compute;
 * backward: weights in again and the activations back in, overlapped with backward + recompute;
 
-the exposed part of each pass is ``max(0, max(bytes in, bytes out) / link - compute)`` (Calculon,
-Isaev et al. SC'23, block offload overhead), paid by every micro-batch and the pipeline bubble's.
+the exposed part of each pass is ``max(0, max(bytes in, bytes out) / link + layers * latency -
+compute)`` (one transfer per layer; Calculon, Isaev et al. SC'23, block offload overhead), paid by
+every micro-batch and the pipeline bubble's.
 Per step:
 
 * optimizer offloaded: the fp32 gradient shard goes out during the last backward (hidden behind
@@ -21,8 +22,7 @@ Per step:
   data-parallel ranks, or updated on the GPU) are written back out during the next step's first
   forward pass, sharing the outbound direction with that micro-batch's activations.
 
-Not modelled: HBM bandwidth taken by the copies, link latency per transfer (microseconds against
-seconds of transfer), a CPU slower than its DRAM bandwidth allows.
+Not modelled: HBM bandwidth taken by the copies, a CPU slower than its DRAM bandwidth allows.
 """
 
 from __future__ import annotations
@@ -97,8 +97,12 @@ def offload_memory(
     return memory, TierMemory(offload, below, spec.capacity_per_gpu_bytes)
 
 
-def _pass_exposed_s(inbound: float, outbound: float, link_Bps: float, compute_s: float) -> float:
-    return max(0.0, max(inbound, outbound) / link_Bps - compute_s)
+def _pass_exposed_s(inbound: float, outbound: float, link: tuple[float, float], compute_s: float) -> float:
+    """Exposed seconds of one pass: the busier direction's bytes over ``link`` = (bytes/s per
+    direction, latency of the pass's per-layer transfers) beyond the pass's compute."""
+    bandwidth_Bps, latency_s = link
+    busiest = max(inbound, outbound)
+    return max(0.0, busiest / bandwidth_Bps + (latency_s if busiest else 0.0) - compute_s)
 
 
 def offload_time(
@@ -111,7 +115,7 @@ def offload_time(
     """Exposed transfer seconds per step and the CPU optimizer step (module docstring)."""
     offload, spec = tier
     work: StageWork = entry.work
-    link = spec.link_bandwidth_per_gpu_Bps
+    link = (spec.link_bandwidth_per_gpu_Bps, spec.link.latency_s * max(1, entry.layers))  # a transfer per layer
     weights = weight_store_bytes(layout, entry) if offload.has(OffloadClass.WEIGHTS) else 0.0
     acts = entry.activation_per_microbatch if offload.has(OffloadClass.ACTIVATIONS) else 0.0
     backward_s = work.backward_s + work.recompute_s
@@ -126,10 +130,10 @@ def offload_time(
         if overlap_grad_reduce:
             exposed += _pass_exposed_s(weights + acts, gradients, link, backward_s) - backward
         else:
-            exposed += gradients / link
+            exposed += gradients / link[0] + link[1]
         optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM_UPDATE / spec.memory_bandwidth_per_gpu_Bps
         if not weights:  # the updated 16-bit shard back to the GPU, pipelined with the CPU's Adam
-            exposed += max(0.0, WEIGHT_BYTES * owned / link - optimizer_s)
+            exposed += max(0.0, WEIGHT_BYTES * owned / link[0] - optimizer_s)
     if weights:
         updated_in_place = WEIGHT_BYTES * owned if offload.has(OffloadClass.OPTIMIZER) else 0.0
         write_back = max(0.0, weights - updated_in_place)
