@@ -16,8 +16,11 @@ groups of layouts sharing (tp, pp, cp, ep, dtype, sequence parallel, recompute).
    (the other terms -- bubble, p2p, exposed DP, optimizer -- are non-negative), a figure shared
    by every ZeRO/interleaving variant of a micro-batch size. When that bound is already slower
    than the K-th best plan found, the block's fitting layouts are not timed. Only the step-time
-   objective uses this bound.
-3. **Costing** with the analytic engine (:func:`estimate_training`, microseconds per layout; the
+   objective uses this bound; the memory objective skips timing a variant whose memory (known
+   before timing) exceeds the K-th best's.
+4. **Offload** (:mod:`fabricsim.planner.offload`): a layout that does not fit by itself is tried
+   with every offload choice that fits it in HBM and on the tier, each a variant timed like a layout.
+5. **Costing** with the analytic engine (:func:`estimate_training`, microseconds per layout; the
    per-(model, system) context and per-shape stage costs are cached by the engine).
 
 Ranking keeps the K best by (objective, canonical layout key): deterministic whatever the walk.
@@ -205,12 +208,20 @@ def _time_bound_beaten(walk: _Walk, bound_s: float) -> bool:
     return bound_s > -walk.best[0][0][0]
 
 
+def _memory_bound_beaten(walk: _Walk, memory_bytes: float) -> bool:
+    """True when, ranking by memory, a variant of ``memory_bytes`` cannot enter the K best (exact:
+    its memory is known before timing; a tie on memory still gets timed for the step tie-break)."""
+    if walk.settings.objective is not TrainObjective.MEMORY or len(walk.best) < walk.settings.top:
+        return False
+    return memory_bytes > -walk.best[0][0][0]
+
+
 def _note_memory(walk: _Walk, layout: ParallelLayout, memory_bytes: float) -> None:
     if memory_bytes < walk.smallest[0]:
         walk.smallest = (memory_bytes, layout)
 
 
-Variant = tuple[ParallelLayout, OffloadSpec | None]
+Variant = tuple[ParallelLayout, OffloadSpec | None, float]  # layout, offload choice, HBM bytes
 
 
 def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[Variant], ParallelLayout | None, int, int]:
@@ -227,10 +238,10 @@ def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[Variant], 
             memory = walk.context.memory(layout, q.global_batch, q.seq_len)
             _note_memory(walk, layout, memory.total)
             fits = memory.total <= walk.capacity_bytes
-            variants: list[Variant] = [(layout, None)] if fits else []
+            variants: list[Variant] = [(layout, None, memory.total)] if fits else []
             if walk.offload_groups and (not fits or walk.offload_always):
                 offloads = walk.context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups)
-                variants += [(layout, offload) for offload in offloads]
+                variants += [(layout, offload, hbm_bytes) for offload, hbm_bytes in offloads]
             fitting += variants
             feasible += bool(variants)
             if not fits and unfit is None:
@@ -281,8 +292,9 @@ def _search_group(walk: _Walk, group: Group) -> None:
         if _time_bound_beaten(walk, bound_s):
             walk.pruned_time += feasible
             continue
-        for layout, offload in fitting:
-            _offer(walk, walk.context.estimate(layout, q.global_batch, q.seq_len, offload))
+        for layout, offload, memory_bytes in fitting:
+            if not _memory_bound_beaten(walk, memory_bytes):
+                _offer(walk, walk.context.estimate(layout, q.global_batch, q.seq_len, offload))
         walk.costed += feasible  # layouts; with offload each may be timed with several choices
 
 

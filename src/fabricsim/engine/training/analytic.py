@@ -192,10 +192,10 @@ class TrainingContext:
 
     def fitting_offloads(
         self, layout: ParallelLayout, base: MemoryBreakdown, global_batch: int, seq_len: int, choices: Offloads
-    ) -> list[OffloadSpec]:
-        """The ``choices`` (grouped by tier) with which ``layout`` fits in HBM and on the tier: the
-        planner's memory check of offload variants. ``layout`` was checked and sized by
-        :meth:`memory` (``base``); each class's shift is computed once and summed per choice."""
+    ) -> list[tuple[OffloadSpec, float]]:
+        """(choice, HBM bytes) for the ``choices`` (grouped by tier) with which ``layout`` fits in HBM
+        and on the tier: the planner's memory check of offload variants. ``layout`` was checked and
+        sized by :meth:`memory` (``base``); each class's shift is computed once and summed per choice."""
         microbatches = global_batch // (layout.data_parallel * layout.micro_batch_size)
         shifts = class_shifts(resident_bytes(layout, self.stage(layout, seq_len), base, microbatches))
         over = base.total - self.system.device.hbm_capacity_bytes
@@ -210,7 +210,7 @@ class TrainingContext:
                     freed += shifts[index].hbm_freed
                     tier_bytes += shifts[index].tier_bytes
                 if freed >= over and tier_bytes <= capacity:
-                    fitting.append(choice)
+                    fitting.append((choice, base.total - freed))
         return fitting
 
     def tier(self, offload: OffloadSpec) -> MemoryTierSpec:
