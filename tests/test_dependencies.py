@@ -2,7 +2,7 @@
 
 CI installs the test extras (ray pulls in click, for example), which can hide an import of a
 package that a plain ``pip install fabricsim`` does not bring; this test catches that.
-Optional extras (ray, pyarrow) may only be imported inside functions, never at module level.
+Optional extras (ray, pyarrow, torch) may only be imported inside functions, never at module level.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import fabricsim
 
 REQUIRED = {"numpy", "scipy", "pydantic", "yaml", "typer", "rich"}
-OPTIONAL = {"ray", "pyarrow"}
+OPTIONAL = {"ray", "pyarrow", "torch"}
 PACKAGE_ROOT = Path(fabricsim.__file__).parent
 
 

@@ -5,28 +5,35 @@ library, and returns an immutable result whose ``to_json()`` is the JSON contrac
 One module per family of questions; everything public is re-exported here (``fabricsim.api.train``).
 """
 
+from fabricsim.api.calibration import calibrate_nccl_tests
 from fabricsim.api.catalogs import catalog_list, catalog_show, validate
 from fabricsim.api.communication import collective, traffic
 from fabricsim.api.goodput import goodput
 from fabricsim.api.goodput_plan import plan_goodput
 from fabricsim.api.inference import infer, serve, simulate_infer
+from fabricsim.api.measure import measure, size_sweep
 from fabricsim.api.planning import plan_infer, plan_train
+from fabricsim.api.replay import replay_chakra
 from fabricsim.api.sweeping import sweep, sweep_runners
 from fabricsim.api.training import FIDELITIES, simulate_train, train
 
 __all__ = [
     "FIDELITIES",
+    "calibrate_nccl_tests",
     "catalog_list",
     "catalog_show",
     "collective",
     "goodput",
     "infer",
+    "measure",
     "plan_goodput",
     "plan_infer",
     "plan_train",
+    "replay_chakra",
     "serve",
     "simulate_infer",
     "simulate_train",
+    "size_sweep",
     "sweep",
     "sweep_runners",
     "traffic",

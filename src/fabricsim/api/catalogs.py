@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fabricsim import catalog, validation
 from fabricsim.errors import unknown_name
+from fabricsim.validation.calibration import run_system
 
 
 def catalog_list(kind: str = "all") -> dict[str, list[str]]:
@@ -20,6 +21,9 @@ def catalog_show(kind: str, name: str) -> dict[str, object]:
     return catalog.describe(kind, name)
 
 
-def validate(suite: str = "all") -> dict[str, object]:
-    """Run published-measurement suites; JSON ``{suites: [{name, entries, mean_abs_error}]}``."""
+def validate(suite: str = "all", system: str | None = None) -> dict[str, object]:
+    """Run published-measurement suites; JSON ``{suites: [{name, entries, mean_abs_error}]}``.
+    With ``system`` (a calibrated system YAML), report its fit's residuals instead."""
+    if system is not None:
+        return {"suites": [run_system(catalog.load_system(system)).to_json()]}
     return {"suites": [result.to_json() for result in validation.run_suites(suite)]}

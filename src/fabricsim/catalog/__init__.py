@@ -146,6 +146,14 @@ def load_switch(name_or_path: str) -> SwitchSpec:
     return _build(SwitchSpec, data, "switch", origin)
 
 
+def _link(value: Any, origin: str) -> LinkSpec:
+    """A system's link: a catalog name or path, or an inline mapping (a calibrated system writes
+    its fitted NIC inline; its sources stay in the system's ``sources`` map)."""
+    if isinstance(value, dict):
+        return _build(LinkSpec, value, "link", origin)
+    return load_link(str(value))
+
+
 @lru_cache(maxsize=256)
 def load_system(name_or_path: str) -> SystemSpec:
     """Load a system and resolve the device, links and switches it names."""
@@ -153,11 +161,11 @@ def load_system(name_or_path: str) -> SystemSpec:
     try:
         device = load_device(str(data["device"]))
         up = dict(data["scale_up"])
-        up["link"] = load_link(str(up["link"]))
+        up["link"] = _link(up["link"], origin)
         up["switch"] = load_switch(str(up["switch"])) if up.get("switch") else None
         up.setdefault("bandwidth_Bps", device.nvlink_bandwidth_Bps)
         out = dict(data["scale_out"])
-        out["nic"] = load_link(str(out["nic"]))
+        out["nic"] = _link(out["nic"], origin)
         out["switch"] = load_switch(str(out["switch"]))
         out.setdefault("in_network_reduction", out["switch"].in_network_reduction)
         host = load_link(str(data["host_link"]))
@@ -207,3 +215,9 @@ def describe(kind: str, name: str) -> dict[str, Any]:
     if kind not in loaders:
         raise unknown_name("kind", kind, KINDS)
     return loaders[kind](name).model_dump(mode="json")
+
+
+def system_document(name_or_path: str) -> dict[str, Any]:
+    """The raw YAML mapping of a system (``{value, source}`` kept), for tools that write a variant
+    of it such as ``fabricsim calibrate``."""
+    return read_yaml(_locate("systems", name_or_path, "system"), "system")

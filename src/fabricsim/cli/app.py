@@ -12,22 +12,28 @@ import sys
 import typer
 
 from fabricsim.cli import (
+    calibrate_cmd,
     catalog_cmd,
     collective_cmd,
     goodput_cmd,
     infer_cmd,
+    measure_cmd,
     plan_cmd,
+    replay_cmd,
+    report_cmd,
     serve_cmd,
     sweep_cmd,
     traffic_cmd,
     train_cmd,
     validate_cmd,
 )
+from fabricsim.cli.html_option import HTML_TARGET, split_html_option
 from fabricsim.errors import FabricsimError
 
 app = typer.Typer(
     name="fabricsim",
-    help="Predict, explain and plan training and serving of very large models on GPU clusters.",
+    help="Predict, explain and plan training and serving of very large models on GPU clusters."
+    " Every command also takes --html PATH: write a self-contained HTML report of its result.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -42,6 +48,10 @@ app.add_typer(plan_cmd.app, name="plan")
 app.command("infer", no_args_is_help=True)(infer_cmd.infer)
 app.command("serve", no_args_is_help=True)(serve_cmd.serve)
 app.command("goodput", no_args_is_help=True)(goodput_cmd.goodput)
+app.add_typer(calibrate_cmd.app, name="calibrate")
+app.command("report", no_args_is_help=True)(report_cmd.report)
+app.add_typer(measure_cmd.app, name="measure")
+app.command("replay", no_args_is_help=True)(replay_cmd.replay)
 
 
 def _one_line(text: str) -> str:
@@ -49,9 +59,13 @@ def _one_line(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: runs the app and maps every user error to one stderr line and exit 2."""
+    """Entry point: runs the app and maps every user error to one stderr line and exit 2.
+    ``--html PATH`` works on every command (cli/html_option.py)."""
+    token = None
     try:
-        app(args=argv, prog_name="fabricsim", standalone_mode=False)
+        args, html = split_html_option(sys.argv[1:] if argv is None else list(argv))
+        token = HTML_TARGET.set(html)
+        app(args=args, prog_name="fabricsim", standalone_mode=False)
     except FabricsimError as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -65,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         if message:  # empty when help was printed for a bare command
             print(f"error: {message}", file=sys.stderr)
         return 2
+    finally:
+        if token is not None:
+            HTML_TARGET.reset(token)
     return 0
 
 

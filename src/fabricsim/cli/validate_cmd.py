@@ -10,9 +10,10 @@ from fabricsim.cli.common import JSON_OPTION, emit
 def validate(
     suite: str = typer.Argument("all", help="suite name (e.g. training, inference, collectives) or 'all'"),
     as_json: bool = JSON_OPTION,
+    system: str | None = typer.Option(None, "--system", help="a calibrated system YAML: report its fit's residuals"),
 ) -> None:
     """Compare fabricsim's predictions with published measurements, per entry."""
     from fabricsim import api
     from fabricsim.report.tables import validation_tables
 
-    emit(api.validate(suite), as_json, validation_tables)
+    emit(api.validate(suite, system), as_json, validation_tables)

@@ -21,6 +21,7 @@ from fabricsim.errors import FabricsimError
 
 AR, AG, RS = CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER
 REDUCING = frozenset({AR, AG, RS})
+MEASURED = "measured"  # the protocol label of a time taken from a calibrated system's nccl-tests fit
 
 Builder = Callable[[CollectiveOp, Group, NcclConstants], tuple[Candidate, ...]]
 BUILDERS: dict[Algorithm, Builder] = {
@@ -121,15 +122,29 @@ def _single_rank(size_bytes: float, group: Group, algorithm: Algorithm) -> Estim
     return Estimate(time_s, Algorithm.DIRECT if algorithm is Algorithm.AUTO else algorithm, Protocol.SIMPLE.value)
 
 
+def _measured(op: CollectiveOp, size_bytes: float, group: Group) -> Estimate | None:
+    """The fastest measured line of a calibrated system for ``op`` on exactly this group (NCCL's
+    tuner also takes the fastest option), or None when the system carries no fit for it."""
+    for fit in group.measured:
+        if fit.op == op.value:
+            return Estimate(min(line.time_s(size_bytes) for line in fit.lines), Algorithm.AUTO, MEASURED)
+    return None
+
+
 def estimate(op: CollectiveOp, size_bytes: float, group: Group, algorithm: Algorithm = Algorithm.AUTO) -> Estimate:
     """Time of ``op`` on ``size_bytes`` (nccl-tests' S) over ``group``, in seconds.
 
-    AUTO picks the fastest algorithm/protocol NCCL would consider; a forced algorithm picks its
+    AUTO picks the fastest algorithm/protocol NCCL would consider (or, on a calibrated system with
+    a measured fit for this op and group, the fastest measured line); a forced algorithm picks its
     fastest protocol. A group of one rank costs a launch plus a local copy (never 0 s).
     Raises FabricsimError naming 'algorithm' when the forced algorithm cannot run.
     """
     if group.ranks == 1:
         return _single_rank(size_bytes, group, algorithm)
+    if algorithm is Algorithm.AUTO and group.measured:
+        measured = _measured(op, size_bytes, group)
+        if measured is not None:
+            return measured
     best_time, best = float("inf"), None
     for candidate in candidates(op, group, algorithm):
         t = candidate.time_s(size_bytes)

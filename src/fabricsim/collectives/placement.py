@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from fabricsim.collectives.nccl import constants
 from fabricsim.errors import FabricsimError
-from fabricsim.specs import LinkKind, SystemSpec
+from fabricsim.specs import CollectiveFit, LinkKind, SystemSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,7 @@ class Group:
     hbm_bandwidth_Bps: float
     crosses_spine: bool
     channels: int
+    measured: tuple[CollectiveFit, ...] = ()  # the system's nccl-tests fits for exactly this group
 
     @property
     def multi_domain(self) -> bool:
@@ -79,6 +80,7 @@ class _Fabric:
     generation: str
     cpu_vendor: str
     hbm_bandwidth_Bps: float
+    fits: tuple[CollectiveFit, ...] = ()
 
 
 def _fabric(system: SystemSpec) -> _Fabric:
@@ -100,6 +102,7 @@ def _fabric(system: SystemSpec) -> _Fabric:
         generation=system.device.generation.value,
         cpu_vendor=system.cpu_vendor.value,
         hbm_bandwidth_Bps=system.device.hbm_bandwidth_Bps,
+        fits=system.collective_fits,
     )
 
 
@@ -164,4 +167,5 @@ def _place(fabric: _Fabric, ranks: int, stride: int) -> Group:
         hbm_bandwidth_Bps=fabric.hbm_bandwidth_Bps,
         crosses_spine=crosses_spine,
         channels=nccl_channels(fabric, per_domain, domains),
+        measured=tuple(f for f in fabric.fits if f.ranks == ranks and f.nodes == nodes_spanned),
     )

@@ -1,5 +1,6 @@
 """Frozen, validated specifications (layer L1): device, fabric, system, model, parallel layout."""
 
+from fabricsim.specs.calibration import CollectiveFit, FitLine
 from fabricsim.specs.device import DTYPE_BYTES, DeviceSpec, Dtype, Generation
 from fabricsim.specs.fabric import LinkKind, LinkSpec, ScaleOutSpec, ScaleUpSpec, SwitchSpec, TopologyKind
 from fabricsim.specs.layout import ParallelLayout, Recompute
@@ -8,9 +9,11 @@ from fabricsim.specs.system import CpuVendor, SystemSpec
 
 __all__ = [
     "DTYPE_BYTES",
+    "CollectiveFit",
     "CpuVendor",
     "DeviceSpec",
     "Dtype",
+    "FitLine",
     "Generation",
     "LinkKind",
     "LinkSpec",

@@ -8,6 +8,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from fabricsim.errors import FabricsimError
 from fabricsim.specs.base import FrozenSpec
+from fabricsim.specs.calibration import CollectiveFit
 from fabricsim.specs.device import DeviceSpec
 from fabricsim.specs.fabric import LinkSpec, ScaleOutSpec, ScaleUpSpec
 from fabricsim.specs.memory_tier import MemoryTierKind, MemoryTierSpec
@@ -36,6 +37,7 @@ class SystemSpec(FrozenSpec):
     max_gpus: PositiveInt = 100_000
     memory_tiers: dict[MemoryTierKind, MemoryTierSpec] = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
+    collective_fits: tuple[CollectiveFit, ...] = ()  # measured (nccl-tests) lines; see specs.calibration
 
     @model_validator(mode="after")
     def _domain_holds_whole_nodes(self) -> SystemSpec:
