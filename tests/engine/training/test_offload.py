@@ -1,5 +1,6 @@
 """Offloaded training steps: Calculon's megatron-1t plan, Grace vs PCIe, costs from the bandwidths."""
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -22,8 +23,12 @@ CALCULON_STEP_S = 47.2  # Calculon's own prediction of this plan (issue 11)
 
 
 def calculon_plan(system: str, overlap_tp_comm: bool = False):
-    # Calculon's plan overlaps the data-parallel reduction (and, for its 47.2 s, TP communication)
-    options = TrainingOptions(overlap_grad_reduce=True, overlap_tp_comm=overlap_tp_comm)
+    # Calculon's plan overlaps data-parallel communication (and, for its 47.2 s, TP communication);
+    # where the options split DP overlap into the reduction and the parameter gather, both are on
+    dp_overlap = {"overlap_grad_reduce": True}
+    if "overlap_param_gather" in {field.name for field in dataclasses.fields(TrainingOptions)}:
+        dp_overlap["overlap_param_gather"] = True
+    options = TrainingOptions(**dp_overlap, overlap_tp_comm=overlap_tp_comm)
     ctx = training_context(load_model("megatron-1t"), load_system(system), options)
     return ctx, ctx.estimate(CALCULON_LAYOUT, 3072, 2048, EVERYTHING)
 
