@@ -13,7 +13,7 @@ from pathlib import Path
 
 import fabricsim
 
-REQUIRED = {"numpy", "scipy", "pydantic", "yaml", "typer", "rich"}
+REQUIRED = {"numpy", "scipy", "pydantic", "yaml", "typer", "rich", "numba"}
 OPTIONAL = {"ray", "pyarrow", "torch"}
 PACKAGE_ROOT = Path(fabricsim.__file__).parent
 

@@ -91,6 +91,7 @@ class TrainResult:
     time_breakdown_s: tuple[tuple[str, float], ...]
     layout: tuple[tuple[str, object], ...]
     fidelity: str = "analytic"
+    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_step, ... (fabricsim.cost.energy)
     tiers: tuple[tuple[str, object], ...] = ()  # offload only: per-tier memory keys (see to_json)
 
     def to_json(self) -> dict[str, object]:
@@ -116,6 +117,7 @@ class TrainResult:
             "time_breakdown_s": dict(self.time_breakdown_s),
             "layout": dict(self.layout),
             "fidelity": self.fidelity,
+            **dict(self.energy),
             **dict(self.tiers),
         }
 
@@ -243,6 +245,7 @@ class InferResult:
     time_breakdown_s: tuple[tuple[str, float], ...] = ()
     fidelity: str = "analytic"
     kv_spilled_bytes: float = 0.0
+    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_token, ... (fabricsim.cost.energy)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -262,6 +265,7 @@ class InferResult:
             "layout": dict(self.layout),
             "time_breakdown_s": dict(self.time_breakdown_s),
             "fidelity": self.fidelity,
+            **dict(self.energy),
         }
 
 
@@ -300,6 +304,7 @@ class ServeResult:
     kv_capacity_tokens: int = 0
     longest_request_tokens: int = 0
     pools: tuple[tuple[str, dict[str, object]], ...] = ()
+    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_token, ... (fabricsim.cost.energy)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -328,6 +333,7 @@ class ServeResult:
             "duration_s": self.duration_s,
             "layout": dict(self.layout),
             "fidelity": self.fidelity,
+            **dict(self.energy),
         }
 
 
@@ -403,6 +409,7 @@ class TrafficResult:
     failed_links: int = 0
     healthy_throughput_mean: float | None = None
     healthy_completion_time_s: float | None = None
+    packet: dict[str, object] | None = None  # the packet fidelity's keys (fct_s, pause_s, ...), merged in
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -425,4 +432,5 @@ class TrafficResult:
                 "throughput_fraction_mean": self.healthy_throughput_mean,
                 "completion_time_s": self.healthy_completion_time_s,
             },
+            **(self.packet or {}),
         }

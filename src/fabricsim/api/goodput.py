@@ -1,7 +1,7 @@
 """Goodput of a long training run under failures (public API, layer L9).
 
 Gathers what :mod:`fabricsim.reliability` needs from the rest of fabricsim: the component counts
-of the system's topology (:func:`fabricsim.topology.inventory.inventory`), the checkpoint state from
+of the system's topology (:func:`fabricsim.topology.inventory.count_inventory`), the checkpoint state from
 the memory model (:func:`fabricsim.api.train`'s memory breakdown), the failure rates from the
 catalog (``catalog/data/reliability/*.yaml``), and the slowdown of a rerouted cable failure from
 the flow model (the machinery of ``traffic --fail-links``).
@@ -40,7 +40,7 @@ from fabricsim.reliability.goodput import GoodputEstimate, choose_interval_s, ex
 from fabricsim.reliability.montecarlo import check_runs
 from fabricsim.specs import SystemSpec
 from fabricsim.topology.graph import NodeKind, cables, remove_links
-from fabricsim.topology.inventory import inventory
+from fabricsim.topology.inventory import count_inventory
 from fabricsim.topology.routing import Routing, route_table, unroutable
 from fabricsim.topology.system import build_system_topology
 
@@ -79,14 +79,15 @@ def component_counts(system: str, gpus: int) -> ComponentCounts:
     """GPUs, hosts and NICs of ``gpus`` GPUs of ``system``; scale-out switches and cables counted
     on the topology its builder makes (scale-up NVSwitch domains are inside the host causes)."""
     spec = catalog.load_system(system)
-    counted = inventory(build_system_topology(spec, gpus))
+    counted = count_inventory(build_system_topology(spec, gpus))
+    scale_out_cables = sum(count for kind, count in counted.cables if kind not in ("host", "scale-up"))
     return ComponentCounts(
         gpus=gpus,
         hosts=spec.nodes(gpus),
         nics=counted.nics,
-        switches=counted.fabric_switches,
-        cables=counted.nic_switch_cables + counted.switch_switch_cables,
-        fabric_cables=counted.switch_switch_cables,
+        switches=counted.switches,
+        cables=scale_out_cables,
+        fabric_cables=scale_out_cables - counted.cable_count("access"),
     )
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from fabricsim import catalog
+from fabricsim.api.cost import attach_infer, attach_serve
+from fabricsim.cost.energy import retime_infer_energy
 from fabricsim.engine.flow_timer import flow_timers
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, KvSpill, infer_estimate
 from fabricsim.engine.inference.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
@@ -73,7 +75,7 @@ def infer(
             spill = dataclasses.replace(spill, capacity_bytes=capacity)
     scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, size, spill=spill)
     est = infer_estimate(scenario)
-    return infer_result((model_spec.name, system_spec.name), gpus, layout, est)
+    return attach_infer(infer_result((model_spec.name, system_spec.name), gpus, layout, est), system_spec)
 
 
 def infer_result(names: tuple[str, str], gpus: int, layout: InferenceLayout, est: InferEstimate) -> InferResult:
@@ -189,13 +191,13 @@ def serve(
     if not common["fits"]:
         return ServeResult(**common, **_UNFIT_OUTCOME)
     summary = simulate_serving(scenario, stream, (slo_ttft_s, slo_tpot_s))
-    return ServeResult(
+    return attach_serve(ServeResult(
         **common, completed=summary.completed, output_tokens_per_s=summary.output_tokens_per_s,
         requests_per_s=summary.requests_per_s, ttft_s=tuple(summary.ttft.to_json().items()),
         tpot_s=tuple(summary.tpot.to_json().items()), e2e_s=tuple(summary.e2e.to_json().items()),
         slo_attainment=summary.slo_attainment, preemptions=summary.preemptions, steps=summary.steps,
         duration_s=summary.duration_s,
-    )
+    ), system_spec)
 
 
 _NO_PERCENTILES = (("p50", float("nan")), ("p90", float("nan")), ("p99", float("nan")))
@@ -256,10 +258,10 @@ def simulate_infer(
         timers = flow_timers(system_spec, gpus, rehash, variability.seed if variability is not None else 0)
     sim = simulate_inference(scenario, variability, timers)
     e2e = sim.ttft_s + (output_len - 1) * sim.tpot_s
-    infer_result = dataclasses.replace(
+    infer_result = retime_infer_energy(dataclasses.replace(
         base, ttft_s=sim.ttft_s, tpot_s=sim.tpot_s, e2e_latency_s=e2e,
         output_tokens_per_s=layout.replicas * base.batch * output_len / e2e if e2e > 0 else 0.0, fidelity=fidelity,
-    )
+    ))
     varied = sim.tpot_s_p50 is not None and variability is not None
     return SimulatedInferResult(
         infer=infer_result,

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from fabricsim import catalog, planner
+from fabricsim.api.cost import attach_infer, attach_train
 from fabricsim.api.inference import infer_result, positive_int, request_stream
 from fabricsim.api.training import simulated_train_result, train_result
 from fabricsim.engine.inference.step import check_lengths
@@ -113,7 +114,7 @@ def _train_plan_result(
             ("time_bound", search.pruned_time),
         ),
         elapsed_s=elapsed_s,
-        plans=tuple(_plan_entry(rank, *names, plan) for rank, plan in enumerate(search.plans, 1)),
+        plans=tuple(_plan_entry(rank, names[0], question.system, plan) for rank, plan in enumerate(search.plans, 1)),
         smallest_memory_per_gpu_bytes=search.smallest_memory_bytes if smallest else None,
         smallest_memory_layout=tuple(smallest.as_dict().items()) if smallest else None,
         refined=sum(plan.simulation is not None for plan in search.plans),
@@ -138,8 +139,8 @@ def _faster_unfit_json(estimate: analytic.TrainingEstimate | None) -> tuple[tupl
     )
 
 
-def _plan_entry(rank: int, model: str, system: str, plan: planner.TrainPlan) -> PlanEntry:
-    result: TrainResult | SimulatedTrainResult = train_result(model, system, plan.estimate)
+def _plan_entry(rank: int, model: str, system: SystemSpec, plan: planner.TrainPlan) -> PlanEntry:
+    result: TrainResult | SimulatedTrainResult = attach_train(train_result(model, system.name, plan.estimate), system)
     if plan.simulation is not None:
         result = simulated_train_result(result, plan.simulation, "simulate")
     return PlanEntry(rank, result, plan.reasons)
@@ -237,8 +238,8 @@ def _infer_plan_result(
         pruned=(("memory", search.pruned_memory), ("slo", search.pruned_slo)),
         elapsed_s=elapsed_s,
         plans=tuple(
-            PlanEntry(rank, infer_result(names, question.gpus, p.layout, p.estimate), p.reasons,
-                      (("batch_limit", p.batch_limit),))
+            PlanEntry(rank, attach_infer(infer_result(names, question.gpus, p.layout, p.estimate), question.system),
+                      p.reasons, (("batch_limit", p.batch_limit),))
             for rank, p in enumerate(search.plans, 1)
         ),
         smallest_memory_per_gpu_bytes=search.smallest_memory_bytes,

@@ -6,6 +6,8 @@ import dataclasses
 from typing import Any
 
 from fabricsim import catalog
+from fabricsim.api.cost import attach_train
+from fabricsim.cost.energy import retime_train_energy
 from fabricsim.engine.flow_timer import flow_timers
 from fabricsim.engine.training import analytic
 from fabricsim.engine.training.simulate import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
@@ -76,7 +78,7 @@ def train(
     if placement is not None:
         system_spec.memory_tier(placement.tier)
     estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len, offload=placement)
-    return train_result(model_spec.name, system_spec.name, estimate)
+    return attach_train(train_result(model_spec.name, system_spec.name, estimate), system_spec)
 
 
 def train_result(model: str, system: str, estimate: analytic.TrainingEstimate) -> TrainResult:
@@ -197,6 +199,7 @@ def simulated_train_result(base: TrainResult, sim: TrainingSimulation, fidelity:
         time_breakdown_s=tuple(step_breakdown(sim).items()),
         fidelity=fidelity,
     )
+    train_result = retime_train_energy(train_result)  # same power, the simulated step time
     tail = sim.tail
     return SimulatedTrainResult(
         train=train_result,

@@ -15,6 +15,7 @@ from fabricsim.cli import (
     calibrate_cmd,
     catalog_cmd,
     collective_cmd,
+    cost_cmd,
     goodput_cmd,
     infer_cmd,
     measure_cmd,
@@ -52,6 +53,7 @@ app.add_typer(calibrate_cmd.app, name="calibrate")
 app.command("report", no_args_is_help=True)(report_cmd.report)
 app.add_typer(measure_cmd.app, name="measure")
 app.command("replay", no_args_is_help=True)(replay_cmd.replay)
+app.command("cost", no_args_is_help=True)(cost_cmd.cost)
 
 
 def _one_line(text: str) -> str:

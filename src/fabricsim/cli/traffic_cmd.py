@@ -1,14 +1,24 @@
-"""``fabricsim traffic PATTERN``: a synthetic traffic pattern on a topology, flow fidelity."""
+"""``fabricsim traffic PATTERN``: a synthetic traffic pattern on a topology, flow or packet fidelity."""
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 import typer
 
 from fabricsim.cli.common import JSON_OPTION, emit
+from fabricsim.errors import FabricsimError, parse_choice
+
+
+class TrafficFidelity(StrEnum):
+    FLOW = "flow"
+    PACKET = "packet"
 
 
 def traffic(
-    pattern: str = typer.Argument(..., help="permutation | all-to-all | incast | ring"),
+    pattern: str = typer.Argument(
+        ..., help="permutation | all-to-all | incast | ring; with --fidelity packet also websearch | fb-hadoop"
+    ),
     topology: str = typer.Option(
         ...,
         "--topology",
@@ -22,13 +32,33 @@ def traffic(
         0, "--fail-links", help="fail N random fabric cables (switch-switch, both directions), drawn with --seed"
     ),
     fail_fraction: float = typer.Option(0.0, "--fail-fraction", help="fail this fraction of the fabric cables"),
+    fidelity: str = typer.Option("flow", "--fidelity", help="flow (max-min) | packet (queues, PFC, ECN, CC)"),
+    cc: str = typer.Option("none", "--cc", help="packet: sender congestion control none | dcqcn | hpcc"),
+    lossless: str = typer.Option("pfc", "--lossless", help="packet: pfc | credit (InfiniBand) | none (drops)"),
+    spray: bool = typer.Option(False, "--spray", help="packet: spray packets over equal-cost paths"),
+    cc_param: list[str] = typer.Option(
+        [], "--cc-param", help="packet: NAME=VALUE override, repeatable (e.g. timer_s=1.2e-3, kmin_bytes=5e3)"
+    ),
+    buffer: str = typer.Option(None, "--buffer", help="packet: shared buffer per switch (default 16MB x Gb/s / 50)"),
+    load: float = typer.Option(0.3, "--load", help="packet, websearch|fb-hadoop: offered load per host (0-1]"),
+    duration: float = typer.Option(1e-3, "--duration", help="packet, websearch|fb-hadoop: arrival window (s)"),
+    trace: str = typer.Option(None, "--trace", help="packet: write a Perfetto trace of flow rates and queues"),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Per-host throughput, completion time and peak link load of a traffic pattern (max-min flows);
-    with --fail-links/--fail-fraction, after failing fabric cables, next to the healthy figures."""
+    with --fail-links/--fail-fraction, after failing fabric cables, next to the healthy figures.
+    With --fidelity packet: MTU packets through switch queues (PFC or credits, ECN, DCQCN/HPCC),
+    adding FCT percentiles, slowdown, pause time and frames, ECN marking, queue sizes and drops."""
     from fabricsim import api
     from fabricsim.report.tables import traffic_table
 
+    kind = parse_choice("fidelity", fidelity, TrafficFidelity)
+    if kind == TrafficFidelity.PACKET:
+        _packet(pattern, topology, routing, seed, size, hosts, (cc, lossless, spray, tuple(cc_param), buffer),
+                (load, duration, trace, fail_links or fail_fraction, as_json))  # fmt: skip
+        return
+    if trace is not None or cc_param or buffer is not None or spray:
+        raise FabricsimError("fidelity", "--trace, --cc-param, --buffer and --spray need --fidelity packet")
     result = api.traffic(
         pattern,
         topology=topology,
@@ -40,3 +70,35 @@ def traffic(
         fail_fraction=fail_fraction,
     )
     emit(result.to_json(), as_json, traffic_table)
+
+
+def _packet(pattern, topology, routing, seed, size, hosts, transport, run_opts) -> None:
+    """The packet-fidelity branch: build the spec, run, print, write the trace if asked."""
+    from fabricsim import api
+    from fabricsim.io.packet_trace import write_packet_trace
+    from fabricsim.report.tables import traffic_table
+
+    cc, lossless, spray, cc_params, buffer = transport
+    load, duration, trace, failures, as_json = run_opts
+    if failures:
+        raise FabricsimError("fail_links", "--fail-links/--fail-fraction are not supported with --fidelity packet")
+    spec = api.PacketTrafficSpec(
+        pattern=pattern,
+        topology=topology,
+        routing=routing,
+        seed=seed,
+        size=size,
+        hosts=hosts,
+        cc=cc,
+        lossless=lossless,
+        spray=spray,
+        cc_params=cc_params,
+        buffer=buffer,
+        load=load,
+        duration_s=duration,
+        series=trace is not None,
+    )
+    out = api.packet_traffic(spec)
+    if trace is not None:
+        write_packet_trace(trace, out.run, out.link_names)
+    emit(out.result.to_json(), as_json, traffic_table)

@@ -393,8 +393,28 @@ def traffic_table(result: dict[str, Any]) -> Table:
             ("max link utilization", f"{result['max_link_utilization']:.3f}"),
             ("fidelity", f"{result['fidelity']} ({result['events']} events)"),
             *_failure_rows(result),
+            *_packet_rows(result),
         ],
     )
+
+
+def _packet_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """FCT, slowdown, PFC, ECN, queues and drops, when ``fabricsim traffic --fidelity packet`` ran."""
+    if result.get("fidelity") != "packet":
+        return []
+    fct, slow, senders = result["fct_s"], result["slowdown"], result["pause_frames_to_hosts"]
+    queues = ", ".join(
+        f"{k} p99 {format_bytes(v['p99'])} max {format_bytes(v['max'])}" for k, v in result["queue_bytes"].items()
+    )
+    return [
+        ("transport", f"cc {result['cc']}, lossless {result['lossless']}"),
+        ("FCT p50 / p99 / max", " / ".join(format_seconds(fct[k]) for k in ("p50", "p99", "max"))),
+        ("slowdown p50 / p99", f"{slow['p50']:.2f} / {slow['p99']:.2f}"),
+        ("PFC pause", f"{format_seconds(result['pause_s'])} in {result['pause_frames']} frames ({senders} to senders)"),
+        ("ECN marked", f"{result['ecn_marked_fraction']:.3f} of packets"),
+        ("queues", queues or "none"),
+        ("drops", str(result["drops"])),
+    ]
 
 
 def _failure_rows(result: dict[str, Any]) -> list[tuple[str, str]]:

@@ -1,0 +1,99 @@
+"""Packet-level simulator speed and behaviour (not run in CI): ``python benchmarks/bench_packet.py``.
+
+1. Compile (or cache load) time of the numba kernel: the first call in a fresh process.
+2. The issue's speed target: a 64 -> 1 incast of 1 MB each at 400 Gb/s on one switch, run to
+   completion, with no CC, DCQCN and HPCC (PFC on). Target: < 10 s wall.
+3. Events per second on one core (target >= 1,000,000): the incast above, a 255 -> 1 incast at
+   100 Gb/s with DCQCN, and a sprayed 4 MB permutation on a k=8 fat-tree (128 hosts, 6 hops).
+   Reported against wall time and against this process's CPU time (the machine may be shared:
+   CPU time is what one core delivers).
+4. DCQCN recovery profiles on a 4 -> 1 incast at 100 Gb/s (60 MB each, starts 0.5 ms apart):
+   Jain index and utilisation in the 4 ms before the first finish, for the NVIDIA defaults and the
+   gentle / aggressive profiles of the reference sweep (reported as they behave).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from fabricsim.network.base import make_flows
+from fabricsim.network.packet.model import PacketNetwork
+from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions
+from fabricsim.network.patterns import Pattern, host_throughput_fraction, pattern_flows
+from fabricsim.topology.builders import LinkParams, fat_tree, nvswitch_domain
+from fabricsim.topology.routing import Routing, route_table
+
+
+def _star(hosts: int, gbps: float, latency_s: float = 330e-9):
+    return nvswitch_domain(hosts, LinkParams(gbps * 1e9 / 8, latency_s), reduction=False, name="switch")
+
+
+def _run(topo, flows, cc: str, params: PacketParams | None = None, routing=Routing.ECMP, sample_dt_s=0.0):
+    opts = RunOptions(CongestionControl(cc), Lossless.PFC, topo.line_rate_Bps, sample_dt_s, 0)
+    net = PacketNetwork(route_table(topo), routing, params or PacketParams(), opts)
+    wall, cpu = time.perf_counter(), time.process_time()
+    run = net.simulate(flows)
+    return run, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _line(name: str, run, wall: float, cpu: float, detail: str) -> None:
+    print(
+        f"{name:<42} wall {wall:6.2f} s  cpu {cpu:6.2f} s  {run.events:>10,} events"
+        f"  {run.events / wall:>11,.0f} ev/s wall  {run.events / cpu:>11,.0f} ev/s cpu  {detail}"
+    )
+
+
+def compile_time() -> None:
+    topo = _star(3, 100)
+    _, wall, cpu = _run(topo, make_flows([1], 0, 4096.0), "hpcc")
+    print(f"{'first call (compile or cache load)':<42} wall {wall:6.2f} s  cpu {cpu:6.2f} s")
+
+
+def incast_64() -> None:
+    topo = _star(65, 400)
+    flows = pattern_flows(Pattern.INCAST, 65, 1e6, 0)
+    ideal = 64e6 / topo.line_rate_Bps
+    for cc in ("none", "dcqcn", "hpcc"):
+        run, wall, cpu = _run(topo, flows, cc)
+        _line(f"64->1 incast 1 MB @400G, cc {cc}", run, wall, cpu, f"makespan / (N S / C) {run.end_s / ideal:.3f}")
+
+
+def events_per_second() -> None:
+    topo = _star(256, 100, latency_s=1e-6)
+    flows = pattern_flows(Pattern.INCAST, 256, 1e6, 0)
+    run, wall, cpu = _run(topo, flows, "dcqcn")
+    _line("255->1 incast 1 MB @100G, dcqcn", run, wall, cpu, f"pause frames {run.pause_frames.sum()}")
+    tree = fat_tree(8, LinkParams(50e9, 330e-9))
+    flows = pattern_flows(Pattern.PERMUTATION, tree.hosts, 4e6, 0)
+    run, wall, cpu = _run(tree, flows, "none", routing=Routing.SPRAY)
+    mean = host_throughput_fraction(flows, run.finish_s, tree.line_rate_Bps).mean()
+    _line("k=8 fat-tree permutation 4 MB, spray", run, wall, cpu, f"throughput fraction {mean:.3f}")
+
+
+def dcqcn_profiles() -> None:
+    topo = _star(5, 100)
+    flows = make_flows([1, 2, 3, 4], 0, 60e6, np.arange(4) * 0.5e-3)
+    profiles = {
+        "default": {},
+        "gentle": {"timer_s": 1200e-6, "rai_Bps": 1e6 / 8, "rhai_Bps": 10e6 / 8},
+        "aggressive": {"timer_s": 75e-6, "rai_Bps": 50e6 / 8, "rhai_Bps": 500e6 / 8},
+    }
+    for name, overrides in profiles.items():
+        cells = []
+        for seed in range(4):
+            opts = RunOptions(CongestionControl.DCQCN, Lossless.PFC, topo.line_rate_Bps, 100e-6, seed)
+            run = PacketNetwork(route_table(topo), Routing.ECMP, PacketParams(**overrides), opts).simulate(flows)
+            end = int(run.finish_s.min() / 100e-6) - 1
+            rates = (run.series_delivered[end] - run.series_delivered[end - 40]) / 4e-3
+            jain = rates.sum() ** 2 / (4 * (rates**2).sum())
+            cells.append(f"{jain:.3f}/{rates.sum() / topo.line_rate_Bps:.2f}")
+        print(f"DCQCN 4->1 {name:<11} Jain/utilisation per seed: {'  '.join(cells)}")
+
+
+if __name__ == "__main__":
+    compile_time()
+    incast_64()
+    events_per_second()
+    dcqcn_profiles()

@@ -1,0 +1,144 @@
+"""Column indices of the packet kernel's state tables (layer L3).
+
+The compiled kernel keeps its state in a few 2-D numpy tables (links, flows, packets) instead of
+dozens of arrays; these module-level integers name the columns. numba freezes module globals as
+compile-time constants, so the names cost nothing at run time.
+"""
+
+from __future__ import annotations
+
+# --- event kinds (low 4 bits of an event key; the rest is the argument) ---
+EV_START = 0  # flow arg starts (its sender NIC is kicked)
+EV_TXDONE = 1  # link arg finished serialising its packet
+EV_ARRIVE = 2  # packet arg fully received at its link's downstream node
+EV_PAUSE_ON = 3  # XOFF for link arg reaches the link's upstream end
+EV_PAUSE_OFF = 4  # XON for link arg reaches the upstream end
+EV_CREDIT = 5  # one buffer credit of link arg returns to its upstream end
+EV_CNP = 6  # a CNP for flow arg reaches its sender
+EV_ACK = 7  # the ACK of packet arg (with its INT records) reaches the sender
+EV_WAKE = 8  # host arg's NIC re-checks its flows (pacing or a rate-increase timer is due)
+EV_RETX = 9  # the dropped packet arg is declared lost at its sender (retransmission timeout)
+EV_SAMPLE = 10  # time-series sample
+EV_BITS = 4
+
+# --- link integer table LI[links, :] ---
+LI_SRC = 0  # upstream node
+LI_DST = 1  # downstream node
+LI_SRC_HOST = 2  # host index of the upstream node, -1 for a switch
+LI_DST_HOST = 3  # host index of the downstream node, -1 for a switch
+LI_QHEAD = 4  # first queued packet (-1 if empty)
+LI_QTAIL = 5
+LI_BUSY = 6  # 1 while a packet is being serialised
+LI_TXPKT = 7  # the packet being serialised
+LI_PAUSED = 8  # 1 while the upstream end is paused by PFC
+LI_XOFF = 9  # 1 while the downstream end holds this ingress in XOFF
+LI_PAUSE_FRAMES = 10  # XOFF frames sent for this link (received by its upstream end)
+LI_CREDITS = 11  # free buffer slots (packets) at the downstream end, credit mode
+LI_CLASS = 12  # 0 host->switch, 1 switch->host, 2 switch->switch
+LI_COLS = 13
+
+# --- link float table LF[links, :] ---
+LF_CAP = 0  # bytes/s
+LF_LAT = 1  # s
+LF_QBYTES = 2  # bytes waiting in the egress queue (not counting the one on the wire)
+LF_ING = 3  # bytes in the downstream switch that entered through this link
+LF_HDRM = 4  # of which held in PFC headroom
+LF_PAUSE_START = 5
+LF_PAUSE_TOTAL = 6  # s the upstream end spent paused
+LF_TXBYTES = 7  # bytes serialised (cumulative; HPCC's txBytes)
+LF_STALL_START = 8  # credit mode: time the queue found no credit (-1 if not stalled)
+LF_STALL_TOTAL = 9
+LF_HEADROOM = 10  # PFC headroom reserved for this ingress (bytes)
+LF_QMAX = 11  # largest egress queue seen (bytes)
+LF_COLS = 12
+
+# --- flow integer table FI[flows, :] ---
+FI_SRC = 0  # sender NIC port (index into the uplink list)
+FI_DST = 1  # receiver host
+FI_ACTIVE = 2  # 1 while in its host's active list
+FI_DONE = 3  # 1 once every byte is delivered
+FI_TCOUNT = 4  # DCQCN timer stage count
+FI_BCOUNT = 5  # DCQCN byte-counter stage count
+FI_STAGE = 6  # HPCC incStage
+FI_HOPS = 7  # switch hops with INT records in the last ACK (0: none yet)
+FI_TIMER_INC = 8  # DCQCN: 1 if the timer raised the rate since the last cut
+FI_CUTS = 9  # DCQCN: rate cuts so far
+FI_COLS = 10
+
+# --- flow float table FF[flows, :] ---
+FF_SIZE = 0
+FF_START = 1
+FF_SENT = 2  # new bytes handed to the NIC
+FF_RETX = 3  # bytes waiting for retransmission
+FF_DELIVERED = 4
+FF_FINISH = 5
+FF_RC = 6  # current rate (DCQCN Rc, HPCC W/T), bytes/s
+FF_RT = 7  # DCQCN target rate
+FF_ALPHA = 8
+FF_ALPHA_T = 9  # start of the current alpha period
+FF_LAST_DEC = 10  # last rate decrease
+FF_TIMER_T = 11  # last rate-increase timer expiry
+FF_BYTE_CTR = 12  # bytes since the last byte-counter event
+FF_NEXT_TX = 13  # pacing: earliest next send
+FF_LAST_CNP = 14  # receiver side: last CNP sent
+FF_RET_LAT = 15  # feedback delay receiver -> sender (s)
+FF_WIN = 16  # HPCC window W (bytes)
+FF_WINC = 17  # HPCC Wc
+FF_UTIL = 18  # HPCC U
+FF_INFLIGHT = 19  # bytes sent, not yet acknowledged (HPCC)
+FF_LAST_UPD = 20  # HPCC lastUpdateSeq
+FF_BASE_RTT = 21  # s
+FF_FIRST_TX = 22  # first packet's send time
+FF_LAST_TX = 23  # last packet's send time (pacing)
+FF_LAST_SIZE = 24  # last packet's size (pacing)
+FF_COLS = 25
+
+# --- packet integer table PI[pool, :] ---
+PI_FLOW = 0
+PI_SIZE = 1
+PI_LINK = 2  # link it is queued on / crossing
+PI_INLINK = 3  # link it entered the current switch by (-1 at the NIC)
+PI_ECN = 4
+PI_HOP = 5  # switch egress hops taken (INT records written)
+PI_NEXT = 6  # next packet in the same FIFO / free list
+PI_SEQ = 7  # flow bytes sent when this packet left (HPCC's seq)
+PI_COLS = 8
+
+MAX_HOPS = 8  # INT records per packet (switch egress hops); longer paths keep the first ones
+INT_FIELDS = 5  # qlen, txBytes, ts, capacity, link id per hop
+PF_COLS = MAX_HOPS * INT_FIELDS
+
+# --- the parameter vector P[:] (filled by params.kernel_vector) ---
+P_MTU = 0
+P_LOSSLESS = 1  # 0 none, 1 pfc, 2 credit
+P_CC = 2  # 0 none, 1 dcqcn, 2 hpcc
+P_LINE = 3  # line rate (bytes/s) of the NICs
+P_KMIN = 4
+P_KMAX = 5
+P_PMAX = 6
+P_PFC_ALPHA = 7  # dynamic PFC threshold: Xoff = alpha * free shared buffer
+P_PFC_RESUME = 8  # Xon = Xoff - this many bytes
+P_RTO = 9
+P_CNP_INTERVAL = 10
+P_RRMP = 11  # rate-reduce monitor period
+P_ALPHA_PERIOD = 12
+P_G = 13
+P_GD_FACTOR = 14  # the CNP cut is Rc * alpha * this (1/2 for RPG_GD = 11)
+P_MIN_DEC = 15  # a cut keeps at least this fraction of Rc
+P_MIN_RATE = 16
+P_TIMER = 17
+P_BYTE_RESET = 18
+P_F = 19
+P_RAI = 20
+P_RHAI = 21
+P_ALPHA0 = 22
+P_ETA = 23
+P_MAX_STAGE = 24
+P_HPCC_WAI = 25  # HPCC additive increase as a rate (bytes/s); W_AI = this * T
+P_RATE_LIMIT = 26  # per-flow NIC rate limit (bytes/s; 0: none)
+P_SAMPLE_DT = 27  # time-series sample period (0: off)
+P_SEED = 28
+P_CLAMP = 29  # DCQCN: Rt <- Rc on every cut
+P_CLAMP_ATI = 30  # DCQCN: Rt <- Rc on a cut if the timer raised the rate since the last one
+P_PFC_XOFF = 31  # static PFC Xoff per ingress (bytes); 0: the dynamic threshold
+P_COLS = 32

@@ -1,0 +1,246 @@
+"""Packet-level network model (layer L3): MTU packets through queues on the topology's routes.
+
+:class:`PacketNetwork` routes a :class:`FlowSet` with the same routing as the other fidelities
+(ECMP, adaptive: one path per flow; spray: the flow's equal-cost DAG, a path per packet), lays the
+topology, flows and parameters out as the tables the compiled kernel
+(:mod:`fabricsim.network.packet.loop`) runs on, and returns a :class:`PacketRun` with per-flow
+finish times and per-link pause, queue and credit figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fabricsim.errors import FabricsimError
+from fabricsim.network.base import FlowSet, NetworkResult
+from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
+from fabricsim.network.packet.kernel import S_DELIVERED_PKTS, S_DROPS, S_EVENTS, S_MARKED, S_SENT_PKTS
+from fabricsim.network.packet.loop import run as run_kernel
+from fabricsim.network.packet.params import Lossless, PacketParams, RunOptions, kernel_vector, resolved
+from fabricsim.topology.graph import NodeKind
+from fabricsim.topology.routing import FlowEnds, Routes, RouteTable, Routing, route
+
+MAX_SAMPLES = 20_000  # cap on time-series rows (memory: rows x (2 flows + links) x 8 B)
+
+
+@dataclass(frozen=True, slots=True)
+class PacketRun:
+    """Everything one packet simulation measured. Times in s, sizes in bytes.
+
+    ``ideal_fct_s``: alone on an empty network, store and forward: size / line rate + the last
+    packet's serialisation on the later hops + path latency. ``series_*`` rows are samples every
+    ``sample_dt_s`` from t = 0 (empty when sampling is off): delivered bytes and CC rate (bytes/s)
+    per flow, queue bytes per link.
+    """
+
+    flows: FlowSet
+    finish_s: np.ndarray
+    delivered_bytes: np.ndarray
+    ideal_fct_s: np.ndarray
+    hops: np.ndarray
+    link_class: np.ndarray  # 0 host->switch, 1 switch->host, 2 switch->switch
+    link_tx_bytes: np.ndarray
+    pause_s: np.ndarray  # per link: time its upstream end was paused
+    pause_frames: np.ndarray  # per link: XOFF frames received by its upstream end
+    credit_stall_s: np.ndarray  # per link: time a queued packet waited for a credit
+    queue_max_bytes: np.ndarray  # per link
+    queue_hist: np.ndarray  # [3 classes, bins] queue seen by arriving packets, bin = MTU
+    mtu_bytes: float
+    drops: int
+    ecn_marked: int
+    delivered_packets: int
+    sent_packets: int
+    events: int
+    end_s: float
+    sample_dt_s: float
+    series_delivered: np.ndarray
+    series_rate: np.ndarray
+    series_queue: np.ndarray
+
+
+class PacketNetwork:
+    """:class:`~fabricsim.network.base.NetworkModel` at packet level (see the package docstring)."""
+
+    fidelity = "packet"
+
+    def __init__(self, table: RouteTable, routing: Routing, params: PacketParams, opts: RunOptions) -> None:
+        self.table = table
+        self.routing = routing
+        self.params = params
+        self.opts = opts
+
+    def routes(self, flows: FlowSet) -> Routes:
+        ends = FlowEnds(flows.src, flows.dst, flows.start_s, flows.label)
+        return route(self.table, ends, self.routing, self.opts.seed)
+
+    def run(self, flows: FlowSet) -> NetworkResult:
+        """The seam's result: finish times and per-link bytes (``first_rate_Bps`` is the line rate)."""
+        out = self.simulate(flows)
+        busy = out.link_tx_bytes / np.maximum(self.table.topology.capacity_Bps * max(out.end_s, 1e-30), 1e-30)
+        first = np.full(flows.count, self.opts.line_Bps)
+        return NetworkResult(out.finish_s, first, out.link_tx_bytes, busy, out.events, self.fidelity)
+
+    def simulate(self, flows: FlowSet) -> PacketRun:
+        if np.any(flows.src == flows.dst):
+            raise FabricsimError("flows", "the packet fidelity needs src != dst for every flow")
+        if flows.count == 0:
+            raise FabricsimError("flows", "no flows to simulate")
+        routes = self.routes(flows).incidence.tocsc()
+        params = resolved(self.params, self.opts.line_Bps)
+        topo = self.table.topology
+        LI, LF, uplink, shared = _link_tables(topo, params, self.opts.lossless)
+        hops = np.asarray(routes.sum(axis=0)).ravel()
+        latency = np.asarray(routes.T @ topo.latency_s).ravel()
+        FI, FF = _flow_tables(flows, params, self.opts, latency, hops)
+        FI[:, L.FI_SRC] = LI[_first_links(topo, flows, routes), L.LI_SRC_HOST]  # the flow's NIC port
+        counts = np.bincount(FI[:, L.FI_SRC], minlength=uplink.size)
+        hosts = (
+            np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+            np.zeros(uplink.size, dtype=np.int64),
+            np.zeros(flows.count, dtype=np.int64),
+            np.zeros(uplink.size, dtype=np.int64),
+        )
+        samples = _sample_rows(self.opts.sample_dt_s, flows, self.opts.line_Bps)
+        LINT = np.zeros((flows.count, L.PF_COLS))
+        P = kernel_vector(self.params, self.opts)
+        stats, hist, series, rows = run_kernel(
+            (LI, LF, FI, FF, LINT),
+            (routes.indptr.astype(np.int64), routes.indices.astype(np.int64), _spray_offsets(routes, self.opts.seed)),
+            hosts,
+            uplink,
+            shared,
+            P,
+            samples,
+        )
+        if not FI[:, L.FI_DONE].all():
+            raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
+        ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps)
+        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), (ideal, hops, params.mtu_bytes, self.opts))
+
+
+def _ideal_fct_s(topo, flows: FlowSet, routes, mtu_bytes: float, line_Bps: float) -> np.ndarray:
+    """Alone on an empty network, store and forward: size / line rate + the last packet's
+    serialisation on the later hops + path latency."""
+    last = np.minimum(flows.size_bytes, mtu_bytes)
+    per_byte = np.asarray(routes.T @ (1.0 / topo.capacity_Bps)).ravel()  # sum over hops of 1 / capacity
+    latency = np.asarray(routes.T @ topo.latency_s).ravel()
+    return flows.size_bytes / line_Bps + last * np.maximum(per_byte - 1 / line_Bps, 0) + latency
+
+
+def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
+    """Copy the kernel's tables and outputs into a :class:`PacketRun`."""
+    LI, LF, FF = tables
+    stats, hist, series, rows = outputs
+    ideal, hops, mtu_bytes, opts = extra
+    return PacketRun(
+        flows=flows,
+        finish_s=FF[:, L.FF_FINISH].copy(),
+        delivered_bytes=FF[:, L.FF_DELIVERED].copy(),
+        ideal_fct_s=ideal,
+        hops=hops,
+        link_class=LI[:, L.LI_CLASS].copy(),
+        link_tx_bytes=LF[:, L.LF_TXBYTES].copy(),
+        pause_s=LF[:, L.LF_PAUSE_TOTAL].copy(),
+        pause_frames=LI[:, L.LI_PAUSE_FRAMES].copy(),
+        credit_stall_s=LF[:, L.LF_STALL_TOTAL].copy(),
+        queue_max_bytes=LF[:, L.LF_QMAX].copy(),
+        queue_hist=hist,
+        mtu_bytes=mtu_bytes,
+        drops=int(stats[S_DROPS]),
+        ecn_marked=int(stats[S_MARKED]),
+        delivered_packets=int(stats[S_DELIVERED_PKTS]),
+        sent_packets=int(stats[S_SENT_PKTS]),
+        events=int(stats[S_EVENTS]),
+        end_s=float(FF[:, L.FF_FINISH].max()),
+        sample_dt_s=opts.sample_dt_s,
+        series_delivered=series[0][:rows],
+        series_rate=series[1][:rows],
+        series_queue=series[2][:rows],
+    )
+
+
+def _first_links(topo, flows: FlowSet, routes) -> np.ndarray:
+    """Each flow's first link: the lowest-id link of its route out of its source endpoint (an
+    endpoint with several ports, e.g. NVLink and a NIC, sends a flow through one of them)."""
+    flow_of = np.repeat(np.arange(flows.count), np.diff(routes.indptr))
+    links = routes.indices.astype(np.int64)
+    out = topo.link_src[links] == topo.endpoints[flows.src][flow_of]
+    first = np.full(flows.count, np.iinfo(np.int64).max)
+    np.minimum.at(first, flow_of[out], links[out])
+    if np.any(first == np.iinfo(np.int64).max):
+        raise FabricsimError("topology", "a flow's route does not leave its source", "check the topology's cabling")
+    return first
+
+
+def _spray_offsets(routes, seed: int) -> np.ndarray:
+    """Seeded starting points of the per-(flow, switch) round-robin spraying counters."""
+    return np.random.default_rng(seed).integers(0, 1 << 20, routes.indices.size).astype(np.int64)
+
+
+def _sample_rows(dt_s: float, flows: FlowSet, line_Bps: float) -> int:
+    """Rows for the time series: enough for the ideal makespan x 4, capped."""
+    if dt_s <= 0:
+        return 0
+    horizon = float(flows.start_s.max()) + 4.0 * float(flows.size_bytes.sum()) / line_Bps + 1e-3
+    return int(min(MAX_SAMPLES, horizon / dt_s + 2))
+
+
+def _link_tables(topo, params: PacketParams, lossless: Lossless):
+    """LI/LF tables, the NIC ports (links out of endpoints) and the [used, pool] shared-buffer table
+    of every node. ``LI_SRC_HOST`` of a NIC port is its port index, -1 on switch links."""
+    links = topo.links
+    host_of = np.full(topo.nodes, -1, dtype=np.int64)
+    host_of[topo.endpoints] = np.arange(topo.hosts)
+    src, dst = topo.link_src.astype(np.int64), topo.link_dst.astype(np.int64)
+    LI = np.zeros((links, L.LI_COLS), dtype=np.int64)
+    LI[:, L.LI_SRC], LI[:, L.LI_DST] = src, dst
+    uplink = np.flatnonzero(host_of[src] >= 0)  # every link out of an endpoint is a NIC port
+    LI[:, L.LI_SRC_HOST] = -1
+    LI[uplink, L.LI_SRC_HOST] = np.arange(uplink.size)
+    LI[:, L.LI_DST_HOST] = host_of[dst]
+    LI[:, L.LI_QHEAD] = LI[:, L.LI_QTAIL] = LI[:, L.LI_TXPKT] = -1
+    LI[:, L.LI_CLASS] = np.where(host_of[src] >= 0, 0, np.where(host_of[dst] >= 0, 1, 2))
+    LF = np.zeros((links, L.LF_COLS))
+    LF[:, L.LF_CAP], LF[:, L.LF_LAT] = topo.capacity_Bps, topo.latency_s
+    LF[:, L.LF_STALL_START] = -1.0
+    bdp = topo.capacity_Bps * topo.latency_s
+    LF[:, L.LF_HEADROOM] = 2 * bdp + 2 * params.mtu_bytes
+    credit = params.credit_bytes if params.credit_bytes is not None else 2 * bdp + 2 * params.mtu_bytes
+    LI[:, L.LI_CREDITS] = np.maximum(1, np.ceil(np.broadcast_to(credit, links) / params.mtu_bytes)).astype(np.int64)
+    shared = np.zeros((2, topo.nodes))
+    shared[1] = params.buffer_bytes
+    if lossless == Lossless.PFC:
+        reserved = np.bincount(dst, LF[:, L.LF_HEADROOM], topo.nodes)
+        shared[1] -= reserved
+        switches = topo.node_kind != NodeKind.GPU
+        if np.any(shared[1][switches] <= 0):
+            need = float(reserved[switches].max())
+            raise FabricsimError(
+                "buffer",
+                f"{params.buffer_bytes:.0f} B per switch cannot hold the PFC headroom of its ports ({need:.0f} B)",
+                f"use --buffer larger than {need:.0f}",
+            )
+    return LI, LF, uplink, shared
+
+
+def _flow_tables(flows: FlowSet, params: PacketParams, opts: RunOptions, latency: np.ndarray, hops: np.ndarray):
+    """FI/FF tables: endpoints, sizes, starts, and every CC's initial state (full line rate)."""
+    n = flows.count
+    FI = np.zeros((n, L.FI_COLS), dtype=np.int64)
+    FI[:, L.FI_SRC], FI[:, L.FI_DST] = flows.src, flows.dst
+    FF = np.zeros((n, L.FF_COLS))
+    FF[:, L.FF_SIZE], FF[:, L.FF_START] = flows.size_bytes, flows.start_s
+    FF[:, L.FF_RC] = FF[:, L.FF_RT] = opts.line_Bps
+    FF[:, L.FF_ALPHA] = params.alpha_initial
+    FF[:, L.FF_ALPHA_T] = flows.start_s - params.alpha_period_s
+    FF[:, L.FF_LAST_DEC] = FF[:, L.FF_LAST_CNP] = -1.0
+    FF[:, L.FF_TIMER_T] = flows.start_s
+    FF[:, L.FF_RET_LAT] = latency
+    rtt = 2 * latency + hops * params.mtu_bytes / opts.line_Bps
+    FF[:, L.FF_BASE_RTT] = rtt
+    FF[:, L.FF_WIN] = FF[:, L.FF_WINC] = opts.line_Bps * rtt
+    FF[:, L.FF_FIRST_TX] = FF[:, L.FF_LAST_TX] = -1.0
+    FF[:, L.FF_FINISH] = np.nan
+    return FI, FF

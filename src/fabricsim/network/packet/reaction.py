@@ -1,0 +1,200 @@
+"""Sender-side congestion control of the packet kernel: DCQCN and HPCC reaction points (layer L3).
+
+DCQCN (Zhu et al., SIGCOMM'15, with NVIDIA ConnectX's parameter semantics, DOCA "DCQCN CC
+Parameters"): a CNP cuts the rate at most once per rate-reduce monitor period,
+Rt <- Rc, Rc <- Rc (1 - alpha * GD_FACTOR) (GD_FACTOR = 1024 / 2^RPG_GD = 1/2 by default), never
+below Rc * MIN_DEC nor MIN_RATE; alpha is updated once per alpha period,
+alpha <- (1 - g) alpha + g if a CNP arrived in it, else (1 - g) alpha (applied lazily when the next
+CNP arrives; a flow's first CNP starts from INITIAL_ALPHA_VALUE). The target rate Rt takes
+Rc at a cut only if CLAMP_TGT_RATE is set, or CLAMP_TGT_RATE_AFTER_TIME_INC is set and the
+timer raised the rate since the previous cut (NVIDIA defaults 0 and 1), and at a flow's first
+cut. The rate rises on timer expiries (every TIMER s) and byte-counter expiries (every
+BYTE_RESET bytes): fast recovery while max(T, BC) < F (Rc <- (Rt + Rc) / 2), additive increase
+(Rt += R_AI) until both exceed F, then hyper increase (Rt += i R_HAI, i = min(T, BC) - F).
+
+HPCC (Li et al., SIGCOMM'19, Algorithm 1): each ACK carries per-hop INT (queue length, txBytes,
+timestamp, capacity, link); u_j = min(q, q_prev) / (B T) + txRate / B, U is an EWMA of the largest u
+with weight tau / T; W = Wc / (U / eta) + W_AI when U >= eta or after maxStage additive steps,
+else W = Wc + W_AI; Wc is updated once per RTT (when the ACK's seq passes lastUpdateSeq). The
+pacing rate is W / T.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from fabricsim.network.packet.layout import (
+    FF_ALPHA,
+    FF_ALPHA_T,
+    FF_BASE_RTT,
+    FF_BYTE_CTR,
+    FF_INFLIGHT,
+    FF_LAST_DEC,
+    FF_LAST_UPD,
+    FF_RC,
+    FF_RT,
+    FF_SENT,
+    FF_TIMER_T,
+    FF_UTIL,
+    FF_WIN,
+    FF_WINC,
+    FI_BCOUNT,
+    FI_CUTS,
+    FI_HOPS,
+    FI_STAGE,
+    FI_TCOUNT,
+    FI_TIMER_INC,
+    INT_FIELDS,
+    MAX_HOPS,
+    P_ALPHA_PERIOD,
+    P_BYTE_RESET,
+    P_CLAMP,
+    P_CLAMP_ATI,
+    P_ETA,
+    P_F,
+    P_G,
+    P_GD_FACTOR,
+    P_HPCC_WAI,
+    P_LINE,
+    P_MAX_STAGE,
+    P_MIN_DEC,
+    P_MIN_RATE,
+    P_MTU,
+    P_RAI,
+    P_RATE_LIMIT,
+    P_RHAI,
+    P_RRMP,
+    P_TIMER,
+    PI_FLOW,
+    PI_HOP,
+    PI_SEQ,
+    PI_SIZE,
+)
+
+
+@njit(cache=True)
+def max_rate(P):
+    """The highest rate a flow may send at: the line rate, or the NIC rate limit if lower."""
+    if P[P_RATE_LIMIT] > 0.0:
+        return min(P[P_LINE], P[P_RATE_LIMIT])
+    return P[P_LINE]
+
+
+@njit(cache=True)
+def dcqcn_cnp(FF, FI, P, f, t):
+    """A CNP reaches flow ``f``'s sender at ``t``: update alpha, cut the rate (rate-limited)."""
+    g = P[P_G]
+    if FI[f, FI_CUTS] == 0:  # the first CNP of a flow starts alpha at INITIAL_ALPHA_VALUE
+        FF[f, FF_ALPHA_T] = t
+    else:
+        periods = math.floor((t - FF[f, FF_ALPHA_T]) / P[P_ALPHA_PERIOD])
+        if periods >= 1:  # (periods - 1) quiet periods, then one with a CNP
+            FF[f, FF_ALPHA] = FF[f, FF_ALPHA] * (1.0 - g) ** (periods - 1)
+            FF[f, FF_ALPHA] = (1.0 - g) * FF[f, FF_ALPHA] + g
+            FF[f, FF_ALPHA_T] += periods * P[P_ALPHA_PERIOD]
+    if t - FF[f, FF_LAST_DEC] < P[P_RRMP]:
+        return
+    rc = FF[f, FF_RC]
+    if P[P_CLAMP] > 0 or (P[P_CLAMP_ATI] > 0 and FI[f, FI_TIMER_INC]) or FI[f, FI_CUTS] == 0:
+        FF[f, FF_RT] = rc
+    FI[f, FI_TIMER_INC] = 0
+    FI[f, FI_CUTS] += 1
+    cut = rc * (1.0 - FF[f, FF_ALPHA] * P[P_GD_FACTOR])
+    FF[f, FF_RC] = max(cut, rc * P[P_MIN_DEC], P[P_MIN_RATE])
+    FF[f, FF_LAST_DEC] = t
+    FF[f, FF_TIMER_T] = t
+    FF[f, FF_BYTE_CTR] = 0.0
+    FI[f, FI_TCOUNT] = 0
+    FI[f, FI_BCOUNT] = 0
+
+
+@njit(cache=True)
+def _increase(FF, FI, P, f):
+    tc, bc, F = FI[f, FI_TCOUNT], FI[f, FI_BCOUNT], P[P_F]
+    top = max_rate(P)
+    if max(tc, bc) < F:
+        pass  # fast recovery: Rt stays
+    elif min(tc, bc) > F:
+        FF[f, FF_RT] = min(top, FF[f, FF_RT] + (min(tc, bc) - F) * P[P_RHAI])
+    else:
+        FF[f, FF_RT] = min(top, FF[f, FF_RT] + P[P_RAI])
+    FF[f, FF_RC] = min(top, 0.5 * (FF[f, FF_RT] + FF[f, FF_RC]))
+
+
+@njit(cache=True)
+def dcqcn_timer(FF, FI, P, f, t):
+    """Apply every rate-increase timer expiry of flow ``f`` up to ``t``; return the next expiry."""
+    period = P[P_TIMER]
+    top = max_rate(P)
+    while FF[f, FF_TIMER_T] + period <= t:
+        if FF[f, FF_RC] >= top and FF[f, FF_RT] >= top:
+            FF[f, FF_TIMER_T] = t  # at full rate the timer has nothing to do
+            break
+        FF[f, FF_TIMER_T] += period
+        FI[f, FI_TCOUNT] += 1
+        FI[f, FI_TIMER_INC] = 1
+        _increase(FF, FI, P, f)
+    return FF[f, FF_TIMER_T] + period
+
+
+@njit(cache=True)
+def dcqcn_sent(FF, FI, P, f, size):
+    """Count ``size`` sent bytes toward the byte counter; increase the rate on each expiry."""
+    FF[f, FF_BYTE_CTR] += size
+    while FF[f, FF_BYTE_CTR] >= P[P_BYTE_RESET]:
+        FF[f, FF_BYTE_CTR] -= P[P_BYTE_RESET]
+        FI[f, FI_BCOUNT] += 1
+        _increase(FF, FI, P, f)
+
+
+@njit(cache=True)
+def _hpcc_utilization(FF, FI, PI, PF, LINT, p, f):
+    """HPCC MeasureInflight: the EWMA utilisation after the ACK of packet ``p``."""
+    T = FF[f, FF_BASE_RTT]
+    hops = min(PI[p, PI_HOP], MAX_HOPS)
+    u, tau = 0.0, T
+    for h in range(min(hops, FI[f, FI_HOPS])):
+        base = h * INT_FIELDS
+        q, tx, ts, cap = PF[p, base], PF[p, base + 1], PF[p, base + 2], PF[p, base + 3]
+        dt = ts - LINT[f, base + 2]
+        if dt <= 0.0 or PF[p, base + 4] != LINT[f, base + 4]:
+            continue  # no newer sample of the same link at this hop (sprayed packets take other links)
+        rate = (tx - LINT[f, base + 1]) / dt
+        uj = min(q, LINT[f, base]) / (cap * T) + rate / cap
+        if uj > u:
+            u, tau = uj, dt
+    tau = min(tau, T)
+    return (1.0 - tau / T) * FF[f, FF_UTIL] + tau / T * u
+
+
+@njit(cache=True)
+def hpcc_ack(FF, FI, PI, PF, LINT, P, p):
+    """HPCC NewAck for packet ``p``: new window and pacing rate; store its INT as the reference."""
+    f = PI[p, PI_FLOW]
+    FF[f, FF_INFLIGHT] -= PI[p, PI_SIZE]
+    hops = min(PI[p, PI_HOP], MAX_HOPS)
+    if FI[f, FI_HOPS] > 0 and hops > 0:
+        T = FF[f, FF_BASE_RTT]
+        U = _hpcc_utilization(FF, FI, PI, PF, LINT, p, f)
+        FF[f, FF_UTIL] = U
+        update = PI[p, PI_SEQ] > FF[f, FF_LAST_UPD]
+        wai = P[P_HPCC_WAI] * T
+        if P[P_ETA] <= U or FI[f, FI_STAGE] >= P[P_MAX_STAGE]:
+            w = FF[f, FF_WINC] / (U / P[P_ETA]) + wai
+            if update:
+                FI[f, FI_STAGE] = 0
+        else:
+            w = FF[f, FF_WINC] + wai
+            if update:
+                FI[f, FI_STAGE] += 1
+        w = min(max(w, P[P_MTU] * 0.01), max_rate(P) * T)
+        if update:
+            FF[f, FF_WINC] = w
+            FF[f, FF_LAST_UPD] = FF[f, FF_SENT]
+        FF[f, FF_WIN] = w
+        FF[f, FF_RC] = w / T
+    for k in range(hops * INT_FIELDS):
+        LINT[f, k] = PF[p, k]
+    FI[f, FI_HOPS] = hops

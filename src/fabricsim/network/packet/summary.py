@@ -1,0 +1,92 @@
+"""Reduce a :class:`PacketRun` to the JSON figures of ``traffic --fidelity packet`` (layer L3).
+
+Keys (DESIGN.md contract): ``fct_s`` {p50, p95, p99, max} overall and ``fct_s_by_size`` per size
+bucket, ``slowdown`` {p50, p99} (FCT / ideal FCT on an empty network: size / line rate + path
+latency + store-and-forward of the last packet), ``pause_s`` (total time upstream ends were
+paused, summed over links), ``pause_frames`` (XOFF frames) and ``pause_frames_to_hosts`` (those
+received by sender NICs), ``credit_stall_s``, ``ecn_marked_fraction`` (marked / delivered
+packets), ``queue_bytes`` {class: {p99, max}} (queue seen by packets joining a switch egress,
+p99 to the MTU bin's upper edge), ``drops``, ``delivered_bytes``/``offered_bytes`` (conservation).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from fabricsim.network.packet.model import PacketRun
+
+SIZE_BUCKETS_BYTES = (10e3, 100e3, 1e6, 10e6)  # upper edges; the last bucket is open
+LINK_CLASSES = ("host_to_switch", "switch_to_host", "switch_to_switch")
+
+
+def _stats(values: np.ndarray) -> dict[str, float]:
+    if values.size == 0:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {"p50": float(p50), "p95": float(p95), "p99": float(p99), "max": float(values.max())}
+
+
+def _bucket_label(lo: float, hi: float) -> str:
+    def fmt(x: float) -> str:
+        return f"{x / 1e6:g}MB" if x >= 1e6 else f"{x / 1e3:g}KB"
+
+    return f"<={fmt(hi)}" if lo == 0 else (f">{fmt(lo)}" if hi == np.inf else f"{fmt(lo)}-{fmt(hi)}")
+
+
+def fct_by_size(run: PacketRun) -> dict[str, dict[str, float]]:
+    """FCT statistics per size bucket (buckets with flows only)."""
+    fct = run.finish_s - run.flows.start_s
+    edges = (0.0, *SIZE_BUCKETS_BYTES, np.inf)
+    out: dict[str, dict[str, float]] = {}
+    for lo, hi in itertools.pairwise(edges):
+        pick = (run.flows.size_bytes > lo) & (run.flows.size_bytes <= hi)
+        if pick.any():
+            out[_bucket_label(lo, hi)] = {**_stats(fct[pick]), "flows": int(pick.sum())}
+    return out
+
+
+def _queue_percentile(hist: np.ndarray, mtu: float, q: float) -> float:
+    total = int(hist.sum())
+    if total == 0:
+        return 0.0
+    k = int(np.searchsorted(np.cumsum(hist), q * total))
+    return float((k + 1) * mtu)
+
+
+def queue_bytes(run: PacketRun) -> dict[str, dict[str, float]]:
+    """Per link class that carried switch egress traffic: p99 and max queue (bytes)."""
+    out: dict[str, dict[str, float]] = {}
+    for c, name in enumerate(LINK_CLASSES):
+        links = run.link_class == c
+        if not links.any() or run.queue_hist[c].sum() == 0:
+            continue
+        out[name] = {
+            "p99": _queue_percentile(run.queue_hist[c], run.mtu_bytes, 0.99),
+            "max": float(run.queue_max_bytes[links].max()),
+        }
+    return out
+
+
+def summarize(run: PacketRun) -> dict[str, object]:
+    """The packet-fidelity JSON keys (see the module docstring)."""
+    fct = run.finish_s - run.flows.start_s
+    slowdown = fct / np.maximum(run.ideal_fct_s, 1e-30)
+    p50, p99 = np.percentile(slowdown, [50, 99])
+    to_hosts = run.link_class == 0
+    return {
+        "fct_s": _stats(fct),
+        "fct_s_by_size": fct_by_size(run),
+        "slowdown": {"p50": float(p50), "p99": float(p99)},
+        "pause_s": float(run.pause_s.sum()),
+        "pause_frames": int(run.pause_frames.sum()),
+        "pause_frames_to_hosts": int(run.pause_frames[to_hosts].sum()),
+        "credit_stall_s": float(run.credit_stall_s.sum()),
+        "ecn_marked_fraction": run.ecn_marked / max(run.delivered_packets, 1),
+        "queue_bytes": queue_bytes(run),
+        "drops": run.drops,
+        "offered_bytes": float(run.flows.size_bytes.sum()),
+        "delivered_bytes": float(run.delivered_bytes.sum()),
+        "packet_events": run.events,
+    }

@@ -1,0 +1,77 @@
+"""``fabricsim traffic ... --fidelity packet``: JSON keys, trace file, determinism, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fabricsim.cli.app import main
+
+TOPO = "leaf-spine:leaves=2,spines=2,hosts_per_leaf=4,gbps=100"
+PACKET_KEYS = {
+    "fct_s", "fct_s_by_size", "slowdown", "pause_s", "pause_frames", "ecn_marked_fraction", "queue_bytes",
+    "drops", "throughput_fraction", "cc", "lossless", "delivered_bytes", "offered_bytes",
+}  # fmt: skip
+
+
+def _json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_incast_json_keys_and_determinism(capsys):
+    argv = ["traffic", "incast", "--topology", TOPO, "--fidelity", "packet", "--cc", "dcqcn", "--size", "200KB"]
+    argv += ["--cc-param", "kmin_bytes=5e3", "--cc-param", "kmax_bytes=100e3", "--buffer", "2MB", "--json"]
+    first = _json(capsys, argv)
+    assert set(first) >= PACKET_KEYS
+    assert first["fidelity"] == "packet" and first["cc"] == "dcqcn" and first["lossless"] == "pfc"
+    assert first["drops"] == 0 and first["delivered_bytes"] == first["offered_bytes"] == 7 * 200e3
+    assert set(first["fct_s"]) == {"p50", "p95", "p99", "max"}
+    assert first["slowdown"]["p50"] >= 1.0
+    assert 0 < first["ecn_marked_fraction"] <= 1
+    assert main(argv) == 0
+    assert capsys.readouterr().out == json.dumps(first, sort_keys=True, indent=2) + "\n"
+
+
+def test_websearch_with_spray_and_trace(capsys, tmp_path):
+    trace = tmp_path / "t.json"
+    argv = ["traffic", "websearch", "--topology", TOPO, "--fidelity", "packet", "--cc", "hpcc", "--spray"]
+    argv += ["--load", "0.5", "--duration", "1e-4", "--trace", str(trace), "--json"]
+    out = _json(capsys, argv)
+    assert out["routing"] == "spray" and out["pattern"] == "websearch"
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("ph") == "C" and "rate_Gbps" in e["args"] for e in events)
+
+
+def test_table_output(capsys):
+    assert main(["traffic", "incast", "--topology", TOPO, "--fidelity", "packet", "--size", "64KB"]) == 0
+    out = capsys.readouterr().out
+    assert "PFC pause" in out and "slowdown" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        (["--cc", "dcqn"], "cc"),
+        (["--lossless", "ethernet"], "lossless"),
+        (["--cc-param", "timer=1"], "cc_param"),
+        (["--cc-param", "pmax=3"], "cc_param"),
+        (["--buffer", "-1"], "buffer"),
+        (["--buffer", "10KB"], "buffer"),
+        (["--load", "nan"], "load"),
+        (["--fidelity", "fluid"], "fidelity"),
+    ],
+)
+def test_bad_packet_options_are_one_line_errors(capsys, extra, field):
+    argv = ["traffic", "incast", "--topology", TOPO, "--fidelity", "packet", "--size", "64KB", *extra]
+    if extra[0] == "--fidelity":
+        argv = ["traffic", "incast", "--topology", TOPO, *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and field in err
+
+
+def test_packet_only_options_need_packet_fidelity(capsys):
+    assert main(["traffic", "incast", "--topology", TOPO, "--spray"]) == 2
+    assert "--fidelity packet" in capsys.readouterr().err

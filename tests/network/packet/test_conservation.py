@@ -1,0 +1,99 @@
+"""Conservation and losslessness (issue 12, "Done when" 1): bytes delivered = bytes offered on
+every workload; with PFC or credits nothing is ever dropped; without them a buffer overflow drops
+packets (and retransmission still delivers every byte). Also: determinism under a seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packet_helpers import simulate, star
+
+from fabricsim.network.flowsizes import FlowSizeCdf, poisson_flows
+from fabricsim.network.patterns import Pattern, pattern_flows
+from fabricsim.topology.parse import parse_topology
+from fabricsim.topology.routing import Routing
+
+WORKLOADS = [
+    ("incast", lambda: pattern_flows(Pattern.INCAST, 16, 300e3, 0)),
+    ("all-to-all", lambda: pattern_flows(Pattern.ALL_TO_ALL, 16, 64e3, 0)),
+    ("permutation", lambda: pattern_flows(Pattern.PERMUTATION, 16, 500e3, 1)),
+    ("websearch", lambda: poisson_flows(FlowSizeCdf.WEBSEARCH, 16, 0.6, 200e-6, (50e9, 3))),
+]
+TOPOLOGY = "fat-tree:k=4,gbps=400"  # 16 hosts, 3 tiers
+
+
+@pytest.mark.parametrize("lossless", ["pfc", "credit"])
+@pytest.mark.parametrize("cc", ["none", "dcqcn", "hpcc"])
+@pytest.mark.parametrize(("name", "make"), WORKLOADS, ids=[w[0] for w in WORKLOADS])
+def test_lossless_modes_deliver_every_byte_without_drops(name, make, cc, lossless):
+    flows = make()
+    run = simulate(parse_topology(TOPOLOGY), flows, cc, lossless, buffer_bytes=3e6)
+    assert run.drops == 0
+    np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
+    assert np.all(run.finish_s >= flows.start_s)
+
+
+def test_lossy_buffer_overflow_drops_and_retransmission_still_delivers():
+    topo = star(9, 100)
+    flows = pattern_flows(Pattern.INCAST, 9, 1e6, 0)
+    run = simulate(topo, flows, "none", "none", buffer_bytes=200e3)
+    assert run.drops > 0
+    assert run.pause_frames.sum() == 0
+    np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
+    lossless = simulate(topo, flows, "none", "pfc", buffer_bytes=200e3)
+    assert lossless.drops == 0 and lossless.pause_frames.sum() > 0
+
+
+def test_credit_mode_stalls_instead_of_pausing():
+    topo = star(9, 100)
+    flows = pattern_flows(Pattern.INCAST, 9, 1e6, 0)
+    run = simulate(topo, flows, "none", "credit")
+    assert run.drops == 0 and run.pause_frames.sum() == 0
+    assert run.credit_stall_s.sum() > 0
+    bottleneck = flows.size_bytes.sum() / run.finish_s.max() / topo.line_rate_Bps
+    assert bottleneck >= 0.95
+
+
+@settings(max_examples=12)
+@given(
+    senders=st.integers(2, 12),
+    size=st.integers(1, 300_000),
+    cc=st.sampled_from(["none", "dcqcn", "hpcc"]),
+    lossless=st.sampled_from(["pfc", "credit", "none"]),
+    spray=st.booleans(),
+)
+def test_conservation_property(senders, size, cc, lossless, spray):
+    """Any incast size, CC and lossless mode: every byte arrives, no drop when lossless, and no flow
+    beats its ideal FCT (line rate, empty network)."""
+    topo = parse_topology("leaf-spine:leaves=2,spines=2,hosts_per_leaf=8,gbps=100")
+    flows = pattern_flows(Pattern.INCAST, senders + 1, float(size), 0)
+    routing = Routing.SPRAY if spray else Routing.ECMP
+    run = simulate(topo, flows, cc, lossless, buffer_bytes=1e6, routing=routing)
+    np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
+    if lossless != "none":
+        assert run.drops == 0
+    assert np.all(run.finish_s - flows.start_s >= run.ideal_fct_s * (1 - 1e-9))
+
+
+def test_same_seed_same_result():
+    flows = poisson_flows(FlowSizeCdf.FB_HADOOP, 16, 0.5, 100e-6, (50e9, 7))
+    topo = parse_topology(TOPOLOGY)
+    a = simulate(topo, flows, "dcqcn", "pfc", seed=5, routing=Routing.SPRAY)
+    b = simulate(topo, flows, "dcqcn", "pfc", seed=5, routing=Routing.SPRAY)
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+    assert a.events == b.events and a.ecn_marked == b.ecn_marked
+
+
+@pytest.mark.parametrize(
+    "topology",
+    ["dgx-h100:gpus=16", "dragonfly:a=2,p=2,h=1", "torus:dims=4x4", "rail-optimized:nodes=4,rails=2,radix=8"],
+)
+def test_every_builder_runs_including_multi_port_endpoints(topology):
+    """DGX GPUs have two ports (NVLink switch and NIC): each port is its own NIC scheduler."""
+    topo = parse_topology(topology)
+    flows = pattern_flows(Pattern.PERMUTATION, topo.hosts, 128e3, 0)
+    run = simulate(topo, flows, "dcqcn", "pfc", routing=Routing.SPRAY)
+    np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
+    assert run.drops == 0
