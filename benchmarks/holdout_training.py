@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from statistics import mean
 
+from fabricsim import catalog
 from fabricsim.transformer import compute, constants
 from fabricsim.validation import training
 from fabricsim.validation.base import ValidationEntry
@@ -34,7 +35,7 @@ def suite_at(fraction: float) -> list[ValidationEntry]:
     saved = compute.GEMM_PEAK_FRACTION
     compute.GEMM_PEAK_FRACTION = fraction
     try:
-        return list(training.run().entries)
+        return list(training.run(catalog).entries)
     finally:
         compute.GEMM_PEAK_FRACTION = saved
 

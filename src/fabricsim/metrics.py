@@ -2,12 +2,48 @@
 
 Each result is a frozen dataclass whose ``to_json()`` gives exactly the keys the contract names,
 with units in the key names. Rendering (tables) lives in ``report``; files in ``io``.
+
+The contract is declared once, by the fields: :func:`contract_json` turns each field into the key
+of its name (name/value pairs become objects, tuples of results lists of their JSON); a field's
+``metadata`` says where it differs (``FLATTEN``: its pairs are keys of the result itself, e.g.
+the energy figures; ``SKIP``: not serialised; ``EMPTY_AS_NULL``: an empty value is ``null``).
+Adding a field adds its key; no ``to_json`` repeats the field list (those whose JSON is shaped
+unlike their fields, such as ``TrafficResult``, still spell it out).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+FLATTEN = {"json": "flatten"}
+SKIP = {"json": "skip"}
+EMPTY_AS_NULL = {"json": "empty-as-null"}
+
+
+def _pairs(annotation: object) -> bool:
+    return str(annotation).replace(" ", "").startswith("tuple[tuple[str,")
+
+
+def contract_json(result: Any) -> dict[str, object]:
+    """The JSON object of a result dataclass, from its fields (see the module docstring)."""
+    out: dict[str, object] = {}
+    for item in fields(result):
+        role = item.metadata.get("json")
+        value = getattr(result, item.name)
+        if role == "skip":
+            continue
+        if role == "empty-as-null" and not value:
+            value = None
+        elif value is not None and _pairs(item.type):
+            value = dict(value)
+        elif isinstance(value, tuple) and value and hasattr(value[0], "to_json"):
+            value = [entry.to_json() for entry in value]
+        if role == "flatten":
+            out.update(value or {})  # type: ignore[call-overload]
+        else:
+            out[item.name] = value
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,17 +61,7 @@ class CollectiveResult:
     fidelity: str = "analytic"
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "op": self.op,
-            "gpus": self.gpus,
-            "size_bytes": self.size_bytes,
-            "algorithm": self.algorithm,
-            "protocol": self.protocol,
-            "time_s": self.time_s,
-            "algbw_GBps": self.algbw_GBps,
-            "busbw_GBps": self.busbw_GBps,
-            "fidelity": self.fidelity,
-        }
+        return contract_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,17 +79,7 @@ class SweepSummary:
     export: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "tasks_total": self.tasks_total,
-            "tasks_done": self.tasks_done,
-            "tasks_skipped": self.tasks_skipped,
-            "tasks_failed": self.tasks_failed,
-            "elapsed_s": self.elapsed_s,
-            "db": self.db,
-            "executor": self.executor,
-            "workers": self.workers,
-            "export": self.export,
-        }
+        return contract_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,35 +107,13 @@ class TrainResult:
     time_breakdown_s: tuple[tuple[str, float], ...]
     layout: tuple[tuple[str, object], ...]
     fidelity: str = "analytic"
-    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_step, ... (fabricsim.cost.energy)
-    tiers: tuple[tuple[str, object], ...] = ()  # offload only: per-tier memory keys (see to_json)
+    energy: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)  # power_W, ... (cost.energy)
+    # offload only: memory_breakdown_bytes_by_tier ({tier: {kind: bytes}}), memory_capacity_bytes_by_tier
+    # ({tier: bytes}) and memory_overflow_tiers
+    tiers: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)
 
     def to_json(self) -> dict[str, object]:
-        """The ``train`` contract; with offload also ``memory_breakdown_bytes_by_tier`` ({tier: {kind:
-        bytes}}), ``memory_capacity_bytes_by_tier`` ({tier: bytes}) and ``memory_overflow_tiers``."""
-        return {
-            "model": self.model,
-            "system": self.system,
-            "gpus": self.gpus,
-            "global_batch": self.global_batch,
-            "seq_len": self.seq_len,
-            "microbatches": self.microbatches,
-            "step_time_s": self.step_time_s,
-            "tokens_per_s": self.tokens_per_s,
-            "model_tflops_per_gpu": self.model_tflops_per_gpu,
-            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
-            "mfu": self.mfu,
-            "hfu": self.hfu,
-            "fits": self.fits,
-            "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
-            "memory_capacity_bytes": self.memory_capacity_bytes,
-            "memory_breakdown_bytes": dict(self.memory_breakdown_bytes),
-            "time_breakdown_s": dict(self.time_breakdown_s),
-            "layout": dict(self.layout),
-            "fidelity": self.fidelity,
-            **dict(self.energy),
-            **dict(self.tiers),
-        }
+        return contract_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,28 +193,12 @@ class PlanResult:
     elapsed_s: float
     plans: tuple[PlanEntry, ...]
     smallest_memory_per_gpu_bytes: float | None = None
-    smallest_memory_layout: tuple[tuple[str, object], ...] | None = None
+    smallest_memory_layout: tuple[tuple[str, object], ...] | None = field(default=None, metadata=EMPTY_AS_NULL)
     refined: int = 0
-    extra: tuple[tuple[str, object], ...] = ()  # e.g. the serving prefill/decode split search
+    extra: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)  # e.g. the serving split search
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "model": self.model,
-            "system": self.system,
-            "gpus": self.gpus,
-            "objective": self.objective,
-            "evaluated": self.evaluated,
-            "feasible": self.feasible,
-            "costed": self.costed,
-            "pruned": dict(self.pruned),
-            "refined": self.refined,
-            "elapsed_s": self.elapsed_s,
-            "smallest_memory_per_gpu_bytes": self.smallest_memory_per_gpu_bytes,
-            "smallest_memory_layout": dict(self.smallest_memory_layout) if self.smallest_memory_layout else None,
-            **dict(self.extra),
-            "plans": [plan.to_json() for plan in self.plans],
-        }
+        return contract_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,28 +223,10 @@ class InferResult:
     time_breakdown_s: tuple[tuple[str, float], ...] = ()
     fidelity: str = "analytic"
     kv_spilled_bytes: float = 0.0
-    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_token, ... (fabricsim.cost.energy)
+    energy: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)  # power_W, ... (cost.energy)
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "model": self.model,
-            "system": self.system,
-            "gpus": self.gpus,
-            "kv_spilled_bytes": self.kv_spilled_bytes,
-            "ttft_s": self.ttft_s,
-            "tpot_s": self.tpot_s,
-            "e2e_latency_s": self.e2e_latency_s,
-            "batch": self.batch,
-            "output_tokens_per_s": self.output_tokens_per_s,
-            "kv_cache_bytes": self.kv_cache_bytes,
-            "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
-            "memory_capacity_bytes": self.memory_capacity_bytes,
-            "fits": self.fits,
-            "layout": dict(self.layout),
-            "time_breakdown_s": dict(self.time_breakdown_s),
-            "fidelity": self.fidelity,
-            **dict(self.energy),
-        }
+        return contract_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,38 +263,11 @@ class ServeResult:
     memory_capacity_bytes: float = float("nan")
     kv_capacity_tokens: int = 0
     longest_request_tokens: int = 0
-    pools: tuple[tuple[str, dict[str, object]], ...] = ()
-    energy: tuple[tuple[str, object], ...] = ()  # power_W, energy_J_per_token, ... (fabricsim.cost.energy)
+    pools: tuple[tuple[str, dict[str, object]], ...] = field(default=(), metadata=EMPTY_AS_NULL)
+    energy: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)  # power_W, ... (cost.energy)
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "model": self.model,
-            "system": self.system,
-            "gpus": self.gpus,
-            "fits": self.fits,
-            "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
-            "memory_capacity_bytes": self.memory_capacity_bytes,
-            "kv_capacity_tokens": self.kv_capacity_tokens,
-            "longest_request_tokens": self.longest_request_tokens,
-            "pools": dict(self.pools) if self.pools else None,
-            "requests": self.requests,
-            "completed": self.completed,
-            "output_tokens_per_s": self.output_tokens_per_s,
-            "requests_per_s": self.requests_per_s,
-            "ttft_s": dict(self.ttft_s),
-            "tpot_s": dict(self.tpot_s),
-            "e2e_s": dict(self.e2e_s),
-            "slo_attainment": self.slo_attainment,
-            "slo": dict(self.slo),
-            "arrival_rate_per_s": self.arrival_rate_per_s,
-            "seed": self.seed,
-            "preemptions": self.preemptions,
-            "steps": self.steps,
-            "duration_s": self.duration_s,
-            "layout": dict(self.layout),
-            "fidelity": self.fidelity,
-            **dict(self.energy),
-        }
+        return contract_json(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,29 @@ def parse_size(text: str | int | float, field: str = "size") -> int:
     return round(value)
 
 
+_DURATION_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(s|ms|us|µs|ns|)\s*$")
+_SECOND_FACTORS = {"": 1.0, "s": 1.0, "ms": MS, "us": US, "µs": US, "ns": 1e-9}
+
+
+def parse_duration(text: str | int | float, field: str = "duration") -> float:
+    """Parse a duration such as ``2``, ``2s``, ``150ms`` or ``40us`` into seconds (a bare number is seconds).
+
+    Raises :class:`FabricsimError` naming ``field`` unless the result is finite and positive.
+    """
+    if isinstance(text, bool):
+        raise FabricsimError(field, f"not a duration: {text!r}", "e.g. 2s or 150ms")
+    if isinstance(text, (int, float)):
+        value = float(text) if isinstance(text, float) or abs(text) < 2**1000 else math.inf
+    else:
+        match = _DURATION_RE.match(str(text))
+        if not match:
+            raise FabricsimError(field, f"cannot parse duration {str(text)[:40]!r}", "e.g. 2s, 150ms or 0.1 (seconds)")
+        value = float(match.group(1)) * _SECOND_FACTORS[match.group(2)]
+    if not math.isfinite(value) or value <= 0:
+        raise FabricsimError(field, f"must be a positive, finite duration, got {str(text)[:40]!r}", "e.g. 2s or 150ms")
+    return value
+
+
 def _reject_bits(unit: str, field: str) -> None:
     """Refuse a prefixed unit whose final b is lowercase (bits by convention), e.g. ``Gb``."""
     if len(unit) > 1 and unit.endswith("b") and unit.lower() in _BYTE_FACTORS:

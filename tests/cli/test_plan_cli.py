@@ -85,7 +85,7 @@ LENGTHS = ["--input-len", "1024", "--output-len", "256"]
 
 
 def test_infer_json_contract(capsys) -> None:
-    rc = main([*INFER, *LENGTHS, "--tpot-slo-ms", "25", "--top", "3", "--json"])
+    rc = main([*INFER, *LENGTHS, "--slo-tpot", "25ms", "--top", "3", "--json"])
     assert rc == 0
     payload = json.loads(capsys.readouterr().out)
     assert {"evaluated", "feasible", "elapsed_s", "plans"} <= set(payload) and payload["kind"] == "infer"
@@ -105,7 +105,9 @@ def test_infer_table_and_latency_objective(capsys) -> None:
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        (["--tpot-slo-ms", "-1"], "tpot-slo"),
+        (["--slo-tpot", "-1"], "slo-tpot"),
+        (["--slo-ttft", "nan"], "slo-ttft"),
+        (["--tpot-slo-ms", "25"], "renamed"),
         (["--objective", "cheap"], "objective"),
         (["--tp", "3"], "layout"),
         (["--dtype", "int4"], "dtype"),

@@ -49,7 +49,8 @@ def test_disaggregated_and_table(capsys):
 def test_trace_file(tmp_path, capsys):
     trace = tmp_path / "t.csv"
     trace.write_text("arrival_s,input_len,output_len\n0,100,10\n0.5,200,20\n")
-    argv = ["serve", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "1", "--trace", str(trace), "--json"]
+    argv = ["serve", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "1", "--request-trace", str(trace)]
+    argv.append("--json")
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["completed"] == 2
 
@@ -77,7 +78,7 @@ def test_bad_input_exit_2(capsys, extra):
 def test_bad_trace_row_names_line(tmp_path, capsys):
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"arrival_s": 0, "input_len": 10, "output_len": 2}\n{"arrival_s": "soon"}\n')
-    rc = main(["serve", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "1", "--trace", str(trace)])
+    rc = main(["serve", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "1", "--request-trace", str(trace)])
     err = capsys.readouterr().err
     assert rc == 2 and "line 2" in err and err.count("\n") == 1
 

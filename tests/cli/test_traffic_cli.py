@@ -99,10 +99,10 @@ def test_fail_links_json_is_deterministic_by_seed(capsys):
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        (["--fail-links", "999"], "fail_links"),
-        (["--fail-links", "250"], "fail_links"),  # leaves flows without a path
-        (["--fail-links", "2", "--fail-fraction", "0.1"], "fail_links"),
-        (["--fail-fraction", "1.5"], "fail_fraction"),
+        (["--fail-links", "999"], "fail-links"),
+        (["--fail-links", "250"], "fail-links"),  # leaves flows without a path
+        (["--fail-links", "2", "--fail-fraction", "0.1"], "fail-links"),
+        (["--fail-fraction", "1.5"], "fail-fraction"),
     ],
 )
 def test_bad_failures_are_one_line_exit_2(capsys, extra, field):

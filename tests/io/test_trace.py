@@ -7,6 +7,7 @@ import pytest
 
 from fabricsim import api
 from fabricsim.engine.simulate import simulate
+from fabricsim.errors import FabricsimError
 from fabricsim.io.trace import trace_document, write_trace
 from fabricsim.workload.graph import CommPayload, Op, OpGraph, RankClass, Stream
 
@@ -58,7 +59,7 @@ def _check_document(doc: dict, g: OpGraph) -> None:
 def test_trace_is_valid_json_with_named_nested_tracks(tmp_path):
     g = _small_graph()
     result = simulate(g, _timer)
-    path = tmp_path / "out" / "trace.json"
+    path = tmp_path / "trace.json"
     write_trace(path, g, result.timeline, result.comm)
     doc = json.loads(path.read_text())
     _check_document(doc, g)
@@ -91,7 +92,7 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("fabricsim.io.results.os.replace", boom)
-    with pytest.raises(OSError):
+    monkeypatch.setattr("fabricsim.textfile.os.replace", boom)
+    with pytest.raises(FabricsimError, match="trace: cannot write"):
         write_trace(target, g, result.timeline)
     assert list(tmp_path.iterdir()) == []

@@ -74,20 +74,23 @@ def test_constraints_and_errors() -> None:
     assert all(p.estimate.batch <= 16 and p.layout.weight_dtype == "bf16" for p in search.plans)
     with pytest.raises(FabricsimError, match="layout"):
         search_infer(LLAMA, infer_space({"tp": 3}))
-    for bad in ({"tp": 0}, {"dtype": "int2"}, {"batch": [1, 2]}, {"colour": 1}):
-        with pytest.raises(FabricsimError):
-            infer_space(bad)
+    with pytest.raises(FabricsimError, match="dtype"):
+        infer_space({"dtype": "int2"})
+    for bad, field in (({"tp": 0}, "tp"), ({"batch": [1, 2]}, "batch"), ({"colour": 1}, "colour")):
+        with pytest.raises(FabricsimError) as error:  # typed at the API edge (InferConstraints)
+            api.plan_infer("llama3-8b", "dgx-h100", 8, 128, 16, constraints=bad)
+        assert field in error.value.field
 
 
 def test_api_contract_and_determinism() -> None:
-    first = api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_s=(0.03, None), top=3).to_json()
-    second = api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_s=(0.03, None), top=3).to_json()
+    first = api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_tpot_s=0.03, top=3).to_json()
+    second = api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_tpot_s="30ms", top=3).to_json()
     assert first.pop("elapsed_s") >= 0 and second.pop("elapsed_s") >= 0
     assert first == second
     assert first["kind"] == "infer" and first["evaluated"] >= first["feasible"] > 0
     plan = first["plans"][0]
     assert {"ttft_s", "tpot_s", "e2e_latency_s", "batch", "output_tokens_per_s", "layout", "batch_limit"} <= set(plan)
-    with pytest.raises(FabricsimError, match="tpot-slo"):
-        api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_s=(0.0, None))
+    with pytest.raises(FabricsimError, match="slo-tpot"):
+        api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_tpot_s=0.0)
     with pytest.raises(FabricsimError, match="objective"):
         api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, objective="cheap")

@@ -23,8 +23,6 @@ def test_parse_and_make_executor_errors():
     assert parse_executor("ray") is ExecutorKind.RAY
     with pytest.raises(FabricsimError, match="did you mean ray"):
         parse_executor("rayy")
-    with pytest.raises(FabricsimError, match="at least 1"):
-        make_executor(ExecutorKind.LOCAL, 0, None)
     with pytest.raises(FabricsimError, match="only used with --executor ray"):
         make_executor(ExecutorKind.LOCAL, 2, "127.0.0.1:6379")
     assert isinstance(make_executor(ExecutorKind.RAY, 2, None), RayExecutor)

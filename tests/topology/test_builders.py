@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from fabricsim import catalog
+from fabricsim.api.topologies import build_topology as parse_topology
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.builders import (
     LinkParams,
@@ -19,7 +20,6 @@ from fabricsim.topology.builders import (
     torus,
 )
 from fabricsim.topology.graph import NodeKind, cable_of, remove_links
-from fabricsim.topology.parse import parse_topology
 from fabricsim.topology.system import build_system_topology
 
 LINK = LinkParams(50e9, 1e-6)

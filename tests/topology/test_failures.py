@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fabricsim.api.topologies import build_topology as parse_topology
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.builders import LinkParams, fat_tree, leaf_spine
 from fabricsim.topology.graph import NodeKind, cables, fabric_cables, fail_cables, remove_links
-from fabricsim.topology.parse import parse_topology
 from fabricsim.topology.routing import FlowEnds, Routing, route, route_table, unroutable
 
 LINK = LinkParams(50e9, 1e-6)
@@ -40,7 +40,7 @@ def test_fail_cables_is_seeded_and_removes_both_directions():
     assert failed.links == again.links == topo.links - 20
     with pytest.raises(FabricsimError) as info:
         fail_cables(topo, 257, seed=0)
-    assert info.value.field == "fail_links"
+    assert info.value.field == "fail-links"
 
 
 def test_routes_avoid_failed_cables():

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from fabricsim import catalog
 from fabricsim.validation import SUITES, run_suite
 
 
@@ -53,7 +54,7 @@ def test_every_suite_has_a_bound() -> None:
 
 @pytest.fixture(scope="module", params=SUITE_NAMES)
 def suite(request):
-    return run_suite(request.param)
+    return run_suite(request.param, catalog)
 
 
 def test_rows_are_bounded_or_listed_misses(suite) -> None:
@@ -72,5 +73,5 @@ def test_rows_are_bounded_or_listed_misses(suite) -> None:
 
 
 def test_expected_misses_exist() -> None:
-    ids = {e.id for name in SUITE_NAMES for e in run_suite(name).entries if name != "inference"}
+    ids = {e.id for name in SUITE_NAMES for e in run_suite(name, catalog).entries if name != "inference"}
     assert set(EXPECTED_MISSES) <= ids

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from fabricsim import catalog
 from fabricsim.cli.app import main
 from fabricsim.validation import run_suite
 from fabricsim.validation.collectives import measured_rows
@@ -33,7 +34,7 @@ def test_h100_all_reduce_busbw_within_10_percent(row, capsys):
 
 
 def test_suite_reports_every_row():
-    suite = run_suite("collectives")
+    suite = run_suite("collectives", catalog)
     assert len(suite.entries) == len(measured_rows())
     by_id = {entry.id: entry for entry in suite.entries}
     for row in H100_ROWS:

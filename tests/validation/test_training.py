@@ -2,11 +2,12 @@
 
 from statistics import mean
 
+from fabricsim import catalog
 from fabricsim.validation import SuiteResult, run_suite
 
 
 def test_training_suite_bounds() -> None:
-    entries = run_suite("training").entries
+    entries = run_suite("training", catalog).entries
     table1 = [e for e in entries if e.id.startswith("megatron-sc21-t1")]
     assert len(table1) == 10
     assert all(e.metric == "hardware_tflops_per_gpu" for e in table1)

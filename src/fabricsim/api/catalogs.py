@@ -26,4 +26,4 @@ def validate(suite: str = "all", system: str | None = None) -> dict[str, object]
     With ``system`` (a calibrated system YAML), report its fit's residuals instead."""
     if system is not None:
         return {"suites": [run_system(catalog.load_system(system)).to_json()]}
-    return {"suites": [result.to_json() for result in validation.run_suites(suite)]}
+    return {"suites": [result.to_json() for result in validation.run_suites(suite, catalog)]}

@@ -7,21 +7,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from fabricsim import catalog, collectives
+from fabricsim.api.topologies import build_topology
 from fabricsim.errors import FabricsimError
+from fabricsim.limits import check_cap
 from fabricsim.metrics import (
     CollectiveResult,
     TrafficResult,
 )
 from fabricsim.network.base import FlowSet
 from fabricsim.network.flow import FlowNetwork
-from fabricsim.network.patterns import host_throughput_fraction, parse_pattern, pattern_flows
+from fabricsim.network.patterns import flow_count, host_throughput_fraction, parse_pattern, pattern_flows
+from fabricsim.specs.inputs import Count, Fraction, Gpus, NonNegative, Seed, edge
 from fabricsim.topology.graph import Topology, fabric_cables, fail_cables
-from fabricsim.topology.parse import parse_topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table, unroutable
 from fabricsim.units import parse_size, to_GBps
 
 
-def collective(op: str, *, system: str, gpus: int, size: str | int, algorithm: str = "auto") -> CollectiveResult:
+@edge
+def collective(op: str, *, system: str, gpus: Gpus, size: str | int, algorithm: str = "auto") -> CollectiveResult:
     """Estimate one collective on ``gpus`` GPUs of ``system``.
 
     ``size`` is S as nccl-tests defines it per op (e.g. the full gathered buffer for all-gather);
@@ -31,9 +34,7 @@ def collective(op: str, *, system: str, gpus: int, size: str | int, algorithm: s
     spec.check_gpu_count(gpus)
     operation = collectives.parse_op(op)
     algo = collectives.parse_algorithm(algorithm)
-    size_bytes = parse_size(size, "size")
-    if size_bytes == 0:
-        raise FabricsimError("size", "must be at least 1 byte", "e.g. --size 1MiB")
+    size_bytes = message_size(size)
     group = collectives.place_group(spec, gpus)
     est = collectives.estimate(operation, size_bytes, group, algo)
     algbw = size_bytes / est.time_s
@@ -47,6 +48,20 @@ def collective(op: str, *, system: str, gpus: int, size: str | int, algorithm: s
         algbw_GBps=to_GBps(algbw),
         busbw_GBps=to_GBps(algbw * collectives.bus_factor(operation, gpus)),
     )
+
+
+def collective_op(name: str) -> str:
+    """The canonical name of a collective op (``allreduce`` -> ``all-reduce``), with did-you-mean."""
+    return collectives.parse_op(name).value
+
+
+def message_size(size: str | int) -> int:
+    """Bytes of one message or flow: a size string or number, at least 1 byte, at most the cap."""
+    size_bytes = parse_size(size, "size")
+    if size_bytes == 0:
+        raise FabricsimError("size", "must be at least 1 byte", "e.g. --size 1MiB")
+    check_cap("size", size_bytes, "SIZE_BYTES")
+    return size_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +84,7 @@ def _run_pattern(topo: Topology, flows: FlowSet, policy: Routing, seed: int) -> 
 def _failure_count(topo: Topology, fail_links: int, fail_fraction: float) -> int:
     """Cables to fail: ``fail_links``, or ``fail_fraction`` of the fabric cables (rounded)."""
     if fail_links and fail_fraction:
-        raise FabricsimError("fail_links", "give --fail-links or --fail-fraction, not both")
-    if not 0 <= fail_fraction <= 1:
-        raise FabricsimError("fail_fraction", f"must be in [0, 1], got {fail_fraction}")
+        raise FabricsimError("fail-links", "give --fail-links or --fail-fraction, not both")
     if fail_fraction:
         return round(fail_fraction * fabric_cables(topo).shape[0])
     return fail_links
@@ -83,7 +96,7 @@ def _failed_topology(topo: Topology, flows: FlowSet, count: int, seed: int) -> T
     lost = unroutable(route_table(failed), flows.src, flows.dst)
     if lost.any():
         raise FabricsimError(
-            "fail_links",
+            "fail-links",
             f"{int(lost.sum())} of {flows.count} flows have no path left after failing {count} fabric cables"
             f" (--fail-links / --fail-fraction, seed {seed})",
             "fail fewer cables or try another --seed",
@@ -91,16 +104,17 @@ def _failed_topology(topo: Topology, flows: FlowSet, count: int, seed: int) -> T
     return failed
 
 
+@edge
 def traffic(
     pattern: str,
     *,
     topology: str,
     routing: str = "ecmp",
-    seed: int = 0,
+    seed: Seed = 0,
     size: str | int = "64MiB",
-    hosts: int | None = None,
-    fail_links: int = 0,
-    fail_fraction: float = 0.0,
+    hosts: Count("HOSTS") | None = None,
+    fail_links: NonNegative("FLOWS") = 0,
+    fail_fraction: Fraction = 0.0,
 ) -> TrafficResult:
     """Run a synthetic traffic ``pattern`` (permutation | all-to-all | incast | ring) on ``topology``
     (builder string or catalog system) with the max-min flow model; every flow carries ``size``
@@ -109,16 +123,17 @@ def traffic(
     Failures: ``fail_links`` fabric cables (switch/NIC to switch, both directions; see
     :func:`fabricsim.topology.graph.fabric_cables`), or ``fail_fraction`` of them, drawn with
     ``seed``, are removed; routing uses the remaining equal-cost shortest paths, and the healthy
-    run is reported alongside. A flow left without a path is an error (field ``fail_links``).
+    run is reported alongside. A flow left without a path is an error (field ``fail-links``).
     """
     kind = parse_pattern(pattern)
     policy = parse_routing(routing)
-    size_bytes = parse_size(size, "size")
-    topo = parse_topology(topology)
+    size_bytes = message_size(size)
+    topo = build_topology(topology)
     count = topo.hosts if hosts is None else hosts
     if count > topo.hosts:
         problem = f"pattern needs {count} hosts, {topology} has {topo.hosts}"
         raise FabricsimError("hosts", problem, f"use --hosts <= {topo.hosts}")
+    check_cap(f"{kind.value} flows", flow_count(kind, count), "FLOWS")
     failures = _failure_count(topo, fail_links, fail_fraction)
     flows = pattern_flows(kind, count, float(size_bytes), seed)
     failed = _failed_topology(topo, flows, failures, seed) if failures else topo

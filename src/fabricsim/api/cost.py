@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabricsim import catalog
-from fabricsim.cost.all_to_all import moe_all_to_all
+from fabricsim.api.topologies import build_topology
 from fabricsim.cost.bom import bill_of_materials
 from fabricsim.cost.energy import cable_J_per_byte, infer_energy, serve_energy, train_energy
 from fabricsim.cost.power import PowerBreakdown, cluster_power
@@ -29,7 +29,7 @@ from fabricsim.specs.fabric import LinkKind
 from fabricsim.topology.builders import LinkParams, RailSpec, rail_optimized
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.inventory import count_inventory
-from fabricsim.topology.parse import BUILDERS, parse_topology
+from fabricsim.topology.parse import BUILDERS
 from fabricsim.topology.rail_only import rail_only
 from fabricsim.units import parse_size
 
@@ -86,7 +86,7 @@ def _fabric(system: SystemSpec, gpus: int, topology: str, link: LinkParams, radi
                 "gpus", f"rail-only needs whole {system.scale_up.domain_gpus}-GPU scale-up domains, got {gpus} GPUs"
             )
         return rail_only(RailSpec(nodes // per_domain, rails * per_domain, radix, link, over))
-    fabric = parse_topology(topology)
+    fabric = build_topology(topology)
     if fabric.hosts < nodes * rails:
         raise FabricsimError("topology", f"{topology} has {fabric.hosts} host ports for {nodes * rails} NICs")
     return fabric
@@ -204,6 +204,10 @@ def compare_rail_only(
         raise FabricsimError("a2a_gpus", f"must be a multiple of the {domain}-GPU domain, at least two, got {count!r}")
     rail = RailSpec(count // domain, domain, out.switch.radix, LinkParams(out.nic.bandwidth_Bps, out.switch.latency_s))
     nvlink = LinkParams(spec.scale_up.bandwidth_Bps, spec.scale_up.link.latency_s)
+    # deferred on purpose: the flow model (scipy) is only needed here, and this module is imported by
+    # every train/infer/serve call for their energy figures (start-up time of the analytic paths)
+    from fabricsim.cost.all_to_all import moe_all_to_all
+
     times = moe_all_to_all(rail, nvlink, float(size_bytes))
     return RailOnlyComparison(base, only, times.rail_optimized_s, times.rail_only_s, times.forward_s, size_bytes)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from fabricsim import catalog
 from fabricsim.api.cost import attach_infer, attach_serve
+from fabricsim.api.simulation import flow_timers
 from fabricsim.cost.energy import retime_infer_energy
-from fabricsim.engine.flow_timer import flow_timers
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, KvSpill, infer_estimate
 from fabricsim.engine.inference.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
 from fabricsim.engine.inference.simulate import simulate_inference
@@ -22,6 +22,21 @@ from fabricsim.metrics import (
     SimulatedInferResult,
 )
 from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.specs.inputs import (
+    Batch,
+    BatchOrMax,
+    Degree,
+    Duration,
+    Fidelity,
+    Gpus,
+    PositiveFloat,
+    Requests,
+    Seed,
+    SimFidelity,
+    Tokens,
+    edge,
+)
+from fabricsim.textfile import read_text
 from fabricsim.units import parse_size
 from fabricsim.workload import requests as request_streams
 from fabricsim.workload.requests import RequestStream
@@ -37,17 +52,18 @@ def inference_specs(
     return model_spec, system_spec, layout
 
 
+@edge
 def infer(
     model: str,
     system: str,
-    gpus: int,
+    gpus: Gpus,
     *,
-    batch: int | str = "max",
-    input_len: int,
-    output_len: int,
-    tp: int | None = None,
-    pp: int | None = None,
-    ep: int | None = None,
+    batch: BatchOrMax = "max",
+    input_len: Tokens,
+    output_len: Tokens,
+    tp: Degree | None = None,
+    pp: Degree | None = None,
+    ep: Degree | None = None,
     dtype: str | None = None,
     kv_dtype: str | None = None,
     kv_spill: str | None = None,
@@ -62,10 +78,8 @@ def infer(
     """
     request = LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype)
     model_spec, system_spec, layout = inference_specs(model, system, request)
-    positive_int("input-len", input_len)
-    positive_int("output-len", output_len)
     check_lengths(model_spec, input_len, output_len)
-    size = None if str(batch) == "max" else positive_int("batch", batch)
+    size = None if batch == "max" else int(batch)
     spill = None
     if kv_spill:
         link = catalog.load_link(kv_spill)
@@ -92,16 +106,6 @@ def infer_result(names: tuple[str, str], gpus: int, layout: InferenceLayout, est
     )
 
 
-def positive_int(field: str, value: object) -> int:
-    try:
-        number = int(str(value))
-    except ValueError:
-        raise FabricsimError(field, f"must be a positive integer, got {value!r}") from None
-    if number < 1:
-        raise FabricsimError(field, f"must be a positive integer, got {value!r}")
-    return number
-
-
 def _parse_disaggregate(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
@@ -119,46 +123,44 @@ def request_stream(model_spec: ModelSpec, options: dict[str, Any]) -> RequestStr
     context = model_spec.max_position_embeddings
     if options.get("trace"):
         path = Path(str(options["trace"]))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise FabricsimError("trace", f"cannot read {path}: {exc.strerror}", "check the path") from None
+        text = read_text(path, "request-trace")
         stream = request_streams.parse_trace(text, jsonl=path.suffix.lower() in (".jsonl", ".json", ".ndjson"))
         check_lengths(model_spec, int(stream.input_len.max()), int(stream.output_len.max()))
         return stream
     rate = options.get("arrival_rate")
-    if rate is None or not (float(rate) > 0):
-        raise FabricsimError("arrival-rate", f"must be a positive number, got {rate!r}", "or give --trace FILE")
+    if rate is None:
+        raise FabricsimError("arrival-rate", "is required without a request trace", "or give --request-trace FILE")
     dists = (request_streams.parse_length_dist(options["input_len"], "input-len"),
              request_streams.parse_length_dist(options["output_len"], "output-len"))
     if max(dists[0].upper_bound, dists[1].upper_bound) < float("inf"):
         check_lengths(model_spec, dists[0].upper_bound, dists[1].upper_bound)
-    count = positive_int("requests", options["requests"])
+    count = int(options["requests"])  # type: ignore[call-overload]
     stream = request_streams.poisson_stream(float(rate), count, dists, (context - 1, context - 1), int(options["seed"]))
     return request_streams.clip_to_context(stream, context)
 
 
+@edge
 def serve(
     model: str,
     system: str,
-    gpus: int,
+    gpus: Gpus,
     *,
-    arrival_rate: float | None = None,
-    trace: str | None = None,
-    requests: int = 1000,
+    arrival_rate: PositiveFloat | None = None,
+    request_trace: str | None = None,
+    requests: Requests = 1000,
     input_len: str = "1024",
     output_len: str = "256",
-    seed: int = 0,
+    seed: Seed = 0,
     disaggregate: str | None = None,
-    tp: int | None = None,
-    pp: int | None = None,
-    ep: int | None = None,
+    tp: Degree | None = None,
+    pp: Degree | None = None,
+    ep: Degree | None = None,
     dtype: str | None = None,
     kv_dtype: str | None = None,
-    token_budget: int = 8192,
-    max_batch: int = 1024,
-    slo_ttft_s: float = 2.0,
-    slo_tpot_s: float = 0.1,
+    token_budget: Tokens = 8192,
+    max_batch: Batch = 1024,
+    slo_ttft_s: Duration = 2.0,
+    slo_tpot_s: Duration = 0.1,
     admission: str = "on-demand",
 ) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
@@ -176,16 +178,15 @@ def serve(
                              f"{layout.replica_gpus} GPUs, {gpus} GPUs make {layout.replicas}", "match --gpus")
     if admission not in ("on-demand", "reserve"):
         raise FabricsimError("admission", f"unknown policy {admission!r}", "use on-demand or reserve")
-    scenario = ServeScenario(model_spec, system_spec, layout, positive_int("token-budget", token_budget),
-                             positive_int("max-batch", max_batch), reserve_full=admission == "reserve",
-                             disaggregate=split)
-    stream = request_stream(model_spec, {"trace": trace, "arrival_rate": arrival_rate, "input_len": input_len,
+    scenario = ServeScenario(model_spec, system_spec, layout, token_budget, max_batch,
+                             reserve_full=admission == "reserve", disaggregate=split)
+    stream = request_stream(model_spec, {"trace": request_trace, "arrival_rate": arrival_rate, "input_len": input_len,
                                           "output_len": output_len, "requests": requests, "seed": seed})
     fits = pool_fits(scenario, stream)
     common = {
         "model": model_spec.name, "system": system_spec.name, "gpus": gpus, "requests": len(stream),
         "slo": (("ttft_s", slo_ttft_s), ("tpot_s", slo_tpot_s)), "seed": seed,
-        "arrival_rate_per_s": None if trace else float(arrival_rate or 0.0),
+        "arrival_rate_per_s": None if request_trace else float(arrival_rate or 0.0),
         "layout": tuple({**layout.as_dict(), "disaggregate": disaggregate or None}.items()), **_fit_fields(fits),
     }
     if not common["fits"]:
@@ -220,14 +221,15 @@ def _fit_fields(fits: tuple[PoolFit, ...]) -> dict[str, Any]:
     }
 
 
+@edge
 def simulate_infer(
     model: str,
     system: str,
-    gpus: int,
+    gpus: Gpus,
     *,
-    input_len: int,
-    output_len: int,
-    fidelity: str = "simulate",
+    input_len: Tokens,
+    output_len: Tokens,
+    fidelity: SimFidelity = Fidelity.SIMULATE,
     variability: Variability | None = None,
     **options: Any,
 ) -> SimulatedInferResult:
@@ -241,26 +243,25 @@ def simulate_infer(
     :mod:`fabricsim.engine.inference.simulate`). ``variability`` (stragglers, jitter; ECMP
     re-hashing with ``flow``) gives P50/P99 TTFT over runs and TPOT over tokens.
     """
-    if fidelity not in ("simulate", "flow"):
-        raise FabricsimError("fidelity", f"unknown fidelity {fidelity!r}", "use simulate or flow")
     base = infer(model, system, gpus, input_len=input_len, output_len=output_len, **options)
     if variability is not None:
         variability.validate()
-        if variability.ecmp_rehash and fidelity != "flow":
+        if variability.ecmp_rehash and fidelity is not Fidelity.FLOW:
             raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")
     get = options.get
     request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
     model_spec, system_spec, layout = inference_specs(model, system, request)
     scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch)
     timers = None
-    if fidelity == "flow":
+    if fidelity is Fidelity.FLOW:
         rehash = variability is not None and variability.ecmp_rehash
         timers = flow_timers(system_spec, gpus, rehash, variability.seed if variability is not None else 0)
     sim = simulate_inference(scenario, variability, timers)
     e2e = sim.ttft_s + (output_len - 1) * sim.tpot_s
     infer_result = retime_infer_energy(dataclasses.replace(
         base, ttft_s=sim.ttft_s, tpot_s=sim.tpot_s, e2e_latency_s=e2e,
-        output_tokens_per_s=layout.replicas * base.batch * output_len / e2e if e2e > 0 else 0.0, fidelity=fidelity,
+        output_tokens_per_s=layout.replicas * base.batch * output_len / e2e if e2e > 0 else 0.0,
+        fidelity=fidelity.value,
     ))
     varied = sim.tpot_s_p50 is not None and variability is not None
     return SimulatedInferResult(

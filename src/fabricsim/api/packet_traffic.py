@@ -13,16 +13,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fabricsim.api.topologies import build_topology
 from fabricsim.errors import FabricsimError
+from fabricsim.limits import check_cap
 from fabricsim.metrics import TrafficResult
 from fabricsim.network.base import FlowSet
 from fabricsim.network.flowsizes import FlowSizeCdf, parse_cdf, poisson_flows
 from fabricsim.network.packet.model import PacketNetwork, PacketRun
 from fabricsim.network.packet.params import PacketParams, RunOptions, parse_cc, parse_cc_params, parse_lossless
 from fabricsim.network.packet.summary import summarize
-from fabricsim.network.patterns import host_throughput_fraction, parse_pattern, pattern_flows
+from fabricsim.network.patterns import flow_count, host_throughput_fraction, parse_pattern, pattern_flows
+from fabricsim.specs.inputs import SEED_LIMIT
 from fabricsim.topology.graph import Topology
-from fabricsim.topology.parse import parse_topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table
 from fabricsim.units import parse_size
 
@@ -75,6 +77,7 @@ def _flows(spec: PacketTrafficSpec, topo: Topology, count: int) -> tuple[FlowSet
             raise FabricsimError("duration", "no flow arrived in that time", "raise --duration or --load")
         return flows, cdf.value, int(flows.size_bytes.mean())
     kind = parse_pattern(spec.pattern)
+    check_cap(f"{kind.value} flows", flow_count(kind, count), "FLOWS")
     size_bytes = parse_size(spec.size, "size")
     if size_bytes == 0:
         raise FabricsimError("size", "must be at least 1 byte", "e.g. --size 1MiB")
@@ -92,6 +95,8 @@ def _params(spec: PacketTrafficSpec) -> PacketParams:
 
 
 def _check_numbers(spec: PacketTrafficSpec) -> None:
+    if isinstance(spec.seed, bool) or not isinstance(spec.seed, int) or not 0 <= spec.seed < SEED_LIMIT:
+        raise FabricsimError("seed", f"must be in 0..2^63-1, got {spec.seed!r}")
     for field, value in (("load", spec.load), ("duration", spec.duration_s), ("sample_dt", spec.sample_dt_s)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise FabricsimError(field, f"must be a finite number >= 0, got {value!r}")
@@ -117,7 +122,7 @@ def packet_traffic(spec: PacketTrafficSpec) -> PacketTraffic:
     cc, lossless = parse_cc(spec.cc), parse_lossless(spec.lossless)
     policy = Routing.SPRAY if spec.spray else parse_routing(spec.routing)
     params = _params(spec)
-    topo = parse_topology(spec.topology)
+    topo = build_topology(spec.topology)
     count = topo.hosts if spec.hosts is None else spec.hosts
     if not 2 <= count <= topo.hosts:
         raise FabricsimError("hosts", f"must be in [2, {topo.hosts}] on {spec.topology}, got {count}")

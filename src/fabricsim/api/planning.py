@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 from fabricsim import catalog, planner
 from fabricsim.api.cost import attach_infer, attach_train
-from fabricsim.api.inference import infer_result, positive_int, request_stream
-from fabricsim.api.training import simulated_train_result, train_result
+from fabricsim.api.inference import infer_result, request_stream
+from fabricsim.api.training import train_result
+from fabricsim.api.training_simulated import simulated_train_result
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
 from fabricsim.errors import FabricsimError
@@ -20,20 +21,33 @@ from fabricsim.metrics import (
     TrainResult,
 )
 from fabricsim.specs import SystemSpec
+from fabricsim.specs.inputs import (
+    Batch,
+    Duration,
+    Gpus,
+    InferConstraints,
+    Refine,
+    ServingLoad,
+    Tokens,
+    Top,
+    TrainConstraints,
+    edge,
+)
 from fabricsim.specs.memory_tier import OffloadSpec
 
 
+@edge
 def plan_train(
     model: str,
     system: str,
-    gpus: int,
-    global_batch: int,
-    seq_len: int,
+    gpus: Gpus,
+    global_batch: Batch,
+    seq_len: Tokens,
     *,
-    top: int = 5,
+    top: Top = 5,
     objective: str = "tokens-per-s",
-    refine: int = 0,
-    constraints: dict[str, object] | None = None,
+    refine: Refine = 0,
+    constraints: TrainConstraints | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     search_offload: bool | None = None,
     offload_tier: str | list[str] | None = None,
@@ -53,13 +67,8 @@ def plan_train(
     """
     model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
-    for field, value in (("global-batch", global_batch), ("seq-len", seq_len), ("top", top)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise FabricsimError(field, f"must be a positive integer, got {value!r}")
-    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
-        raise FabricsimError("refine", f"must be 0 or a positive integer, got {refine!r}")
     goal = planner.parse_train_objective(objective)
-    space = planner.train_space(constraints or {})
+    space = planner.train_space(constraints.model_dump() if constraints is not None else {})
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len)
     choices = _offload_choices(system_spec, search_offload, offload_tier)
     start = time.perf_counter()
@@ -146,26 +155,29 @@ def _plan_entry(rank: int, model: str, system: SystemSpec, plan: planner.TrainPl
     return PlanEntry(rank, result, plan.reasons)
 
 
+@edge
 def plan_infer(
     model: str,
     system: str,
-    gpus: int,
-    input_len: int,
-    output_len: int,
+    gpus: Gpus,
+    input_len: Tokens,
+    output_len: Tokens,
     *,
-    top: int = 5,
+    top: Top = 5,
     objective: str = "throughput",
-    slo_s: tuple[float | None, float | None] = (None, None),
-    constraints: dict[str, object] | None = None,
+    slo_tpot_s: Duration | None = None,
+    slo_ttft_s: Duration | None = None,
+    constraints: InferConstraints | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-    serving: dict[str, object] | None = None,
+    serving: ServingLoad | None = None,
 ) -> PlanResult:
     """Search inference layouts and batch sizes of ``model`` on ``gpus`` GPUs of ``system``.
 
-    ``objective``: ``throughput`` (most output tokens/s whose TPOT and TTFT meet ``slo_s`` =
-    (TPOT SLO, TTFT SLO) in seconds, either None) or ``latency`` (least end-to-end latency at the
-    batch in ``constraints``, default 1). ``constraints``: ``tp``, ``pp``, ``ep`` (value or list),
-    ``dtype``, ``kv_dtype`` (name or list), ``batch``, ``max_batch``. Plans follow the ``infer`` contract
+    ``objective``: ``throughput`` (most output tokens/s whose TPOT and TTFT meet ``slo_tpot_s`` and
+    ``slo_ttft_s``, durations in seconds or with a unit such as ``"25ms"``, either None) or ``latency``
+    (least end-to-end latency at the batch in ``constraints``, default 1). ``constraints``: ``tp``, ``pp``,
+    ``ep`` (value or list), ``dtype``, ``kv_dtype`` (name or list), ``batch``, ``max_batch``. Plans follow
+    the ``infer`` contract
     plus ``batch_limit`` (what stopped the batch growing: memory, max batch, TPOT SLO, TTFT SLO).
     ``serving`` (``{"arrival_rate": R, "requests": N, "seed": S}``) also serves a Poisson stream on
     each plan's layout, aggregated and split into prefill:decode replicas, and ranks those
@@ -173,11 +185,10 @@ def plan_infer(
     """
     model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
-    check_lengths(model_spec, positive_int("input-len", input_len), positive_int("output-len", output_len))
-    goal = planner.InferGoal(planner.parse_infer_objective(objective), slo_s[0], slo_s[1], positive_int("top", top))
-    planner.check_goal(goal)
+    check_lengths(model_spec, input_len, output_len)
+    goal = planner.InferGoal(planner.parse_infer_objective(objective), slo_tpot_s, slo_ttft_s, top)
     question = planner.InferQuestion(model_spec, system_spec, gpus, input_len, output_len)
-    space = planner.infer_space(constraints or {})
+    space = planner.infer_space(constraints.model_dump() if constraints is not None else {})
     start = time.perf_counter()
     search = planner.search_infer(question, space, goal, on_progress)
     extra = () if serving is None else (("serving", _serving_splits(question, search, goal, serving)),)
@@ -186,10 +197,10 @@ def plan_infer(
 
 
 def _serving_splits(
-    question: planner.InferQuestion, search: planner.InferSearch, goal: planner.InferGoal, serving: dict[str, object]
+    question: planner.InferQuestion, search: planner.InferSearch, goal: planner.InferGoal, serving: ServingLoad
 ) -> dict[str, object]:
     """The serving deployments (aggregated, P:D splits) of the plans' layouts, best first (JSON)."""
-    options = {"requests": 500, "seed": 0, **serving, "trace": None}
+    options: dict[str, object] = {**serving.model_dump(), "trace": None}
     options |= {"input_len": str(question.input_len), "output_len": str(question.output_len)}
     stream = request_stream(question.model, options)
     default_ttft, default_tpot = planner.DEFAULT_SLO_S

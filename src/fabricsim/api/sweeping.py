@@ -13,6 +13,7 @@ from fabricsim.api.training import train
 from fabricsim.metrics import (
     SweepSummary,
 )
+from fabricsim.specs.inputs import Count, edge
 
 
 def sweep_runners() -> dict[sweeps.TaskKind, Callable[..., Any]]:
@@ -30,13 +31,14 @@ def sweep_runners() -> dict[sweeps.TaskKind, Callable[..., Any]]:
     }
 
 
+@edge
 def sweep(
     spec: str | Path,
     *,
     db: str | Path | None = None,
     executor: str = "local",
     address: str | None = None,
-    workers: int | None = None,
+    workers: Count("WORKERS") | None = None,
     export: str | Path | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> SweepSummary:

@@ -16,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from fabricsim import textfile
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.specs import DeviceSpec, LinkSpec, ModelSpec, SwitchSpec, SystemSpec
 
@@ -53,17 +53,8 @@ def unwrap_sources(node: Any, path: str = "", sources: dict[str, str] | None = N
 
 
 def read_yaml(path: Path, field: str) -> dict[str, Any]:
-    """Read a YAML mapping, turning any I/O or syntax problem into a one-line user error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FabricsimError(field, f"cannot read {path}: {exc.strerror}", "check the path") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise FabricsimError(field, f"malformed YAML in {path}{where}", "fix the YAML syntax") from None
+    """Read a YAML mapping, turning any I/O, encoding or syntax problem into a one-line user error."""
+    data = textfile.read_yaml(path, field)
     if not isinstance(data, dict):
         raise FabricsimError(field, f"{path} does not hold a YAML mapping", "write key: value pairs")
     return data
@@ -74,6 +65,10 @@ def _locate(kind: str, name_or_path: str, field: str) -> Path:
         return _locate_path(kind, name_or_path, field)
     except OSError as exc:  # e.g. a name too long for the file system
         raise FabricsimError(field, f"unusable name or path ({exc.strerror})", "give a name or a file") from None
+    except FabricsimError:
+        raise
+    except ValueError:  # a NUL character (FabricsimError is a ValueError too: passed on above)
+        raise FabricsimError(field, "unusable name or path (a NUL character)", "give a name or a file") from None
 
 
 def _locate_path(kind: str, name_or_path: str, field: str) -> Path:
@@ -115,9 +110,9 @@ def _load_item(kind: str, name_or_path: str, field: str) -> tuple[dict[str, Any]
 
 def _read_json(path: Path, field: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FabricsimError(field, f"cannot read {path}: {exc.strerror}", "check the path") from None
+        data = json.loads(textfile.read_text(path, field))
+    except RecursionError:
+        raise FabricsimError(field, f"{path} nests too deeply", "give a config.json") from None
     except json.JSONDecodeError as exc:
         raise FabricsimError(field, f"malformed JSON in {path} at line {exc.lineno}", "fix the JSON") from None
     if not isinstance(data, dict):
@@ -172,7 +167,7 @@ def load_system(name_or_path: str) -> SystemSpec:
         tiers = _memory_tiers(data.get("memory_tiers") or {})
     except KeyError as exc:
         raise FabricsimError("system", f"{origin}: missing key {exc.args[0]!r}", "see the catalog systems") from None
-    except (TypeError, AttributeError):
+    except (TypeError, AttributeError, ValueError):
         raise FabricsimError("system", f"{origin}: scale_up/scale_out must be mappings", "see the catalog") from None
     resolved = {**data, "device": device, "scale_up": up, "scale_out": out, "host_link": host, "sources": sources}
     resolved["memory_tiers"] = tiers

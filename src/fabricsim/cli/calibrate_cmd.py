@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from fabricsim.cli.common import JSON_OPTION, SYSTEM_OPTION, emit
@@ -38,15 +40,14 @@ def nccl_tests(
     """Fit measured alpha-beta lines and tier bandwidths; write a system YAML; print residuals."""
     import yaml
 
-    from fabricsim import api, collectives
-    from fabricsim.calibration.system import output_name
+    from fabricsim import api
     from fabricsim.io.nccl_tests import parse_nccl_tests
     from fabricsim.io.output import write_output
     from fabricsim.report.calibration_tables import calibration_tables
 
-    op_name = None if op is None else collectives.parse_op(op).value
+    op_name = None if op is None else api.collective_op(op)
     runs = [parse_nccl_tests(_read_log(path), path, op_name) for path in logs]
-    result = api.calibrate_nccl_tests(runs, system=system, name=output_name(out))
+    result = api.calibrate_nccl_tests(runs, system=system, name=Path(out).stem)  # the system is named after its file
     text = "# written by fabricsim calibrate nccl-tests; every fitted number says its log\n"
     write_output(out, text + yaml.safe_dump(result.document, sort_keys=False, width=120), "out")
     emit(result.to_json(), as_json, calibration_tables)

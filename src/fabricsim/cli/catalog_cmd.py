@@ -16,9 +16,8 @@ def list_items(
 ) -> None:
     """List catalog names."""
     from fabricsim import api
-    from fabricsim.report.tables import catalog_list_table
 
-    emit(api.catalog_list(kind), as_json, catalog_list_table)
+    emit(api.catalog_list(kind), as_json, "catalog_list_table")
 
 
 @app.command("show")
@@ -29,6 +28,5 @@ def show(
 ) -> None:
     """Show one item with the source of every number."""
     from fabricsim import api
-    from fabricsim.report.tables import catalog_item_table
 
-    emit(api.catalog_show(kind, name), as_json, catalog_item_table)
+    emit(api.catalog_show(kind, name), as_json, "catalog_item_table")

@@ -23,7 +23,6 @@ def collective(
 ) -> None:
     """Estimate time, algbw and busbw of one collective."""
     from fabricsim import api
-    from fabricsim.report.tables import collective_table
 
     result = api.collective(op, system=system, gpus=gpus, size=size, algorithm=algorithm)
-    emit(result.to_json(), as_json, collective_table)
+    emit(result.to_json(), as_json, "collective_table")

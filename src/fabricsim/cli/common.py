@@ -8,24 +8,33 @@ from typing import Any
 
 import typer
 
-JSON_OPTION = typer.Option(False, "--json", help="Print one JSON object on stdout instead of a table.")
+from fabricsim.cli import options
+
+JSON_OPTION = options.JSON  # the shared declarations live in cli/options.py; these names stay for commands
+MODEL_OPTION = options.MODEL
+SYSTEM_OPTION = options.SYSTEM
 
 
-def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], Any]) -> None:
+def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any]], Any] | str) -> None:
     """Print ``payload`` as deterministic JSON, or the rich renderable ``render(payload)``; with
-    ``--html PATH`` (see :mod:`fabricsim.cli.html_option`) also write its HTML report."""
+    ``--html PATH`` (see :mod:`fabricsim.cli.html_option`) also write its HTML report.
+
+    ``render`` may name a function of :mod:`fabricsim.report.tables`: it is then imported only
+    for a table, so ``--json`` runs never load rich (start-up time)."""
     from fabricsim.cli.html_option import HTML_TARGET, write_html_report
     from fabricsim.io.results import dumps
 
     text = dumps(payload)
+    name = render if isinstance(render, str) else render.__name__
     if HTML_TARGET.get() is not None:  # written first: a bad --html path fails before anything is printed
-        write_html_report(json.loads(text), render.__name__.removesuffix("_table").removesuffix("_tables"))
+        write_html_report(json.loads(text), name.removesuffix("_table").removesuffix("_tables"))
     if as_json:
         typer.echo(text)
-    else:
-        from rich.console import Console
+        return
+    from rich.console import Console
 
-        Console(highlight=False).print(render(payload))
+    if isinstance(render, str):
+        from fabricsim.report import tables
 
-MODEL_OPTION = typer.Option(..., "--model", help="catalog model name, model YAML or Hugging Face config.json")
-SYSTEM_OPTION = typer.Option(..., "--system", help="catalog system name or YAML path")
+        render = getattr(tables, render)
+    Console(highlight=False).print(render(payload))

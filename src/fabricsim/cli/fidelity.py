@@ -2,10 +2,11 @@
 
 ``--fidelity analytic`` (default) keeps the closed form; ``simulate`` runs the event-driven engine
 with the analytic collective times; ``flow`` times collectives on the flow-level network.
-``--trace out.json`` writes a Chrome/Perfetto timeline (atomically). Variability:
+``--trace out.json`` writes a Chrome/Perfetto timeline (atomically, only over nothing or a regular
+file, into an existing folder; the path is checked before the simulation runs). Variability:
 ``--seeds N`` Monte-Carlo runs, ``--straggler FRACTION:SLOWDOWN`` (e.g. ``0.01:0.2``: 1% of GPUs
 20% slower), ``--jitter SIGMA`` (kernel time jitter), ``--link-jitter SIGMA``, ``--ecmp-rehash``
-(flow only), ``--seed N``.
+(flow only), ``--seed N``. The options are declared once in :mod:`fabricsim.cli.options`.
 """
 
 from __future__ import annotations
@@ -13,20 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import typer
-
 from fabricsim.cli.common import emit
-from fabricsim.errors import FabricsimError
-
-FIDELITY_OPTION = typer.Option("analytic", "--fidelity", help="analytic | simulate | flow")
-TRACE_OPTION = typer.Option(None, "--trace", help="write a Chrome/Perfetto trace JSON of the simulated step")
-DEFAULT_SEEDS = 20  # each run re-simulates the step (with DP replicas unfolded): keep the default cheap
-SEEDS_OPTION = typer.Option(None, "--seeds", help=f"Monte-Carlo runs with variability (default {DEFAULT_SEEDS})")
-STRAGGLER_OPTION = typer.Option(None, "--straggler", help="FRACTION:SLOWDOWN, e.g. 0.01:0.2")
-JITTER_OPTION = typer.Option(0.0, "--jitter", help="per-kernel time jitter sigma (fraction, half-normal)")
-LINK_JITTER_OPTION = typer.Option(0.0, "--link-jitter", help="per-transfer jitter sigma (fraction)")
-ECMP_OPTION = typer.Option(False, "--ecmp-rehash", help="re-draw ECMP hashes every run (flow fidelity)")
-SEED_OPTION = typer.Option(0, "--seed", help="seed of the variability runs")
+from fabricsim.errors import parse_choice
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,56 +37,47 @@ class SimulationFlags:
         return self.fidelity != "analytic" or self.trace is not None or bool(varied)
 
 
-def _straggler(text: str | None) -> tuple[float, float]:
-    if text is None:
-        return 0.0, 0.0
-    try:
-        fraction, slowdown = (float(part) for part in text.split(":"))
-    except ValueError:
-        problem = f"expected FRACTION:SLOWDOWN, got {text!r}"
-        raise FabricsimError("straggler", problem, "e.g. --straggler 0.01:0.2") from None
-    return fraction, slowdown
-
-
 def variability(flags: SimulationFlags) -> Any:
-    """The :class:`~fabricsim.engine.variability.Variability` the flags ask for, or None."""
-    from fabricsim.engine.variability import Variability
+    """The seeded variability the flags ask for (checked by the API), or None."""
+    from fabricsim import api
 
-    fraction, slowdown = _straggler(flags.straggler)
-    seeds = flags.seeds if flags.seeds is not None else DEFAULT_SEEDS
-    v = Variability(fraction, slowdown, flags.jitter, flags.link_jitter, flags.ecmp_rehash, seeds, flags.seed)
-    v.validate()
-    return v if v.active else None
+    return api.variability(flags.straggler, flags.jitter, flags.link_jitter, flags.ecmp_rehash, flags.seeds, flags.seed)
 
 
-def run_train(flags: SimulationFlags, train_args: tuple[Any, ...], layout: dict[str, Any], as_json: bool) -> None:
+def _fidelity(flags: SimulationFlags) -> Any:
+    from fabricsim import api
+
+    chosen = parse_choice("fidelity", flags.fidelity, api.Fidelity)
+    return api.Fidelity.SIMULATE if chosen is api.Fidelity.ANALYTIC else chosen
+
+
+def run_train(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> None:
     """Run ``fabricsim train`` through the engine and print it; write the trace if asked."""
     from fabricsim import api
+    from fabricsim.io.results import check_output_path
     from fabricsim.io.trace import write_trace
-    from fabricsim.report.tables import simulated_train_table
 
-    if flags.fidelity not in api.FIDELITIES:
-        raise FabricsimError("fidelity", f"unknown fidelity {flags.fidelity!r}", "use analytic, simulate or flow")
-    fidelity = "simulate" if flags.fidelity == "analytic" else flags.fidelity
-    result = api.simulate_train(*train_args, fidelity=fidelity, variability=variability(flags), **layout)
+    fidelity = _fidelity(flags)
+    if flags.trace is not None:
+        check_output_path(flags.trace, "trace")
+    result = api.simulate_train(**inputs, fidelity=fidelity, variability=variability(flags))
     if flags.trace is not None:
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.result.timeline, sim.result.comm)
-    emit(result.to_json(), as_json, simulated_train_table)
+    emit(result.to_json(), as_json, "simulated_train_table")
 
 
-def run_infer(flags: SimulationFlags, infer_args: tuple[Any, ...], options: dict[str, Any], as_json: bool) -> None:
+def run_infer(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> None:
     """Run ``fabricsim infer`` through the engine (fidelity simulate or flow) and print it; trace if asked."""
     from fabricsim import api
+    from fabricsim.io.results import check_output_path
     from fabricsim.io.trace import write_trace
-    from fabricsim.report.tables import simulated_infer_table
 
-    if flags.fidelity not in api.FIDELITIES:
-        raise FabricsimError("fidelity", f"unknown fidelity {flags.fidelity!r}", "use analytic, simulate or flow")
-    fidelity = "simulate" if flags.fidelity == "analytic" else flags.fidelity
-    model, system, gpus = infer_args
-    result = api.simulate_infer(model, system, gpus, fidelity=fidelity, variability=variability(flags), **options)
+    fidelity = _fidelity(flags)
+    if flags.trace is not None:
+        check_output_path(flags.trace, "trace")
+    result = api.simulate_infer(**inputs, fidelity=fidelity, variability=variability(flags))
     if flags.trace is not None:
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.timeline)
-    emit(result.to_json(), as_json, simulated_infer_table)
+    emit(result.to_json(), as_json, "simulated_infer_table")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from fabricsim.cli import options as o
 from fabricsim.cli.common import JSON_OPTION, MODEL_OPTION, SYSTEM_OPTION, emit
 
 
@@ -39,20 +40,20 @@ def _restart(text: str | None) -> dict[str, float] | None:
 def goodput(
     model: str = MODEL_OPTION,
     system: str = SYSTEM_OPTION,
-    gpus: int = typer.Option(..., "--gpus", help="number of GPUs"),
+    gpus: int = o.GPUS,
     days: float = typer.Option(..., "--days", help="wall-clock days of the run"),
-    global_batch: int = typer.Option(..., "--global-batch", help="sequences per optimizer step"),
-    seq_len: int = typer.Option(..., "--seq-len", help="tokens per sequence"),
-    tp: int | None = typer.Option(None, "--tp", help="tensor-parallel size (default 1)"),
-    pp: int | None = typer.Option(None, "--pp", help="pipeline-parallel stages (default 1)"),
-    dp: int | None = typer.Option(None, "--dp", help="data-parallel size (default gpus/(tp*pp*cp))"),
-    cp: int | None = typer.Option(None, "--cp", help="context-parallel size (default 1)"),
-    ep: int | None = typer.Option(None, "--ep", help="expert-parallel size (default 1)"),
-    vpp: int | None = typer.Option(None, "--vpp", help="model chunks per GPU (default 1)"),
-    micro_batch: int | None = typer.Option(None, "--micro-batch", help="sequences per micro-batch (default 1)"),
-    zero: int | None = typer.Option(None, "--zero", help="ZeRO stage 0|1|2|3"),
-    recompute: str | None = typer.Option(None, "--recompute", help="none | selective | full"),
-    dtype: str | None = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8"),
+    global_batch: int = o.GLOBAL_BATCH,
+    seq_len: int = o.SEQ_LEN,
+    tp: int | None = o.TP,
+    pp: int | None = o.PP,
+    dp: int | None = o.DP,
+    cp: int | None = o.CP,
+    ep: int | None = o.EP,
+    vpp: int | None = o.VPP,
+    micro_batch: int | None = o.MICRO_BATCH,
+    zero: int | None = o.ZERO,
+    recompute: str | None = o.RECOMPUTE,
+    dtype: str | None = o.TRAIN_DTYPE,
     checkpoint_interval: str = typer.Option(
         "auto", "--checkpoint-interval", help="seconds of work between checkpoints, or auto (Daly's optimum)"
     ),
@@ -66,7 +67,7 @@ def goodput(
         None, "--restart", help="restart phases in seconds, e.g. detection=60,reschedule=120,startup=240,warmup=120"
     ),
     runs: int = typer.Option(1000, "--runs", help="Monte-Carlo runs"),
-    seed: int = typer.Option(0, "--seed", help="random seed"),
+    seed: int = o.SEED,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Interruptions by cause, checkpoint interval and cost, restart time, ETTR and goodput of a run."""

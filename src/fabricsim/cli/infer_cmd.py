@@ -1,49 +1,55 @@
-"""``fabricsim infer``: TTFT, TPOT and throughput of one static batch (analytic)."""
+"""``fabricsim infer``: TTFT, TPOT and throughput of one static batch.
+
+The parameters are forwarded by name to :func:`fabricsim.api.infer` (analytic) or
+:func:`fabricsim.api.simulate_infer` (other fidelities), which type and check them.
+"""
 
 from __future__ import annotations
 
 import typer
 
 from fabricsim.cli import fidelity as fidelity_flags
-from fabricsim.cli.common import JSON_OPTION, MODEL_OPTION, SYSTEM_OPTION, emit
+from fabricsim.cli import options as o
+from fabricsim.cli.common import emit
+from fabricsim.errors import FabricsimError
 
 
 def infer(
-    model: str = MODEL_OPTION,
-    system: str = SYSTEM_OPTION,
+    model: str = o.MODEL,
+    system: str = o.SYSTEM,
     gpus: int = typer.Option(..., "--gpus", help="number of GPUs (replicas = gpus / (pp x max(tp, ep)))"),
     batch: str = typer.Option("max", "--batch", help="sequences per replica, or 'max' for the largest whose KV fits"),
-    input_len: int = typer.Option(..., "--input-len", help="prompt tokens per sequence"),
-    output_len: int = typer.Option(..., "--output-len", help="generated tokens per sequence"),
-    tp: int | None = typer.Option(None, "--tp", help="tensor-parallel size (default: a node's share, 1 with --ep)"),
-    pp: int | None = typer.Option(None, "--pp", help="pipeline stages (default 1)"),
-    ep: int | None = typer.Option(None, "--ep", help="expert-parallel size; ep > tp means attention-DP (default 1)"),
-    dtype: str | None = typer.Option(None, "--dtype", help="weights: bf16 | fp16 | fp8 | fp4 (default bf16)"),
-    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (default fp8 for fp8/fp4 weights)"),
+    input_len: int = o.INPUT_LEN,
+    output_len: int = o.OUTPUT_LEN,
+    tp: int | None = o.TP,
+    pp: int | None = o.PP,
+    ep: int | None = o.EP,
+    dtype: str | None = o.INFER_DTYPE,
+    kv_dtype: str | None = o.KV_DTYPE,
     kv_spill: str | None = typer.Option(
         None, "--kv-spill", help="spill tier link for KV that HBM cannot hold: pcie-gen5 (host memory), cxl2, cxl3"),
     kv_spill_capacity: str | None = typer.Option(
         None, "--kv-spill-capacity", help="spill capacity per GPU, e.g. 256GB (default 256 GB)"),
-    as_json: bool = JSON_OPTION,
-    fidelity: str = fidelity_flags.FIDELITY_OPTION,
-    trace: str | None = fidelity_flags.TRACE_OPTION,
-    seeds: int | None = fidelity_flags.SEEDS_OPTION,
-    straggler: str | None = fidelity_flags.STRAGGLER_OPTION,
-    jitter: float = fidelity_flags.JITTER_OPTION,
-    link_jitter: float = fidelity_flags.LINK_JITTER_OPTION,
-    seed: int = fidelity_flags.SEED_OPTION,
+    as_json: bool = o.JSON,
+    fidelity: str = o.FIDELITY,
+    trace: str | None = o.TRACE_OUT,
+    seeds: int | None = o.SEEDS,
+    straggler: str | None = o.STRAGGLER,
+    jitter: float = o.JITTER,
+    link_jitter: float = o.LINK_JITTER,
+    seed: int = o.SEED,
 ) -> None:
     """Prefill (TTFT) and decode (TPOT) of a batch, tokens/s, KV and memory per GPU."""
+    params = dict(locals())  # first: exactly the command's parameters
     from fabricsim import api
-    from fabricsim.report.tables import infer_table
 
-    flags = fidelity_flags.SimulationFlags(fidelity, trace, seeds, straggler, jitter, link_jitter, False, seed)
+    params.pop("as_json")
+    simulation, inputs = o.split(params, *o.SIMULATION_KEYS)
+    flags = fidelity_flags.SimulationFlags(**simulation)
     if flags.wants_engine:  # --fidelity simulate, --trace or variability: decode through the engine
-        options = {"batch": batch, "input_len": input_len, "output_len": output_len, "tp": tp, "pp": pp, "ep": ep}
-        options |= {"dtype": dtype, "kv_dtype": kv_dtype}
-        fidelity_flags.run_infer(flags, (model, system, gpus), options, as_json)
+        for key in ("kv_spill", "kv_spill_capacity"):  # the engine path has no spill tier yet
+            if inputs.pop(key) is not None:
+                raise FabricsimError(key.replace("_", "-"), "is analytic only", "drop it or use --fidelity analytic")
+        fidelity_flags.run_infer(flags, inputs, as_json)
         return
-
-    result = api.infer(model, system, gpus, batch=batch, input_len=input_len, output_len=output_len, tp=tp, pp=pp,
-                       ep=ep, dtype=dtype, kv_dtype=kv_dtype, kv_spill=kv_spill, kv_spill_capacity=kv_spill_capacity)
-    emit(result.to_json(), as_json, infer_table)
+    emit(api.infer(**inputs).to_json(), as_json, "infer_table")

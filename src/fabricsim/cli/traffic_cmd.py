@@ -50,7 +50,6 @@ def traffic(
     With --fidelity packet: MTU packets through switch queues (PFC or credits, ECN, DCQCN/HPCC),
     adding FCT percentiles, slowdown, pause time and frames, ECN marking, queue sizes and drops."""
     from fabricsim import api
-    from fabricsim.report.tables import traffic_table
 
     kind = parse_choice("fidelity", fidelity, TrafficFidelity)
     if kind == TrafficFidelity.PACKET:
@@ -69,19 +68,21 @@ def traffic(
         fail_links=fail_links,
         fail_fraction=fail_fraction,
     )
-    emit(result.to_json(), as_json, traffic_table)
+    emit(result.to_json(), as_json, "traffic_table")
 
 
 def _packet(pattern, topology, routing, seed, size, hosts, transport, run_opts) -> None:
     """The packet-fidelity branch: build the spec, run, print, write the trace if asked."""
     from fabricsim import api
     from fabricsim.io.packet_trace import write_packet_trace
-    from fabricsim.report.tables import traffic_table
+    from fabricsim.io.results import check_output_path
 
     cc, lossless, spray, cc_params, buffer = transport
     load, duration, trace, failures, as_json = run_opts
     if failures:
-        raise FabricsimError("fail_links", "--fail-links/--fail-fraction are not supported with --fidelity packet")
+        raise FabricsimError("fail-links", "--fail-links/--fail-fraction are not supported with --fidelity packet")
+    if trace is not None:
+        check_output_path(trace, "trace")  # before the run, not after it
     spec = api.PacketTrafficSpec(
         pattern=pattern,
         topology=topology,
@@ -101,4 +102,4 @@ def _packet(pattern, topology, routing, seed, size, hosts, transport, run_opts) 
     out = api.packet_traffic(spec)
     if trace is not None:
         write_packet_trace(trace, out.run, out.link_names)
-    emit(out.result.to_json(), as_json, traffic_table)
+    emit(out.result.to_json(), as_json, "traffic_table")

@@ -14,6 +14,5 @@ def validate(
 ) -> None:
     """Compare fabricsim's predictions with published measurements, per entry."""
     from fabricsim import api
-    from fabricsim.report.tables import validation_tables
 
-    emit(api.validate(suite, system), as_json, validation_tables)
+    emit(api.validate(suite, system), as_json, "validation_tables")

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from fabricsim.errors import FabricsimError
 from fabricsim.io.results import dumps, write_atomic
 from fabricsim.network.packet.model import PacketRun
 
@@ -49,8 +48,5 @@ def trace_document(run: PacketRun, link_names: list[str]) -> dict[str, Any]:
 
 
 def write_packet_trace(path: str | Path, run: PacketRun, link_names: list[str]) -> None:
-    """Write the trace atomically; refuse a path that exists and is not a regular file."""
-    target = Path(path)
-    if target.exists() and not target.is_file():
-        raise FabricsimError("trace", f"{path} exists and is not a regular file", "give a file path")
-    write_atomic(target, dumps(trace_document(run, link_names)))
+    """Write the trace atomically, only over nothing or a regular file (:func:`fabricsim.io.results.write_atomic`)."""
+    write_atomic(path, dumps(trace_document(run, link_names)), "trace")

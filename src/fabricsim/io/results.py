@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from fabricsim import textfile
 
 
 def _clean(value: Any) -> Any:
@@ -30,18 +30,9 @@ def dumps(payload: dict[str, Any]) -> str:
     return json.dumps(_clean(payload), sort_keys=True, indent=2)
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write a file all at once (temp file + rename) so nothing is left half-written."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+check_output_path = textfile.check_output_path  # io is where the CLI reaches file checks
+
+
+def write_atomic(path: str | Path, text: str, field: str = "output") -> None:
+    """Write a file all at once, only over nothing or a regular file (see :func:`fabricsim.textfile.write_atomic`)."""
+    textfile.write_atomic(path, text, field)

@@ -107,4 +107,4 @@ def trace_document(graph: OpGraph, timeline: Timeline, summary: CommSummary | No
 def write_trace(path: str | Path, graph: OpGraph, timeline: Timeline, summary: CommSummary | None = None) -> None:
     """Write the trace JSON atomically (a temp file renamed into place; nothing half-written)."""
     text = json.dumps(trace_document(graph, timeline, summary), separators=(",", ":"))
-    write_atomic(path, text)
+    write_atomic(path, text, "trace")

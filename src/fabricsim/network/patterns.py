@@ -34,6 +34,13 @@ def derangement(hosts: int, rng: np.random.Generator) -> np.ndarray:
             return perm
 
 
+def flow_count(pattern: Pattern, hosts: int) -> int:
+    """How many flows :func:`pattern_flows` makes on ``hosts`` endpoints (to check a cap first)."""
+    if pattern == Pattern.ALL_TO_ALL:
+        return hosts * (hosts - 1)
+    return hosts - 1 if pattern == Pattern.INCAST else hosts
+
+
 def pattern_flows(pattern: Pattern, hosts: int, size_bytes: float, seed: int) -> FlowSet:
     """Flows of ``pattern`` over ``hosts`` endpoints, ``size_bytes`` each; needs >= 2 hosts."""
     if hosts < 2:

@@ -25,11 +25,13 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, infer_estimate, largest_batch
-from fabricsim.engine.inference.step import INFERENCE_DTYPES, InferenceLayout
+from fabricsim.engine.inference.step import INFERENCE_DTYPES, InferenceLayout, check_dtype
 from fabricsim.errors import FabricsimError, parse_choice
+from fabricsim.limits import check_cap
 from fabricsim.planner.explain import MIN_SHARE, part_deltas
 from fabricsim.planner.space import default_dtypes, divisors
 from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.specs.layout import LONG_NAMES
 
 Progress = Callable[[int, int], None]
 
@@ -257,6 +259,7 @@ def search_infer(
             f"no (tp, pp, ep) satisfies the constraints on {question.gpus} GPUs for {question.model.name}",
             "relax --tp/--pp/--ep or change --gpus",
         )
+    check_cap("plan infer layouts", len(layouts), "SEARCH_LAYOUTS")  # a guard on the search's work
     walk = _Walk(question, goal, space)
     for index, layout in enumerate(layouts):
         _plan_layout(walk, layout)
@@ -311,48 +314,27 @@ def _explain(ranked: list[InferPlan], objective: InferObjective, output_len: int
     return (best, *rest)
 
 
-def _ints(flag: str, value: object) -> tuple[int, ...]:
-    values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise FabricsimError(flag, f"must be positive integers, got {v!r}")
-    return tuple(sorted(set(values)))
-
-
 def _dtype_list(flag: str, value: object) -> tuple[str, ...]:
     values = tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
     for v in values:
-        if v not in INFERENCE_DTYPES:
-            raise FabricsimError(flag, f"unknown dtype {v!r}", "use one of " + ", ".join(INFERENCE_DTYPES))
+        check_dtype(str(v), flag)
     return tuple(d for d in INFERENCE_DTYPES if d in values)
 
 
 def infer_space(constraints: dict[str, object]) -> InferSpace:
-    """An :class:`InferSpace` from CLI-style constraints: ``tp``, ``pp``, ``ep`` (one value or a list),
-    ``dtype``, ``kv_dtype`` (names or lists), ``batch`` and ``max_batch`` (one positive integer each)."""
-    given = {key: value for key, value in constraints.items() if value is not None}
+    """An :class:`InferSpace` from constraints keyed by short names: ``tp``, ``pp``, ``ep`` (one value
+    or a list), ``dtype``, ``kv_dtype`` (names or lists), ``batch`` and ``max_batch`` (one integer each).
+    The values were typed at the edge (:class:`fabricsim.specs.inputs.InferConstraints`); the dtypes
+    are checked here, against the inference dtypes."""
     fields: dict[str, object] = {}
-    names = {"tp": "tensor_parallel", "pp": "pipeline_parallel", "ep": "expert_parallel"}
-    for key, value in given.items():
-        if key in names:
-            fields[names[key]] = _ints(key, value)
-        elif key in ("dtype", "kv_dtype"):
+    for key, value in constraints.items():
+        if value is None:
+            continue
+        if key in ("dtype", "kv_dtype"):
             fields[key] = _dtype_list(key.replace("_", "-"), value)
         elif key in ("batch", "max_batch"):
-            if isinstance(value, (list, tuple, set, frozenset)):
-                raise FabricsimError(key.replace("_", "-"), "takes one positive integer")
-            fields[key] = _ints(key.replace("_", "-"), value)[0]
+            fields[key] = value
         else:
-            raise FabricsimError(
-                key, "is not an inference constraint", "use tp, pp, ep, dtype, kv_dtype, batch, max_batch"
-            )
+            values = value if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+            fields[LONG_NAMES[key]] = tuple(sorted(set(values)))  # type: ignore[arg-type]
     return InferSpace(**fields)  # type: ignore[arg-type]
-
-
-def check_goal(goal: InferGoal) -> None:
-    """Raise ``FabricsimError`` for a non-positive SLO or ``top``."""
-    if goal.top < 1:
-        raise FabricsimError("top", f"must be at least 1, got {goal.top}")
-    for flag, value in (("tpot-slo", goal.tpot_slo_s), ("ttft-slo", goal.ttft_slo_s)):
-        if value is not None and not value > 0:
-            raise FabricsimError(flag, f"must be a positive time, got {value!r}")

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import Dtype, ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs.inputs import ZERO_STAGES
+from fabricsim.specs.layout import LONG_NAMES
 from fabricsim.transformer.flops import ModelDims
-from fabricsim.workload.training import DTYPES, ZERO_STAGES
+from fabricsim.workload.training import DTYPES, check_dtype
 
 RECOMPUTE_ORDER = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)
 
@@ -195,66 +197,25 @@ def check_space(problem: TrainProblem, space: TrainSpace) -> None:
     for name, given in (("dtype", space.dtype), ("zero", space.zero_stage), ("recompute", space.recompute)):
         if given is not None and not given:
             raise FabricsimError(name, "no allowed value")
-    if space.dtype is not None and not any(d in DTYPES for d in space.dtype):
-        raise FabricsimError("dtype", f"no trainable dtype among {list(space.dtype)}", "use bf16, fp16 or fp8")
-
-
-_INT_FIELDS = {
-    "tp": "tensor_parallel",
-    "pp": "pipeline_parallel",
-    "dp": "data_parallel",
-    "cp": "context_parallel",
-    "ep": "expert_parallel",
-    "vpp": "virtual_stages",
-    "micro_batch": "micro_batch_size",
-}
 
 
 def _as_tuple(value: object) -> tuple:
     if isinstance(value, (list, tuple, set, frozenset)):
-        return tuple(sorted(value, key=str))
+        return tuple(sorted(set(value), key=str))
     return (value,)
 
 
-def _positive_ints(flag: str, value: object) -> tuple[int, ...]:
-    values = _as_tuple(value)
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise FabricsimError(flag, f"must be positive integers, got {v!r}")
-    return tuple(sorted(set(values)))
-
-
-def _recomputes(value: object) -> tuple[Recompute, ...]:
-    try:
-        chosen = {Recompute(v) for v in _as_tuple(value)}
-    except ValueError:
-        raise FabricsimError("recompute", f"unknown mode in {value!r}", "use none, selective or full") from None
-    return tuple(r for r in RECOMPUTE_ORDER if r in chosen)
-
-
 def train_space(constraints: dict[str, object]) -> TrainSpace:
-    """A :class:`TrainSpace` from CLI-style constraints (``tp``, ``pp``, ``dp``, ``cp``, ``ep``, ``vpp``,
-    ``micro_batch``, ``zero``, ``recompute``, ``sequence_parallel``, ``dtype``); each value is one
-    allowed value or a list of them, ``None`` for no constraint. Raises ``FabricsimError`` on bad values."""
-    given = {key: value for key, value in constraints.items() if value is not None}
-    fields: dict[str, object] = {}
-    for key, value in given.items():
-        if key in _INT_FIELDS:
-            fields[_INT_FIELDS[key]] = _positive_ints(key, value)
-        elif key == "zero":
-            stages = _as_tuple(value)
-            if any(isinstance(z, bool) or z not in ZERO_STAGES for z in stages):
-                raise FabricsimError("zero", f"stages must be among 0, 1, 2, 3, got {value!r}")
-            fields["zero_stage"] = tuple(sorted(set(stages)))
-        elif key == "recompute":
-            fields["recompute"] = _recomputes(value)
-        elif key == "sequence_parallel":
-            fields["sequence_parallel"] = tuple(sorted({bool(v) for v in _as_tuple(value)}))
-        elif key == "dtype":
-            unknown = [d for d in _as_tuple(value) if d not in DTYPES]
-            if unknown:
-                raise FabricsimError("dtype", f"unsupported training dtype {unknown[0]!r}", "use bf16, fp16 or fp8")
-            fields["dtype"] = tuple(d for d in DTYPES if d in _as_tuple(value))
-        else:
-            raise FabricsimError(key, "is not a layout constraint", f"use one of {', '.join([*_INT_FIELDS, 'zero'])}")
+    """A :class:`TrainSpace` from constraints keyed by the layout's short names (``tp``, ``pp``, ``dp``,
+    ``cp``, ``ep``, ``vpp``, ``micro_batch``, ``zero``, ``recompute``, ``sequence_parallel``, ``dtype``);
+    each value is one allowed value or a list of them, ``None`` for no constraint. The values were
+    checked at the edge (:class:`fabricsim.specs.inputs.TrainConstraints`); the dtypes are checked here."""
+    fields = {LONG_NAMES[key]: _as_tuple(value) for key, value in constraints.items() if value is not None}
+    if "recompute" in fields:
+        chosen = {Recompute(r) for r in fields["recompute"]}
+        fields["recompute"] = tuple(r for r in RECOMPUTE_ORDER if r in chosen)
+    if "dtype" in fields:
+        for dtype in fields["dtype"]:
+            check_dtype(str(dtype))
+        fields["dtype"] = tuple(d for d in DTYPES if d in fields["dtype"])
     return TrainSpace(**fields)  # type: ignore[arg-type]

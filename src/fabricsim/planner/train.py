@@ -36,6 +36,7 @@ from enum import StrEnum
 from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
 from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
+from fabricsim.limits import check_cap
 from fabricsim.planner import space as sp
 from fabricsim.planner.explain import PlanFigures, train_reasons
 from fabricsim.planner.offload import by_tier, cpu_can_beat_gpu, offload_key
@@ -279,13 +280,15 @@ def _search_group(walk: _Walk, group: Group) -> None:
     while position < len(sizes):
         micro_batch = sizes[position]
         fitting, unfit, block, feasible = _sized(walk, group, micro_batch)
+        position += 1
+        if block == 0:  # no (ZeRO, vpp) variant is allowed here, e.g. --vpp 2 where m is not a multiple of pp
+            continue
         walk.evaluated += block
         walk.pruned_memory += block - feasible
         walk.feasible += feasible
         bound_s = _lower_bound_s(walk, fitting[0][0] if fitting else unfit)  # type: ignore[arg-type]
         if unfit is not None:
             _note_unfit(walk, bound_s, unfit)
-        position += 1
         if not fitting:  # memory does not shrink with a larger micro-batch: neither do they fit
             position = _skip_unfit(walk, group, sizes, position)
             continue
@@ -356,8 +359,6 @@ def search_train(
     """
     space = space or TrainSpace()
     settings = settings or PlanSettings()
-    if settings.top < 1:
-        raise FabricsimError("top", f"must be at least 1, got {settings.top}")
     problem = train_problem(question)
     sp.check_space(problem, space)
     capacity_bytes = question.system.device.hbm_capacity_bytes
@@ -371,8 +372,15 @@ def search_train(
     step = max(1, len(groups) // 200)
     for index, group in enumerate(groups):
         _search_group(walk, group)
+        check_cap("plan train layouts", walk.evaluated, "SEARCH_LAYOUTS")  # a guard on the search's work
         if on_progress is not None and (index % step == 0 or index == len(groups) - 1):
             on_progress(index + 1, len(groups))
+    if walk.evaluated == 0:
+        raise FabricsimError(
+            "layout",
+            "no layout satisfies --vpp/--zero/--micro-batch together with the other constraints",
+            "interleaving (vpp > 1) needs pp > 1, layers divisible by pp*vpp and micro-batches divisible by pp",
+        )
     ranked = [item[2] for item in sorted(walk.best, reverse=True)]
     plans = explain_plans([TrainPlan(e, analytic_figures(e)) for e in ranked])
     return TrainSearch(

@@ -52,16 +52,31 @@ def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
         out.append((prefix, f"{value:.6g}" if isinstance(value, float) else str(value)))
 
 
+# unit of a catalog field, from the unit its name carries (SI inside; names end in the unit)
+_FIELD_UNITS = (("_Bps", "B/s"), ("_bytes", "B"), ("_s", "s"), ("_w", "W"), ("_W", "W"), ("_J", "J"),
+                ("_usd", "USD"), ("_gbps", "Gb/s"), ("_hours", "h"))
+
+
+def field_unit(key: str) -> str:
+    """The unit a catalog field's name declares (``hbm_bandwidth_Bps`` -> ``B/s``); peak FLOP rates
+    are FLOP/s; '' for counts and names."""
+    if key.startswith("peak_flops."):
+        return "FLOP/s"
+    leaf = key.rsplit(".", 1)[-1]
+    return next((unit for suffix, unit in _FIELD_UNITS if leaf.endswith(suffix)), "")
+
+
 def catalog_item_table(item: dict[str, Any]) -> Table:
     rows: list[tuple[str, str]] = []
     _flatten("", item, rows)
     sources = item.get("sources", {})
     table = Table(title=str(item.get("name", "")), title_justify="left")
     table.add_column("field", style="bold")
-    table.add_column("value")
+    table.add_column("value", justify="right")
+    table.add_column("unit")
     table.add_column("source", overflow="fold")
     for key, value in rows:
-        table.add_row(key, value, sources.get(key, sources.get("*", "")))
+        table.add_row(key, value, field_unit(key), sources.get(key, sources.get("*", "")))
     return table
 
 
@@ -167,6 +182,14 @@ def simulated_train_table(result: dict[str, Any]) -> Any:
     return Group(train_table(result), key_value_table("simulation", rows))
 
 
+PLAN_LEGEND = (
+    "tp/pp/dp/cp/ep: tensor/pipeline/data/context/expert-parallel degree; vpp: virtual stages per GPU; "
+    "mb: micro-batch (sequences); z: ZeRO stage; rc:sel / rc:full: selective / full recomputation; "
+    "sp: sequence parallel; adp: attention data-parallel (ep > tp); x: replicas; kv: KV-cache dtype"
+)
+"""The abbreviations :func:`compact_layout` prints, explained under every plan table."""
+
+
 def compact_layout(layout: dict[str, Any]) -> str:
     """``tp8 pp16 dp24 vpp8 mb1 z1 sp``: degrees always, the other fields when not the default."""
     parts = [f"tp{layout['tp']}", f"pp{layout['pp']}"]
@@ -260,7 +283,7 @@ def plan_table(result: dict[str, Any]) -> Any:
     plans = result["plans"]
     if not plans:
         return Group(*parts)
-    ranked = Table(title="ranked plans", title_justify="left")
+    ranked = Table(title="ranked plans", title_justify="left", caption=PLAN_LEGEND, caption_justify="left")
     if result["kind"] == "train":
         _train_plan_rows(ranked, plans)
         parts += [ranked, _breakdown_table(plans[:3], "time_breakdown_s", "time per step of the best plans")]
@@ -340,10 +363,17 @@ def serve_table(result: dict[str, Any]) -> Table:
             ("TTFT p50/p90/p99", triple(result["ttft_s"])),
             ("TPOT p50/p90/p99", triple(result["tpot_s"])),
             ("E2E p50/p90/p99", triple(result["e2e_s"])),
-            ("SLO attainment", f"{result['slo_attainment'] * 100:.1f}%"),
+            ("SLO attainment", f"{result['slo_attainment'] * 100:.1f}%{_slo_text(result.get('slo') or {})}"),
             ("preemptions", str(result["preemptions"])),
         ],
     )
+
+
+def _slo_text(slo: dict[str, float]) -> str:
+    """Which SLO the attainment counts: `` of TTFT <= 2.000 s and TPOT <= 100.000 ms``."""
+    if not slo:
+        return ""
+    return f" (TTFT <= {format_seconds(slo['ttft_s'])} and TPOT <= {format_seconds(slo['tpot_s'])})"
 
 
 def serve_fit_line(result: dict[str, Any]) -> str:

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from enum import Enum
 
-from fabricsim.errors import FabricsimError
-
 
 class Recompute(str, Enum):
     NONE = "none"
@@ -39,35 +37,30 @@ class ParallelLayout:
         return self.tensor_parallel * self.pipeline_parallel * self.data_parallel * self.context_parallel
 
     def as_dict(self) -> dict[str, object]:
-        """Plain-JSON view with the short names the CLI uses."""
+        """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`)."""
         raw = asdict(self)
-        return {
-            "tp": raw["tensor_parallel"],
-            "pp": raw["pipeline_parallel"],
-            "dp": raw["data_parallel"],
-            "cp": raw["context_parallel"],
-            "ep": raw["expert_parallel"],
-            "vpp": raw["virtual_stages"],
-            "micro_batch": raw["micro_batch_size"],
-            "zero": raw["zero_stage"],
-            "recompute": self.recompute.value,
-            "sequence_parallel": raw["sequence_parallel"],
-            "dtype": raw["dtype"],
-        }
+        raw["recompute"] = self.recompute.value
+        return {SHORT_NAMES[name]: value for name, value in raw.items()}
 
-    def validate_basic(self) -> None:
-        """Check what does not depend on the model: positive degrees, ZeRO stage range."""
-        for field_name, flag in (
-            ("tensor_parallel", "tp"),
-            ("pipeline_parallel", "pp"),
-            ("data_parallel", "dp"),
-            ("context_parallel", "cp"),
-            ("expert_parallel", "ep"),
-            ("virtual_stages", "vpp"),
-            ("micro_batch_size", "micro-batch"),
-        ):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise FabricsimError(flag, f"must be a positive integer, got {value!r}")
-        if self.zero_stage not in (0, 1, 2, 3):
-            raise FabricsimError("zero", f"stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
+
+SHORT_NAMES: dict[str, str] = {
+    "tensor_parallel": "tp",
+    "pipeline_parallel": "pp",
+    "data_parallel": "dp",
+    "context_parallel": "cp",
+    "expert_parallel": "ep",
+    "virtual_stages": "vpp",
+    "micro_batch_size": "micro_batch",
+    "zero_stage": "zero",
+    "recompute": "recompute",
+    "sequence_parallel": "sequence_parallel",
+    "dtype": "dtype",
+}
+"""The ONE map between a layout field's full name and its short (CLI / JSON) name."""
+
+LONG_NAMES: dict[str, str] = {short: full for full, short in SHORT_NAMES.items()}
+
+
+def long_names(values: dict[str, object]) -> dict[str, object]:
+    """``{"tp": 8}`` -> ``{"tensor_parallel": 8}`` (keys already long are kept)."""
+    return {LONG_NAMES.get(key, key): value for key, value in values.items()}

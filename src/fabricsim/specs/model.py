@@ -9,9 +9,17 @@ MLA (DeepSeek) adds ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``, ``q
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field, NonNegativeInt, PositiveInt, model_validator
+from typing import Annotated
+
+from pydantic import AliasChoices, Field, model_validator
 
 from fabricsim.specs.base import FrozenSpec
+
+# Sizes a model file may give: ten-fold the largest published models (hidden 2^14-2^15, 128 layers,
+# 256 experts, 10^6-token contexts), so a typo or 1e30 is refused before it sizes any array or loop.
+PositiveInt = Annotated[int, Field(gt=0, le=2**24)]
+NonNegativeInt = Annotated[int, Field(ge=0, le=2**24)]
+Layers = Annotated[int, Field(gt=0, le=2**16)]
 
 GATED_ACTIVATIONS = frozenset({"silu", "swiglu", "swish", "geglu", "gelu_glu"})
 
@@ -21,14 +29,14 @@ class ModelSpec(FrozenSpec):
 
     name: str
     hidden_size: PositiveInt
-    num_hidden_layers: PositiveInt
+    num_hidden_layers: Layers
     num_attention_heads: PositiveInt
     num_key_value_heads: PositiveInt | None = None
     head_dim: PositiveInt | None = None
     intermediate_size: PositiveInt
     vocab_size: PositiveInt
     hidden_act: str = "gelu"
-    max_position_embeddings: PositiveInt = 2048
+    max_position_embeddings: Annotated[int, Field(gt=0, le=2**30)] = 2048
     tie_word_embeddings: bool = False
     # Mixture of experts
     num_local_experts: NonNegativeInt = Field(

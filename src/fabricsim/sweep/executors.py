@@ -197,9 +197,8 @@ class RayExecutor:
 def make_executor(
     kind: ExecutorKind, workers: int, address: str | None, preload: tuple[str, ...] = ()
 ) -> LocalExecutor | RayExecutor:
-    """The executor of ``kind``; ``address`` is only for Ray, ``preload`` (module names) only for local."""
-    if workers < 1:
-        raise FabricsimError("workers", f"must be at least 1, got {workers}", "e.g. --workers 2")
+    """The executor of ``kind``; ``address`` is only for Ray, ``preload`` (module names) only for local.
+    ``workers`` was checked at the API edge (a positive count)."""
     if kind is ExecutorKind.LOCAL:
         if address is not None:
             raise FabricsimError("address", "only used with --executor ray", "drop --address or add --executor ray")

@@ -19,6 +19,7 @@ from typing import Any
 
 from fabricsim.errors import FabricsimError
 from fabricsim.sweep.tasks import TaskOutcome
+from fabricsim.textfile import check_output_path
 
 FIXED_COLUMNS = ("task_id", "kind", "status", "error")
 FORMATS = (".csv", ".parquet")
@@ -69,12 +70,20 @@ def _umask() -> int:
 
 
 def _replace_atomically(target: Path, write: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:200]}.", suffix=".tmp")
+    except OSError as exc:
+        problem = f"cannot write in {target.parent}: {exc.strerror}"
+        raise FabricsimError("export", problem, "give another path") from None
     os.close(fd)
     try:
         write(Path(tmp))
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file normal permissions
+        check_output_path(target, "export")  # still nothing or a regular file just before the rename
         os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise FabricsimError("export", f"cannot write {target}: {exc.strerror}", "give another path") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -114,10 +123,8 @@ def _write_parquet(path: Path, columns: list[str], records: Sequence[dict[str, A
 
 def check_export(path: str | Path) -> str:
     """Fail early (before a sweep runs) on an unknown format, a missing folder or missing pyarrow."""
-    target = Path(path)
+    target = check_output_path(path, "export")
     suffix = export_format(target)
-    if not target.parent.is_dir():
-        raise FabricsimError("export", f"folder {target.parent} does not exist", "create it first")
     if suffix == ".parquet":
         _import_pyarrow()
     return suffix

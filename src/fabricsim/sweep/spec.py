@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fabricsim.catalog import read_yaml
 from fabricsim.errors import FabricsimError
+from fabricsim.textfile import read_yaml
 
 SCALAR_TYPES = (str, int, float, bool)
 
@@ -138,4 +138,7 @@ def parse_spec(data: dict[str, Any]) -> SweepSpec:
 
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a YAML sweep spec file."""
-    return parse_spec(read_yaml(Path(path), "spec"))
+    data = read_yaml(Path(path), "spec")
+    if not isinstance(data, dict):
+        raise FabricsimError("spec", f"{path} does not hold a YAML mapping", "write tasks: [...]")
+    return parse_spec(data)

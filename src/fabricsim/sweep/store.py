@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fabricsim.errors import FabricsimError
 from fabricsim.sweep.tasks import TaskOutcome
+from fabricsim.textfile import check_output_path
 
 SCHEMA_VERSION = "1"
 COLUMNS = ("task_id", "kind", "params_json", "status", "result_json", "error")
@@ -102,10 +103,9 @@ def _check_schema(db: sqlite3.Connection, path: Path) -> None:
 
 def open_store(path: str | Path) -> ResultStore:
     """Open (or create) the SQLite store at ``path`` in WAL mode with the results table."""
-    target = Path(path)
-    if target.parent and not target.parent.is_dir():
-        raise FabricsimError("db", f"folder {target.parent} does not exist", "create it or give another --db path")
-    db = sqlite3.connect(target)
+    target = check_output_path(path, "db")  # a regular file or nothing, in an existing, writable folder
+    with _user_errors(target):
+        db = sqlite3.connect(target)
     try:
         with _user_errors(target):
             db.execute("PRAGMA journal_mode=WAL")

@@ -159,7 +159,7 @@ def fail_cables(topology: Topology, count: int, seed: int) -> tuple[Topology, np
     candidates = fabric_cables(topology)
     if count < 0 or count > candidates.shape[0]:
         raise FabricsimError(
-            "fail_links", f"--fail-links {count} is not in [0, {candidates.shape[0]}] (the fabric cables)"
+            "fail-links", f"--fail-links {count} is not in [0, {candidates.shape[0]}] (the fabric cables)"
         )
     pick = np.sort(np.random.default_rng(seed).choice(candidates.shape[0], size=count, replace=False))
     failed = candidates[pick]

@@ -8,14 +8,22 @@ domain size (8 on DGX, 72 on gb200-nvl72).
 
 Links default to the catalog's InfiniBand NDR port (``ib-ndr``: 50 GB/s per direction) with the
 Quantum-2 switch's port-to-port latency per hop; ``gbps=`` overrides the line rate (Gb/s).
+
+The catalog is not read here: the caller (``api``) passes a :class:`TopologyCatalog` with the default
+link and the systems. Every number is checked (finite, positive) and the size of what a string
+would build (hosts + switches, and cables) is checked against the caps of :mod:`fabricsim.limits`
+before anything is allocated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from fabricsim import catalog
 from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.limits import check_cap
+from fabricsim.specs import SystemSpec
 from fabricsim.topology.builders import (
     LinkParams,
     RailSpec,
@@ -31,20 +39,31 @@ from fabricsim.topology.graph import Topology
 from fabricsim.topology.system import build_system_topology
 from fabricsim.units import gbit_to_Bps
 
-DEFAULT_LINK = "ib-ndr"
+DEFAULT_LINK = "ib-ndr"  # the catalog names the caller reads for TopologyCatalog.link
 DEFAULT_SWITCH = "quantum2-qm9700"
 DEFAULT_SYSTEM_GPUS = 256
 DEFAULT_NVSWITCH_SYSTEM = "dgx-h100"
 
 
-def _default_link(params: dict[str, str]) -> LinkParams:
-    latency_s = catalog.load_switch(DEFAULT_SWITCH).latency_s
+@dataclass(frozen=True, slots=True)
+class TopologyCatalog:
+    """What a builder string may name, given by the caller: the default fabric link (the catalog's
+    ``ib-ndr`` port at the ``quantum2-qm9700`` hop latency), the system names and their loader."""
+
+    link: LinkParams
+    systems: Sequence[str]
+    load_system: Callable[[str], SystemSpec]
+
+
+def _default_link(params: dict[str, str], known: TopologyCatalog) -> LinkParams:
     if "gbps" in params:
-        return LinkParams(gbit_to_Bps(_number(params, "gbps", float)), latency_s)
-    return LinkParams(catalog.load_link(DEFAULT_LINK).bandwidth_Bps, latency_s)
+        return LinkParams(gbit_to_Bps(_number(params, "gbps", float)), known.link.latency_s)
+    return known.link
 
 
 def _number(params: dict[str, str], key: str, kind: type = int, default: float | None = None):
+    """A finite, positive number from the string; integers at most the host cap (no larger port
+    count or dimension can build a topology within it)."""
     if key not in params:
         if default is None:
             raise FabricsimError(key, "is required", f"add {key}=... to the topology string")
@@ -52,10 +71,20 @@ def _number(params: dict[str, str], key: str, kind: type = int, default: float |
     try:
         value = kind(params[key])
     except ValueError:
-        raise FabricsimError(key, f"must be a number, got {params[key]!r}") from None
+        raise FabricsimError(key, f"must be a number, got {params[key][:40]!r}") from None
+    if kind is float and not math.isfinite(value):
+        raise FabricsimError(key, f"must be a finite number, got {params[key]!r}")
     if value <= 0:
         raise FabricsimError(key, f"must be positive, got {params[key]}", "zero ports make no network")
+    if kind is int:
+        check_cap(key, value, "HOSTS")
     return value
+
+
+def _size(nodes: int, cables: int) -> None:
+    """Refuse a topology of more nodes (hosts + switches) or cables than the caps allow."""
+    check_cap("topology nodes", nodes, "HOSTS")
+    check_cap("topology cables", cables, "FLOWS")
 
 
 def _split(text: str) -> tuple[str, dict[str, str]]:
@@ -69,68 +98,88 @@ def _split(text: str) -> tuple[str, dict[str, str]]:
     return name.strip(), params
 
 
-def _fat_tree(p: dict[str, str]) -> Topology:
+def _fat_tree(p: dict[str, str], known: TopologyCatalog) -> Topology:
     hosts = _number(p, "hosts") if "hosts" in p else None
-    return fat_tree(_number(p, "k"), _default_link(p), hosts)
+    k = _number(p, "k")
+    _size(k**3 // 4 + 5 * k * k // 4, 3 * k**3 // 4)
+    return fat_tree(k, _default_link(p, known), hosts)
 
 
-def _leaf_spine(p: dict[str, str]) -> Topology:
+def _leaf_spine(p: dict[str, str], known: TopologyCatalog) -> Topology:
     leaves, spines, per_leaf = _number(p, "leaves"), _number(p, "spines"), _number(p, "hosts_per_leaf")
+    _size(leaves * per_leaf + leaves + spines, leaves * (per_leaf + spines))
     if "radix" in p and per_leaf + spines > _number(p, "radix"):
         raise FabricsimError(
             "hosts_per_leaf", f"{per_leaf} hosts + {spines} uplinks exceed the leaf radix {p['radix']}"
         )
-    return leaf_spine(leaves, spines, per_leaf, _default_link(p), _number(p, "oversubscription", float, 1.0))
+    oversubscription = _number(p, "oversubscription", float, 1.0)
+    return leaf_spine(leaves, spines, per_leaf, _default_link(p, known), oversubscription)
 
 
-def _rail(p: dict[str, str]) -> Topology:
+def _rail(p: dict[str, str], known: TopologyCatalog) -> Topology:
     spec = RailSpec(
         _number(p, "nodes"),
         _number(p, "rails", int, 8),
         _number(p, "radix", int, 64),
-        _default_link(p),
+        _default_link(p, known),
         _number(p, "oversubscription", float, 1.0),
     )
+    nics = spec.nodes * spec.rails
+    _size(2 * nics, 2 * nics)  # NICs, and at most one leaf port and one uplink share per NIC
     return rail_optimized(spec)
 
 
-def _torus(p: dict[str, str]) -> Topology:
+def _dragonfly(p: dict[str, str], known: TopologyCatalog) -> Topology:
+    a, hosts, h = _number(p, "a"), _number(p, "p"), _number(p, "h")
+    groups = a * h + 1
+    _size(groups * a * (hosts + 1), groups * (a * hosts + a * (a - 1) // 2 + a * h))
+    return dragonfly(a, hosts, h, _default_link(p, known))
+
+
+def _torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
     try:
         dims = tuple(int(d) for d in p.get("dims", "").lower().split("x"))
     except ValueError:
-        raise FabricsimError("dims", f"must look like 8x8 or 8x8x8, got {p.get('dims')!r}") from None
-    return torus(dims, _default_link(p))
+        raise FabricsimError("dims", f"must look like 8x8 or 8x8x8, got {p.get('dims', '')[:40]!r}") from None
+    if len(dims) > 3 or any(d < 1 for d in dims):
+        raise FabricsimError("dims", f"needs 1 to 3 positive sizes, got {p.get('dims')!r}", "e.g. dims=8x8x8")
+    count = math.prod(dims)
+    _size(2 * count, count * (1 + len(dims)))
+    return torus(dims, _default_link(p, known))
 
 
-def _nvswitch(p: dict[str, str]) -> Topology:
+def _nvswitch(p: dict[str, str], known: TopologyCatalog) -> Topology:
     name = p.get("system", DEFAULT_NVSWITCH_SYSTEM)
-    if name not in catalog.names("systems"):
-        raise unknown_name("system", name, catalog.names("systems"))
-    scale_up = catalog.load_system(name).scale_up
+    if name not in known.systems:
+        raise unknown_name("system", name, known.systems)
+    scale_up = known.load_system(name).scale_up
     if scale_up.switch is None:
         raise FabricsimError("system", f"{name} has no NVSwitch in its scale-up domain", "e.g. system=dgx-h100")
     gpus = _number(p, "gpus", int, scale_up.domain_gpus)
+    _size(gpus + 1, gpus)
     link = LinkParams(scale_up.bandwidth_Bps, scale_up.link.latency_s)
     return nvswitch_domain(gpus, link, reduction=scale_up.in_network_reduction)
 
 
-BUILDERS: dict[str, Callable[[dict[str, str]], Topology]] = {
+BUILDERS: dict[str, Callable[[dict[str, str], TopologyCatalog], Topology]] = {
     "fat-tree": _fat_tree,
     "leaf-spine": _leaf_spine,
     "rail-optimized": _rail,
-    "dragonfly": lambda p: dragonfly(_number(p, "a"), _number(p, "p"), _number(p, "h"), _default_link(p)),
+    "dragonfly": _dragonfly,
     "torus": _torus,
     "nvswitch": _nvswitch,
-    "nvl72": lambda p: nvl72_domain(),
+    "nvl72": lambda p, known: nvl72_domain(),
 }
 
 
-def parse_topology(text: str) -> Topology:
-    """Build the topology a builder string (or catalog system name) describes; see module doc."""
+def parse_topology(text: str, known: TopologyCatalog) -> Topology:
+    """Build the topology a builder string (or a system name of ``known``) describes; see module doc."""
     name, params = _split(text)
     if name in BUILDERS:
-        return BUILDERS[name](params)
-    if name in catalog.names("systems"):
-        system = catalog.load_system(name)
-        return build_system_topology(system, _number(params, "gpus", int, DEFAULT_SYSTEM_GPUS))
-    raise unknown_name("topology", name, [*BUILDERS, *catalog.names("systems")])
+        return BUILDERS[name](params, known)
+    if name in known.systems:
+        system = known.load_system(name)
+        gpus = _number(params, "gpus", int, DEFAULT_SYSTEM_GPUS)
+        _size(3 * gpus, 3 * gpus)  # GPUs, NICs/ports and switches of each scale-up and scale-out tier
+        return build_system_topology(system, gpus)
+    raise unknown_name("topology", name, [*BUILDERS, *known.systems])

@@ -9,9 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
+
+from fabricsim.specs import ModelSpec, SystemSpec
+
+
+class SpecSource(Protocol):
+    """Where a suite gets the systems and models its rows name: the API passes the catalog
+    (only ``api`` turns catalog names into specs; suites never import it)."""
+
+    def load_system(self, name_or_path: str) -> SystemSpec: ...
+
+    def load_model(self, name_or_path: str) -> ModelSpec: ...
 
 
 @dataclass(frozen=True, slots=True)

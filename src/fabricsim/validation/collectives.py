@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricsim.catalog import load_system
 from fabricsim.collectives import bus_factor, estimate, parse_op, place_group
-from fabricsim.validation.base import SuiteResult, ValidationEntry, load_entries
+from fabricsim.validation.base import SpecSource, SuiteResult, ValidationEntry, load_entries
 
 DATA_FILE = "collectives-nccl-tests.yaml"
 SYSTEMS = {"H100": "dgx-h100", "A100": "dgx-a100"}
@@ -37,9 +36,9 @@ def _op_name(row: dict[str, Any]) -> str:
     return OPS[binary]
 
 
-def predict(row: dict[str, Any]) -> ValidationEntry:
+def predict(row: dict[str, Any], source: SpecSource) -> ValidationEntry:
     """fabricsim's prediction of one row: busbw in GB/s, or time in microseconds for tiny sizes."""
-    system = load_system(_system_name(row))
+    system = source.load_system(_system_name(row))
     gpus = int(row["system"]["gpu_count"])
     op = parse_op(_op_name(row))
     size = int(row["workload"]["message_bytes"])
@@ -52,6 +51,6 @@ def predict(row: dict[str, Any]) -> ValidationEntry:
     return ValidationEntry(row["id"], "time", "us", measured_us, result.time_s * 1e6, row["source"], detail)
 
 
-def run() -> SuiteResult:
+def run(source: SpecSource) -> SuiteResult:
     """All nccl-tests rows of the shipped file."""
-    return SuiteResult("collectives", tuple(predict(row) for row in measured_rows()))
+    return SuiteResult("collectives", tuple(predict(row, source) for row in measured_rows()))

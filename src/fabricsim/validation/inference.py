@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import math
 
-from fabricsim import catalog
 from fabricsim.engine.inference.serving import ServeScenario, replica_kv_tokens, simulate_serving
 from fabricsim.engine.inference.step import InferenceLayout
-from fabricsim.validation.base import SuiteResult, ValidationEntry, load_entries
+from fabricsim.validation.base import SpecSource, SuiteResult, ValidationEntry, load_entries
 from fabricsim.workload.requests import LengthDist, poisson_stream
 
 DATA_FILE = "inference-trtllm-h100.yaml"
@@ -45,12 +44,12 @@ def trtllm_bench_settings(kv_tokens: int, isl: int, osl: int) -> tuple[int, int]
     return max(1, math.ceil(batch)), int(max(TOKENS_RANGE[0], math.ceil(tokens)))
 
 
-def predict(entry: dict) -> float:
+def predict(entry: dict, source: SpecSource) -> float:
     """Simulated total output throughput (tokens/s) of one row."""
     workload = entry["workload"]
     isl, osl, tp = int(workload["isl"]), int(workload["osl"]), int(workload["tensor_parallel"])
-    model = catalog.load_model(MODELS[workload["model"]])
-    system = catalog.load_system("dgx-h100")
+    model = source.load_model(MODELS[workload["model"]])
+    system = source.load_system("dgx-h100")
     layout = InferenceLayout(tensor_parallel=tp, weight_dtype="fp8", kv_dtype="fp8")
     probe = ServeScenario(model, system, layout, kv_free_fraction=KV_FREE_FRACTION)
     batch, tokens = trtllm_bench_settings(replica_kv_tokens(probe), isl, osl)
@@ -61,7 +60,7 @@ def predict(entry: dict) -> float:
     return simulate_serving(scenario, stream, (math.inf, math.inf)).output_tokens_per_s
 
 
-def run() -> SuiteResult:
+def run(source: SpecSource) -> SuiteResult:
     entries, skipped = [], []
     for entry in load_entries(DATA_FILE):
         workload = entry["workload"]
@@ -70,7 +69,7 @@ def run() -> SuiteResult:
             continue
         entries.append(ValidationEntry(
             id=entry["id"], metric=entry["metric"], unit="output tokens/s", measured=float(entry["value"]),
-            predicted=predict(entry), source=entry["source"],
+            predicted=predict(entry, source), source=entry["source"],
             detail=f"TP{workload['tensor_parallel']} ISL {workload['isl']} OSL {workload['osl']} FP8",
         ))
     return SuiteResult("inference", tuple(entries), skipped=tuple(skipped))

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabricsim.catalog import load_system
 from fabricsim.engine.training.analytic import TrainingEstimate, estimate_training
-from fabricsim.specs import ModelSpec, ParallelLayout, Recompute
+from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.constants import GEMM_PEAK_FRACTION
-from fabricsim.validation.base import SuiteResult, ValidationEntry, load_entries
+from fabricsim.validation.base import SpecSource, SuiteResult, ValidationEntry, load_entries
 from fabricsim.workload.training import TrainingOptions
 
 MEGATRON_FILE = "training-megatron-sc21-a100.yaml"
@@ -66,7 +65,7 @@ def gpt_model(name: str, workload: dict[str, Any]) -> ModelSpec:
     )
 
 
-def _megatron_estimate(workload: dict[str, Any]) -> TrainingEstimate:
+def _megatron_estimate(workload: dict[str, Any], system: SystemSpec) -> TrainingEstimate:
     dims = {**GPT3_175B, **workload}
     model = gpt_model("gpt", dims)
     tp, pp, dp = (int(workload[k]) for k in ("tensor_parallel", "pipeline_parallel", "data_parallel"))
@@ -78,15 +77,16 @@ def _megatron_estimate(workload: dict[str, Any]) -> TrainingEstimate:
         dtype="fp16",
     )
     return estimate_training(
-        model, load_system(SYSTEM), layout, int(workload["global_batch_size"]), SEQ_LEN, MEGATRON_OPTIONS
+        model, system, layout, int(workload["global_batch_size"]), SEQ_LEN, MEGATRON_OPTIONS
     )
 
 
-def megatron_entries() -> list[ValidationEntry]:
-    """SC'21 Table 1 (hardware TFLOP/s per GPU) and the README's GPT-3 175B example."""
+def megatron_entries(system: SystemSpec) -> list[ValidationEntry]:
+    """SC'21 Table 1 (hardware TFLOP/s per GPU) and the README's GPT-3 175B example, on ``system``
+    (the catalog's :data:`SYSTEM`)."""
     entries = []
     for row in load_entries(MEGATRON_FILE):
-        estimate = _megatron_estimate(row["workload"])
+        estimate = _megatron_estimate(row["workload"], system)
         layout = estimate.layout
         detail = f"tp{layout.tensor_parallel} pp{layout.pipeline_parallel} dp{layout.data_parallel}"
         entries.append(
@@ -116,7 +116,9 @@ def megatron_entries() -> list[ValidationEntry]:
     return entries
 
 
-def _korthikanti_estimate(key: str, dims: dict[str, Any], workload: dict[str, Any]) -> TrainingEstimate:
+def _korthikanti_estimate(
+    key: str, dims: dict[str, Any], workload: dict[str, Any], system: SystemSpec
+) -> TrainingEstimate:
     micro_batch, chunks = KORTHIKANTI_SCHEDULE[key]
     layout = ParallelLayout(
         tensor_parallel=int(workload["tensor_parallel"]),
@@ -129,11 +131,10 @@ def _korthikanti_estimate(key: str, dims: dict[str, Any], workload: dict[str, An
         dtype="fp16",
     )
     model = gpt_model(f"gpt-{key}", dims)
-    system = load_system(SYSTEM)
     return estimate_training(model, system, layout, int(workload["global_batch_size"]), SEQ_LEN, KORTHIKANTI_OPTIONS)
 
 
-def korthikanti_entries() -> list[ValidationEntry]:
+def korthikanti_entries(system: SystemSpec) -> list[ValidationEntry]:
     """MFU (and HFU) and iteration time of the four Korthikanti et al. configurations."""
     rows = [
         r
@@ -144,7 +145,7 @@ def korthikanti_entries() -> list[ValidationEntry]:
     entries = []
     for row in rows:
         key = row["id"].split("-")[1]
-        estimate = _korthikanti_estimate(key, dims[key], row["workload"])
+        estimate = _korthikanti_estimate(key, dims[key], row["workload"], system)
         layout = estimate.layout
         detail = (
             f"tp{layout.tensor_parallel} pp{layout.pipeline_parallel} mb{layout.micro_batch_size} "
@@ -169,7 +170,8 @@ def korthikanti_entries() -> list[ValidationEntry]:
     return entries
 
 
-def run() -> SuiteResult:
+def run(source: SpecSource) -> SuiteResult:
     """The ``training`` suite: Megatron SC'21 Table 1 + README example, then Korthikanti et al."""
-    entries = tuple(megatron_entries() + korthikanti_entries())
+    system = source.load_system(SYSTEM)
+    entries = tuple(megatron_entries(system) + korthikanti_entries(system))
     return SuiteResult(name="training", entries=entries, calibration=CALIBRATION)

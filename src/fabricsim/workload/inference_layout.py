@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.specs.layout import SHORT_NAMES
 
 INFERENCE_DTYPES = ("bf16", "fp16", "fp8", "fp4")
 
@@ -39,10 +40,11 @@ class InferenceLayout:
         return self.pipeline_parallel * self.stage_gpus
 
     def as_dict(self) -> dict[str, object]:
+        short = SHORT_NAMES  # the one long->short layout-name map
         return {
-            "tp": self.tensor_parallel,
-            "pp": self.pipeline_parallel,
-            "ep": self.expert_parallel,
+            short["tensor_parallel"]: self.tensor_parallel,
+            short["pipeline_parallel"]: self.pipeline_parallel,
+            short["expert_parallel"]: self.expert_parallel,
             "attention_dp": self.attention_data_parallel,
             "replicas": self.replicas,
             "replica_gpus": self.replica_gpus,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fabricsim.errors import FabricsimError
+from fabricsim.limits import check_cap
 
 ARRIVAL_KEYS = ("arrival_s", "arrival_time", "timestamp")
 INPUT_KEYS = ("input_len", "input_tokens", "prompt_len")
@@ -60,25 +61,37 @@ class LengthDist:
         return math.inf
 
 
+MAX_LOG_SIGMA = 10.0  # a log-normal sigma beyond this puts all mass at 1 token or past any context
+
+
 def parse_length_dist(text: str, field: str) -> LengthDist:
-    """Parse a DIST string (see module docstring)."""
+    """Parse a DIST string (see module docstring): finite numbers, lengths at most the token cap,
+    ``uniform`` with at least one integer in [LO, HI], a log-normal sigma at most 10."""
     raw = str(text).strip().lower()
+    shown = repr(str(text)[:40])
     fix = "use an integer, uniform:LO,HI, lognormal:MEAN,SIGMA or normal:MEAN,STD"
     try:
         if ":" not in raw:
             value = int(raw)
             if value < 1:
                 raise ValueError
+            check_cap(field, value, "TOKENS")
             return LengthDist("fixed", value)
         kind, args = raw.split(":", 1)
         a, b = (float(v) for v in args.split(","))
     except ValueError:
-        raise FabricsimError(field, f"cannot parse length distribution {text!r}", fix) from None
-    if kind == "uniform" and 1 <= a <= b:
+        raise FabricsimError(field, f"cannot parse length distribution {shown}", fix) from None
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise FabricsimError(field, f"length distribution {shown} needs finite numbers", fix)
+    check_cap(field, max(a, b if kind != "lognormal" else 0.0), "TOKENS")
+    if kind == "uniform" and a >= 1 and math.ceil(a) <= math.floor(b):
         return LengthDist(kind, math.ceil(a), math.floor(b))
-    if kind in ("lognormal", "normal") and a >= 1 and b >= 0:
+    if kind == "lognormal" and a >= 1 and 0 <= b <= MAX_LOG_SIGMA:
         return LengthDist(kind, a, b)
-    raise FabricsimError(field, f"bad length distribution {text!r}", fix)
+    if kind == "normal" and a >= 1 and b >= 0:
+        return LengthDist(kind, a, b)
+    rules = "; uniform: 1 <= LO <= HI, lognormal: SIGMA <= 10"
+    raise FabricsimError(field, f"bad length distribution {shown}", fix + rules)
 
 
 def sample_lengths(dist: LengthDist, rng: np.random.Generator, count: int, limit: int) -> np.ndarray:
@@ -115,26 +128,31 @@ def clip_to_context(stream: RequestStream, context: int) -> RequestStream:
     return RequestStream(stream.arrival_s, stream.input_len, output)
 
 
+TRACE = "request-trace"  # the option that names the file, in every trace error
+
+
 def _pick(row: dict[str, object], keys: tuple[str, ...], line: int) -> object:
     for key in keys:
         if key in row and row[key] not in (None, ""):
             return row[key]
-    raise FabricsimError("trace", f"line {line}: missing {keys[0]} (or {', '.join(keys[1:])})",
+    raise FabricsimError(TRACE, f"line {line}: missing {keys[0]} (or {', '.join(keys[1:])})",
                          "each row needs arrival time, input and output lengths")
 
 
 def _row_values(row: object, line: int) -> tuple[float, int, int]:
     if not isinstance(row, dict):
-        raise FabricsimError("trace", f"line {line}: not a record", "write one JSON object per line")
+        raise FabricsimError(TRACE, f"line {line}: not a record", "write one JSON object per line")
     try:
         arrival = float(_pick(row, ARRIVAL_KEYS, line))  # type: ignore[arg-type]
-        inp = int(float(_pick(row, INPUT_KEYS, line)))  # type: ignore[arg-type]
-        out = int(float(_pick(row, OUTPUT_KEYS, line)))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise FabricsimError("trace", f"line {line}: unreadable values {row!r}", "use numbers") from None
-    if not math.isfinite(arrival) or arrival < 0 or inp < 1 or out < 1:
-        raise FabricsimError("trace", f"line {line}: arrival must be >= 0 and lengths >= 1", "fix that row")
-    return arrival, inp, out
+        inp = float(_pick(row, INPUT_KEYS, line))  # type: ignore[arg-type]
+        out = float(_pick(row, OUTPUT_KEYS, line))  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise FabricsimError(TRACE, f"line {line}: unreadable values {str(row)[:60]}", "use numbers") from None
+    if not all(math.isfinite(v) for v in (arrival, inp, out)) or arrival < 0 or inp < 1 or out < 1:
+        problem = f"line {line}: arrival must be a finite time >= 0 and lengths >= 1"
+        raise FabricsimError(TRACE, problem, "fix that row")
+    check_cap(f"{TRACE} line {line}", max(inp, out), "TOKENS")
+    return arrival, int(inp), int(out)
 
 
 def _rows(text: str, jsonl: bool) -> list[tuple[int, object]]:
@@ -145,18 +163,29 @@ def _rows(text: str, jsonl: bool) -> list[tuple[int, object]]:
                 continue
             try:
                 rows.append((number, json.loads(line)))
-            except json.JSONDecodeError:
-                raise FabricsimError("trace", f"line {number}: not valid JSON", "one JSON object per line") from None
+            except (json.JSONDecodeError, RecursionError):
+                raise FabricsimError(TRACE, f"line {number}: not valid JSON", "one JSON object per line") from None
         return rows
     reader = csv.DictReader(io.StringIO(text))
-    return [(reader.line_num, {k.strip(): (v or "").strip() for k, v in row.items() if k}) for row in reader]
+    try:
+        return [(reader.line_num, {k.strip(): _cell(v) for k, v in row.items() if k}) for row in reader]
+    except csv.Error as exc:
+        problem = f"line {reader.line_num}: not CSV ({exc})"
+        raise FabricsimError(TRACE, problem, "a header, then one row per request") from None
+
+
+def _cell(value: object) -> str:
+    """A CSV cell as text (a row longer than the header puts its extra cells in a list)."""
+    return (value if isinstance(value, str) else "").strip()
 
 
 def parse_trace(text: str, jsonl: bool) -> RequestStream:
     """A request stream from trace text (CSV with header, or JSON Lines), sorted by arrival."""
-    values = [_row_values(row, line) for line, row in _rows(text, jsonl)]
+    rows = _rows(text, jsonl)
+    check_cap(f"{TRACE} rows", len(rows), "REQUESTS")
+    values = [_row_values(row, line) for line, row in rows]
     if not values:
-        raise FabricsimError("trace", "no requests in the trace", "add rows")
+        raise FabricsimError(TRACE, "no requests in the trace", "add rows")
     array = np.array(values, dtype=float)
     order = np.argsort(array[:, 0], kind="stable")
     array = array[order]

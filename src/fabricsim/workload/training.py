@@ -21,7 +21,6 @@ from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.flops import ModelDims
 
 DTYPES = ("bf16", "fp16", "fp8")
-ZERO_STAGES = (0, 1, 2, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,36 +38,36 @@ class TrainingOptions:
     overlap_tp_comm: bool = False
 
 
+def check_dtype(dtype: str) -> None:
+    """Raise :class:`FabricsimError` unless ``dtype`` is a training dtype (:data:`DTYPES`)."""
+    if dtype not in DTYPES:
+        raise FabricsimError("dtype", f"unsupported training dtype {dtype!r}", "use " + ", ".join(DTYPES))
+
+
 def _divides(field: str, value: int, total: int, what: str) -> None:
     if total % value:
         raise FabricsimError(field, f"{value} does not divide {what} ({total})", f"use a divisor of {total}")
 
 
 def check_layout(dims: ModelDims, layout: ParallelLayout, gpus: int, global_batch: int, seq_len: int) -> int:
-    """Raise :class:`FabricsimError` naming the field for an impossible layout; return micro-batches per step."""
+    """Raise :class:`FabricsimError` naming the field for an impossible layout; return micro-batches per step.
+
+    The ONE home of the training layout rules that relate fields to each other and to the model
+    (divisibility, products, dtype). Each field's own type and range (a positive degree, a ZeRO
+    stage, a recompute mode) is checked once at the edge by :mod:`fabricsim.specs.inputs`; the
+    planner builds only such layouts, so this function trusts them."""
     tp, pp, dp, cp = layout.tensor_parallel, layout.pipeline_parallel, layout.data_parallel, layout.context_parallel
     ep, vpp, mb = layout.expert_parallel, layout.virtual_stages, layout.micro_batch_size
-    for value in (tp, pp, dp, cp, ep, vpp, mb):  # fast path of validate_basic, which names the bad field
-        if type(value) is not int or value < 1:
-            layout.validate_basic()
-    if layout.zero_stage not in ZERO_STAGES:
-        layout.validate_basic()
-    if layout.dtype not in DTYPES:
-        raise FabricsimError("dtype", f"unsupported training dtype {layout.dtype!r}", "use bf16, fp16 or fp8")
-    if tp * pp * dp * cp != gpus:
-        raise FabricsimError(
-            "layout", f"tp*pp*dp*cp = {layout.gpus} but gpus = {gpus}", "make the product of the degrees equal --gpus"
-        )
+    check_dtype(layout.dtype)
+    _check_product(layout, gpus)
     if dims.heads % tp or dims.hidden % tp or (dims.kv_heads % tp and tp % dims.kv_heads):
         _check_tensor_parallel(dims, tp)
     if pp * vpp > dims.layers:
         raise FabricsimError("pp", f"pp*vpp = {pp * vpp} exceeds the {dims.layers} layers", "use fewer pipeline stages")
     if ep > 1:
         _check_expert_parallel(dims, ep, dp)
-    if seq_len < 1 or seq_len % cp:
+    if seq_len % cp:
         raise FabricsimError("cp", f"{cp} does not divide the sequence length {seq_len}")
-    if type(global_batch) is not int or global_batch < 1:
-        raise FabricsimError("global-batch", f"must be a positive integer, got {global_batch}")
     if global_batch % (dp * mb):
         raise FabricsimError(
             "global-batch",
@@ -81,6 +80,13 @@ def check_layout(dims: ModelDims, layout: ParallelLayout, gpus: int, global_batc
             "vpp", f"the interleaved schedule needs micro-batches ({microbatches}) divisible by pp", "use --vpp 1"
         )
     return microbatches
+
+
+def _check_product(layout: ParallelLayout, gpus: int) -> None:
+    if layout.gpus != gpus:
+        raise FabricsimError(
+            "layout", f"tp*pp*dp*cp = {layout.gpus} but gpus = {gpus}", "make the product of the degrees equal --gpus"
+        )
 
 
 def _check_tensor_parallel(dims: ModelDims, tp: int) -> None:
@@ -99,36 +105,25 @@ def _check_expert_parallel(dims: ModelDims, ep: int, dp: int) -> None:
 def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayout:
     """Fill unset fields: tp = pp = cp = ep = vpp = micro_batch = 1, dp = gpus / (tp·pp·cp),
     ZeRO 1 for MoE models (the distributed optimizer every MoE recipe uses) else 0, recompute none,
-    sequence parallel on when tp > 1, dtype bf16. ``given`` uses the ParallelLayout field names."""
+    sequence parallel on when tp > 1, dtype bf16. ``given`` uses the ParallelLayout field names and
+    holds values already checked at the edge (:mod:`fabricsim.specs.inputs`)."""
     values = {k: v for k, v in given.items() if v is not None}
     tp = values.get("tensor_parallel", 1)
     pp = values.get("pipeline_parallel", 1)
     cp = values.get("context_parallel", 1)
     if "data_parallel" not in values:
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (tp, pp, cp)):
-            ParallelLayout(**{**values, "data_parallel": 1}).validate_basic()  # names the bad field
-        denominator = tp * pp * cp
+        denominator = tp * pp * cp  # type: ignore[operator]
         if gpus % denominator:
-            field = "tp" if gpus % tp else "pp" if gpus % (tp * pp) else "cp"
+            field = "tp" if gpus % tp else "pp" if gpus % (tp * pp) else "cp"  # type: ignore[operator]
             raise FabricsimError(
                 field, f"tp*pp*cp = {denominator} does not divide gpus = {gpus}", "choose tp, pp and cp dividing --gpus"
             )
         values["data_parallel"] = gpus // denominator
     values.setdefault("zero_stage", 1 if dims.experts else 0)
-    values.setdefault("sequence_parallel", isinstance(tp, int) and tp > 1)
-    if isinstance(values.get("recompute"), str):
-        try:
-            values["recompute"] = Recompute(values["recompute"])
-        except ValueError:
-            raise FabricsimError(
-                "recompute", f"unknown mode {values['recompute']!r}", "use none, selective or full"
-            ) from None
+    values.setdefault("sequence_parallel", tp > 1)  # type: ignore[operator]
+    values["recompute"] = Recompute(values.get("recompute", Recompute.NONE))
     layout = ParallelLayout(**values)  # type: ignore[arg-type]
-    layout.validate_basic()
-    if layout.gpus != gpus:
-        raise FabricsimError(
-            "layout", f"tp*pp*dp*cp = {layout.gpus} but gpus = {gpus}", "make the product of the degrees equal --gpus"
-        )
+    _check_product(layout, gpus)
     return layout
 
 

@@ -21,7 +21,7 @@ def _megatron_cases() -> dict[str, TrainingCase]:
     out = {}
     for row in load_entries(suite.MEGATRON_FILE):
         workload = row["workload"]
-        estimate = suite._megatron_estimate(workload)
+        estimate = suite._megatron_estimate(workload, system)
         model = suite.gpt_model("gpt", {**suite.GPT3_175B, **workload})
         out[row["id"]] = TrainingCase(
             model, system, estimate.layout, estimate.global_batch, estimate.seq_len, suite.MEGATRON_OPTIONS
@@ -40,7 +40,7 @@ def _korthikanti_cases() -> dict[str, TrainingCase]:
     out = {}
     for row in rows:
         key = row["id"].split("-")[1]
-        estimate = suite._korthikanti_estimate(key, dims[key], row["workload"])
+        estimate = suite._korthikanti_estimate(key, dims[key], row["workload"], system)
         model = suite.gpt_model(f"gpt-{key}", dims[key])
         out[row["id"]] = TrainingCase(
             model, system, estimate.layout, estimate.global_batch, estimate.seq_len, suite.KORTHIKANTI_OPTIONS

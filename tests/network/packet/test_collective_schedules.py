@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fabricsim.api.topologies import build_topology as parse_topology
 from fabricsim.collectives.ops import Algorithm, CollectiveOp
 from fabricsim.collectives.schedules import ScheduleRequest, build_schedule, run_schedule
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.packet.model import PacketNetwork
 from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions
-from fabricsim.topology.parse import parse_topology
 from fabricsim.topology.routing import Routing, route_table
 
 

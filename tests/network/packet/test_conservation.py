@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packet_helpers import simulate, star
 
+from fabricsim.api.topologies import build_topology as parse_topology
 from fabricsim.network.flowsizes import FlowSizeCdf, poisson_flows
 from fabricsim.network.patterns import Pattern, pattern_flows
-from fabricsim.topology.parse import parse_topology
 from fabricsim.topology.routing import Routing
 
 WORKLOADS = [

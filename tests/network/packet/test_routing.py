@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from packet_helpers import simulate
 
+from fabricsim.api.topologies import build_topology as parse_topology
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.patterns import Pattern, host_throughput_fraction, pattern_flows
-from fabricsim.topology.parse import parse_topology
 from fabricsim.topology.routing import Routing, route_table
 
 SIZE_BYTES = 2e6

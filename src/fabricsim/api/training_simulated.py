@@ -1,0 +1,84 @@
+"""Training steps through the event-driven engine: fidelity simulate or flow (public API, layer L9).
+
+Apart from :mod:`fabricsim.api.training` so that an analytic ``train`` never imports the engine's
+simulator, numpy or the flow-level network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fabricsim.api.simulation import flow_timers
+from fabricsim.api.training import train, training_specs
+from fabricsim.cost.energy import retime_train_energy
+from fabricsim.engine.training.simulate import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
+from fabricsim.engine.variability import Variability
+from fabricsim.errors import FabricsimError
+from fabricsim.metrics import SimulatedTrainResult, TrainResult
+from fabricsim.specs.inputs import Fidelity, SimFidelity, edge
+
+
+@edge
+def simulate_train(
+    model: str,
+    system: str,
+    gpus: int,
+    global_batch: int,
+    seq_len: int,
+    *,
+    fidelity: SimFidelity = Fidelity.SIMULATE,
+    variability: Variability | None = None,
+    **layout: Any,
+) -> SimulatedTrainResult:
+    """One training step through the event-driven engine; same inputs as :func:`train`.
+
+    ``fidelity`` is ``simulate`` (collectives timed by the analytic collective model on an
+    uncontended fabric) or ``flow`` (timed by the flow-level network model on the system's
+    topology, every group of a kind communicating at once, ECMP routing). ``variability`` adds
+    seeded stragglers, jitter and ECMP re-hashing and gives P50/P99 step times.
+    ``layout`` takes :func:`train`'s keywords (tp, pp, dp, ...).
+    """
+    if layout.pop("offload", None) is not None or layout.pop("offload_tier", None) is not None:
+        raise FabricsimError("offload", "is costed by the analytic fidelity only", "drop --fidelity and variability")
+    if variability is not None:
+        variability.validate()
+    base = train(model, system, gpus, global_batch, seq_len, **layout)
+    model_spec, system_spec, layout_spec = training_specs(model, system, gpus, layout)
+    case = TrainingCase(model_spec, system_spec, layout_spec, global_batch, seq_len)
+    rehash = variability is not None and variability.ecmp_rehash
+    if rehash and fidelity is not Fidelity.FLOW:
+        raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")
+    seed = variability.seed if variability is not None else 0
+    timers = flow_timers(case.system, gpus, rehash, seed) if fidelity is Fidelity.FLOW else (lambda run: None)
+    sim = simulate_training(case, timers, variability)
+    return simulated_train_result(base, sim, fidelity.value)
+
+
+def simulated_train_result(base: TrainResult, sim: TrainingSimulation, fidelity: str) -> SimulatedTrainResult:
+    ratio = sim.estimate.step_time_s / sim.step_time_s
+    train_result = dataclasses.replace(
+        base,
+        step_time_s=sim.step_time_s,
+        tokens_per_s=base.tokens_per_s * ratio,
+        model_tflops_per_gpu=base.model_tflops_per_gpu * ratio,
+        hardware_tflops_per_gpu=base.hardware_tflops_per_gpu * ratio,
+        mfu=base.mfu * ratio,
+        hfu=base.hfu * ratio,
+        time_breakdown_s=tuple(step_breakdown(sim).items()),
+        fidelity=fidelity,
+    )
+    train_result = retime_train_energy(train_result)  # same power, the simulated step time
+    tail = sim.tail
+    return SimulatedTrainResult(
+        train=train_result,
+        analytic_step_time_s=sim.estimate.step_time_s,
+        step_time_s_p50=tail.p50_s if tail is not None else None,
+        step_time_s_p99=tail.p99_s if tail is not None else None,
+        seeds=len(tail.samples_s) if tail is not None else 0,
+        exposed_comm_s=tuple(sim.result.comm.exposed_s.items()),
+        comm_busy_s=tuple(sim.result.comm.busy_s.items()),
+        folded=tuple(sim.result.folded.items()),
+        simulated_ops=sim.result.ops,
+        simulation=sim,
+    )

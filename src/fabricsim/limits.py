@@ -1,0 +1,64 @@
+"""Resource caps on user inputs (layer L0).
+
+A cap keeps one invocation within what this machine can hold and finish: a topology of a million
+hosts, four billion flows or a 2^53 global batch would exhaust memory or never return. Each cap is a
+named default that an environment variable ``FABRICSIM_MAX_<NAME>`` raises (or lowers), and each
+refusal says so: ``gpus: 2000000 exceeds the cap 1048576 (set FABRICSIM_MAX_GPUS to raise it)``.
+Caps are read when checked (not at import), so a test or a user can change them per process.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fabricsim.errors import FabricsimError
+
+# name -> default; the reason for each number is next to it
+CAPS: dict[str, int] = {
+    "GPUS": 2**20,  # 1,048,576: ten times the largest cluster the project targets (100k GPUs)
+    "GLOBAL_BATCH": 2**24,  # sequences per step; published runs use <= 2^16
+    "TOKENS": 2**24,  # sequence / prompt / output length in tokens (16M; the longest contexts are ~10M)
+    "REQUESTS": 10**6,  # requests one serving simulation steps through (~1 s per 10^4 requests)
+    "TOP": 1000,  # ranked plans printed or returned
+    "SEEDS": 10_000,  # Monte-Carlo runs of one simulated step
+    "HOSTS": 2**17,  # 131,072 hosts of a built topology (graph arrays of ~10^6 links)
+    "FLOWS": 2**22,  # 4,194,304 flows of one traffic pattern (routing arrays of ~10^8 entries)
+    "SIZE_BYTES": 2**50,  # one message / flow: 1 PiB
+    "SEARCH_LAYOUTS": 10**8,  # layouts one planner search may enumerate
+    "WORKERS": 1024,  # local sweep processes
+    "INPUT_BYTES": 2**28,  # 256 MiB: one YAML / JSON / CSV input file
+}
+
+
+def cap(name: str) -> int:
+    """The cap ``name`` (a key of :data:`CAPS`), or the integer in ``FABRICSIM_MAX_<name>`` if set."""
+    text = os.environ.get(f"FABRICSIM_MAX_{name}")
+    if text is None:
+        return CAPS[name]
+    try:
+        value = int(text)
+    except ValueError:
+        raise FabricsimError(f"FABRICSIM_MAX_{name}", f"not an integer: {text!r}", "unset it or give one") from None
+    if value < 1:
+        raise FabricsimError(f"FABRICSIM_MAX_{name}", f"must be positive, got {value}", "unset it or give one")
+    return value
+
+
+def cap_hint(name: str) -> str:
+    """How to raise the cap ``name`` (for an error's fix)."""
+    return f"set FABRICSIM_MAX_{name} to raise it"
+
+
+def check_cap(field: str, value: float, name: str) -> None:
+    """Raise a one-line :class:`FabricsimError` naming ``field`` when ``value`` exceeds the cap ``name``."""
+    limit = cap(name)
+    if value > limit:
+        raise FabricsimError(field, f"{show(value)} exceeds the cap {limit}", cap_hint(name))
+
+
+def show(value: object) -> str:
+    """A short, always-printable form of a user value (a 10**400 integer becomes ``~2^1329``)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"~2^{value.bit_length() - 1}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,138 @@
+"""Reading user files: one safe path for every YAML, JSON, CSV and JSONL input (layer L0).
+
+A user file may be a directory, a device that never ends (``/dev/zero``), a FIFO that never
+answers, text that is not UTF-8, or YAML whose aliases expand exponentially ("billion laughs").
+Each becomes one :class:`FabricsimError` naming the option, instead of a traceback or a hang:
+only regular files are read, at most :data:`MAX_INPUT_BYTES`, decoded as UTF-8, and YAML aliases
+(``*name``) are refused (fabricsim's files never need them).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fabricsim.errors import FabricsimError
+from fabricsim.limits import cap, cap_hint
+
+MAX_INPUT_CAP = "INPUT_BYTES"
+
+
+def _no_nul(path: str | Path, field: str) -> None:
+    if "\0" in str(path):
+        raise FabricsimError(field, "the path holds a NUL character", "give a file name")
+
+
+def read_text(path: str | Path, field: str) -> str:
+    """The UTF-8 text of the regular file ``path``; any other case is a one-line error naming ``field``."""
+    where = Path(path)
+    if not str(path):
+        raise FabricsimError(field, "the path is empty", "give a file")
+    _no_nul(path, field)
+    try:
+        info = os.stat(where)
+    except OSError as exc:
+        raise FabricsimError(field, f"cannot read {where}: {exc.strerror}", "check the path") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise FabricsimError(field, f"{where} is {kind}", "give a regular file")
+    limit = cap(MAX_INPUT_CAP)
+    if info.st_size > limit:
+        problem = f"{where} holds {info.st_size} bytes, over the cap {limit}"
+        raise FabricsimError(field, problem, cap_hint(MAX_INPUT_CAP))
+    try:
+        with open(where, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise FabricsimError(field, f"cannot read {where}: {exc.strerror}", "check the path") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FabricsimError(field, f"{where} is not UTF-8 text (byte {exc.start})", "save it as UTF-8") from None
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without aliases: an alias could expand to 2^N nodes downstream."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.YAMLError(f"alias *{event.anchor} at line {event.start_mark.line + 1}")
+        return super().compose_node(parent, index)
+
+
+def parse_yaml(text: str, field: str, where: str = "the file") -> Any:
+    """Parse YAML ``text`` safely (no Python objects, no aliases); errors name ``field``."""
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        if mark is None and str(exc).startswith("alias"):
+            problem = f"{where}: YAML aliases are not accepted ({exc})"
+            raise FabricsimError(field, problem, "write the value out") from None
+        raise FabricsimError(field, f"malformed YAML in {where}{at}", "fix the YAML syntax") from None
+    except RecursionError:
+        raise FabricsimError(field, f"{where} nests too deeply", "flatten the YAML") from None
+
+
+def read_yaml(path: str | Path, field: str) -> Any:
+    """Read and parse the YAML file ``path`` (see :func:`read_text` and :func:`parse_yaml`)."""
+    return parse_yaml(read_text(path, field), field, str(path))
+
+
+def check_output_path(path: str | Path, field: str) -> Path:
+    """``path`` as a place fabricsim may write a file, or a one-line error naming ``field``.
+
+    Refused: an empty path, a directory, anything that exists but is not a regular file (a device,
+    FIFO, socket or symbolic link: the atomic rename would replace it), a missing parent folder
+    (never created here) and a parent that is not a writable folder.
+    """
+    if not str(path).strip():
+        raise FabricsimError(field, "the path is empty", "give a file name")
+    _no_nul(path, field)
+    target = Path(path)
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise FabricsimError(field, f"cannot write {target}: {exc.strerror}", "give another path") from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        kind = "a directory, not a regular file" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise FabricsimError(field, f"{target} is {kind}", "give a path to a regular file")
+    parent = target.parent
+    if not parent.is_dir():
+        raise FabricsimError(field, f"folder {parent} does not exist", "create it first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FabricsimError(field, f"folder {parent} is not writable", "give another path")
+    return target
+
+
+def write_atomic(path: str | Path, text: str, field: str = "output") -> None:
+    """Write a file all at once (temp file + rename), only over nothing or a regular file
+    (:func:`check_output_path`); nothing is left half-written, and I/O errors are one line."""
+    target = check_output_path(path, field)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:200]}.", suffix=".tmp")
+    except OSError as exc:
+        raise FabricsimError(field, f"cannot write in {target.parent}: {exc.strerror}", "give another path") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
+        check_output_path(target, field)  # still nothing or a regular file just before the rename
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise FabricsimError(field, f"cannot write {target}: {exc.strerror}", "give another path") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

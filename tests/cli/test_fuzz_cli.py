@@ -1,0 +1,229 @@
+"""Fuzz the command line in-process with random bad and edge inputs (issue 15).
+
+Every case starts from a small, valid invocation of one command and replaces one to three of its
+options (or adds one) with values from a pool of hostile ones: NaN, infinities, 1e400, 10**400,
+2^53 + 1, negative and zero counts, garbage text, unicode digits, empty strings, directories,
+devices, /proc paths, missing folders, non-UTF-8 and alias-bomb YAML. Each case must:
+
+* exit 0 or 2, never with a traceback (an internal error would surface as an exception here);
+* on 2, print exactly one ``error: ...`` line on stderr and nothing on stdout;
+* finish within ``CASE_LIMIT_S``;
+* write nothing outside the output folder (the working folder stays as it was, devices stay devices).
+
+The caps of :mod:`fabricsim.limits` are lowered for the run (the environment variables that raise
+them lower them too), so a valid-but-large draw is refused in microseconds instead of running for
+minutes: that is also a test of every cap. ``FABRICSIM_FUZZ_EXAMPLES`` scales the number of
+cases per command (CI default below; ``benchmarks/fuzz_cli.py`` runs many more).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabricsim.cli.app import main
+
+EXAMPLES = int(os.environ.get("FABRICSIM_FUZZ_EXAMPLES", "600"))  # ~3,400 cases, ~20-30 s on 2 cores
+CASE_LIMIT_S = 20.0  # generous: the machine is shared; a hang is minutes, not seconds
+LOW_CAPS = {
+    "GPUS": 4096, "GLOBAL_BATCH": 4096, "TOKENS": 2**20, "REQUESTS": 2000, "TOP": 20, "SEEDS": 8,
+    "HOSTS": 4096, "FLOWS": 2**16, "SEARCH_LAYOUTS": 10**6, "INPUT_BYTES": 2**20, "WORKERS": 2,
+}
+
+NUMBERS = ["-1", "0", "nan", "NaN", "inf", "-inf", "1e400", "10**400", "1e21", "9007199254740993",
+           str(10**60), "", " ", "abc", "0x10", "1.5", "٣", "-0", "1_000", "4096", "4097", "1", "2", "8", "1\0"]
+WORDS = ["", " ", "x", "full", "ful", "simulate", "flwo", "bf16", "int4", "fp8", "ecmp", "sprya", "max",
+         "uniform:1,inf", "uniform:9,3", "uniform:5.5,5.9", "lognormal:100,1e300", "normal:nan,1", "1:0",
+         "0.01:0.2", "nan:1", "4,8", "4,,8", ",", "1,2,x", "on-demand", "reserve", "2s", "150ms", "-1ms", "nans"]
+TOPOLOGIES = ["fat-tree:k=4", "fat-tree:k=4,gbps=nan", "fat-tree:k=4,gbps=inf", "fat-tree:k=1000000",
+              "torus:dims=100x100x100", "torus:dims=0x4", "torus:dims=4x4x4x4", "dragonfly:a=100,p=100,h=100",
+              "dragonfly:a=2,p=2,h=1", "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,oversubscription=nan",
+              "rail-optimized:nodes=16,oversubscription=inf", "nvswitch:gpus=0", "dgx-h100:gpus=16",
+              "dgx-h100:gpus=99999999", "nvl72", "fat-tree:", "fat-tree:k", "bogus"]
+
+
+def _paths(root: Path) -> list[str]:
+    out = root / "out"
+    return [str(out / "result.json"), str(out), "", " ", "/dev/null", "/dev/full", "/dev/zero",
+            "/proc/fabricsim-fuzz", "/proc/self/status", str(out / "missing" / "x.json"), str(root / "bad.yaml"),
+            str(root / "bomb.yaml"), str(root / "deep.json"), str(root / "requests.csv"), "/", "-", "x" * 5000, "a\0b"]
+
+
+BASES: dict[str, list[str]] = {
+    "train": ["train", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8", "--global-batch", "16",
+              "--seq-len", "1024", "--tp", "8"],
+    "infer": ["infer", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8", "--tp", "8",
+              "--input-len", "128", "--output-len", "16", "--batch", "4"],
+    "serve": ["serve", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8", "--tp", "8",
+              "--arrival-rate", "5", "--requests", "20", "--input-len", "100", "--output-len", "8", "--seed", "1"],
+    "traffic": ["traffic", "permutation", "--topology", "fat-tree:k=4", "--seed", "1", "--size", "1MiB"],
+    "collective": ["collective", "all-reduce", "--system", "dgx-h100", "--gpus", "8", "--size", "1MiB"],
+    "plan-train": ["plan", "train", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8",
+                   "--global-batch", "16", "--seq-len", "1024", "--tp", "8", "--top", "2"],
+    "plan-infer": ["plan", "infer", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8",
+                   "--input-len", "128", "--output-len", "16", "--tp", "8", "--top", "2"],
+    "goodput": ["goodput", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "64", "--global-batch", "64",
+                "--seq-len", "2048", "--tp", "8", "--days", "1", "--seed", "1"],
+}
+# options each command may have replaced or added, and which pool their values come from
+OPTIONS: dict[str, dict[str, str]] = {
+    "train": {"--gpus": "n", "--global-batch": "n", "--seq-len": "n", "--tp": "n", "--pp": "n", "--dp": "n",
+              "--cp": "n", "--ep": "n", "--vpp": "n", "--micro-batch": "n", "--zero": "n", "--recompute": "w",
+              "--dtype": "w", "--fidelity": "w", "--trace": "p", "--seeds": "n", "--straggler": "w",
+              "--jitter": "n", "--seed": "n", "--model": "p", "--system": "p", "--html": "p"},
+    "infer": {"--gpus": "n", "--tp": "n", "--pp": "n", "--ep": "n", "--batch": "w", "--input-len": "n",
+              "--output-len": "n", "--dtype": "w", "--kv-dtype": "w", "--kv-spill-capacity": "w", "--trace": "p",
+              "--fidelity": "w", "--seed": "n", "--model": "p"},
+    "serve": {"--gpus": "n", "--arrival-rate": "n", "--requests": "n", "--input-len": "w", "--output-len": "w",
+              "--seed": "n", "--slo-ttft": "w", "--slo-tpot": "w", "--token-budget": "n", "--max-batch": "n",
+              "--disaggregate": "w", "--admission": "w", "--request-trace": "p", "--trace": "p"},
+    "traffic": {"--topology": "t", "--seed": "n", "--size": "n", "--hosts": "n", "--fail-links": "n",
+                "--fail-fraction": "n", "--routing": "w"},
+    "collective": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--system": "p", "--html": "p"},
+    "plan-train": {"--gpus": "n", "--global-batch": "n", "--seq-len": "n", "--top": "n", "--tp": "w", "--pp": "w",
+                   "--vpp": "w", "--zero": "w", "--recompute": "w", "--dtype": "w", "--refine": "n"},
+    "plan-infer": {"--gpus": "n", "--input-len": "n", "--output-len": "n", "--top": "n", "--tp": "w",
+                   "--slo-ttft": "w", "--slo-tpot": "w", "--arrival-rate": "n", "--seed": "n", "--requests": "n"},
+    "goodput": {"--days": "n", "--seed": "n", "--runs": "n", "--gpus": "n", "--tp": "n", "--pp": "n",
+                "--pfs-bandwidth": "w", "--checkpoint-interval": "w", "--checkpoint-target": "w",
+                "--link-failures": "w", "--restart": "w", "--failure-rates": "p", "--model": "p"},
+}
+
+
+@pytest.fixture(scope="module")
+def arena(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A scratch root with an output folder and hostile input files."""
+    root = tmp_path_factory.mktemp("fuzz")
+    (root / "out").mkdir()
+    (root / "work").mkdir()
+    (root / "bad.yaml").write_bytes(b"name: x\nhidden_size: \xff\xfe\n")
+    bomb = "a: &a [x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 8)}]\n" for i in range(16))
+    (root / "bomb.yaml").write_text(bomb)
+    (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (root / "requests.csv").write_text("arrival_s,input_len,output_len\n0,1e30,10\nnan,5,5\n0,inf,1\n")
+    return root
+
+
+OUTPUT_FLAGS = ("--trace", "--export", "--db", "--html")
+
+
+def _snapshot(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def _pool(kind: str, root: Path) -> st.SearchStrategy[str]:
+    return {"n": st.sampled_from(NUMBERS), "w": st.sampled_from(WORDS), "t": st.sampled_from(TOPOLOGIES),
+            "p": st.sampled_from(_paths(root))}[kind] | st.text(max_size=12).filter(lambda s: not s.startswith("-"))
+
+
+@st.composite
+def invocations(draw: st.DrawFn, command: str, root: Path) -> list[str]:
+    argv = list(BASES[command])
+    options = OPTIONS[command]
+    for flag in draw(st.lists(st.sampled_from(sorted(options)), min_size=1, max_size=3, unique=True)):
+        value = draw(_pool(options[flag], root))
+        if flag in argv:
+            argv[argv.index(flag) + 1] = value
+        else:
+            argv += [flag, value]
+    return argv
+
+
+def _check(argv: list[str], root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _snapshot(root / "work")
+    start = time.perf_counter()
+    rc = main(argv)
+    elapsed = time.perf_counter() - start
+    captured = capsys.readouterr()
+    assert rc in (0, 2), (argv, rc, captured.err[-2000:])
+    assert "Traceback" not in captured.err, (argv, captured.err[-2000:])
+    if rc == 2:
+        assert captured.out == "", argv
+        assert captured.err.startswith("error: ") and captured.err.count("\n") == 1, (argv, captured.err)
+    assert elapsed < CASE_LIMIT_S, (argv, elapsed)
+    work = root / "work"
+    new = _snapshot(work) - before
+    asked = {os.path.normpath(argv[i + 1]) for i, word in enumerate(argv[:-1]) if word in OUTPUT_FLAGS}
+    assert new <= asked, (argv, new)  # only the file the command was asked to write
+    for name in new:
+        (work / name).unlink()
+    for device in ("/dev/null", "/dev/full", "/dev/zero"):
+        assert stat.S_ISCHR(os.lstat(device).st_mode), (argv, device)
+    assert not os.path.lexists("/proc/fabricsim-fuzz")
+
+
+@pytest.fixture()
+def fuzz_env(arena: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name, value in LOW_CAPS.items():
+        monkeypatch.setenv(f"FABRICSIM_MAX_{name}", str(value))
+    monkeypatch.chdir(arena / "work")
+    return arena
+
+
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+SLOW = settings(FUZZ, max_examples=max(10, EXAMPLES // 6))  # plan/serve/traffic run real searches when valid
+
+
+@pytest.mark.parametrize("command", ["train", "infer", "collective"])
+def test_fuzz_fast_commands(command: str, fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    @FUZZ
+    @given(invocations(command, fuzz_env))
+    def case(argv: list[str]) -> None:
+        _check(argv, fuzz_env, capsys)
+
+    case()
+
+
+@pytest.mark.parametrize("command", ["serve", "traffic", "plan-train", "plan-infer", "goodput"])
+def test_fuzz_search_commands(command: str, fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    @SLOW
+    @given(invocations(command, fuzz_env))
+    def case(argv: list[str]) -> None:
+        _check(argv, fuzz_env, capsys)
+
+    case()
+
+
+@pytest.mark.parametrize("kind", ["systems", "models", "devices", "links", "switches"])
+def test_fuzz_catalog_show(kind: str, fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    @SLOW
+    @given(_pool("p", fuzz_env) | st.sampled_from(WORDS))
+    def case(name: str) -> None:
+        _check(["catalog", "show", kind, name], fuzz_env, capsys)
+
+    case()
+
+
+@FUZZ
+@given(st.lists(st.text(max_size=16), max_size=6))
+def test_fuzz_raw_argv(argv: list[str]) -> None:
+    """Arbitrary words after ``fabricsim``: usage errors are one line too (help exits 0)."""
+    rc = main(argv)
+    assert rc in (0, 2), argv
+
+
+SPEC_PARTS = ["tasks:", "  - kind: collective", "  - kind: train", "    grid: {gpus: [8, -1]}", "    grid: {}",
+              "    list: [{op: all-reduce, system: dgx-h100, gpus: nan, size: 1e400}]", "    gird: {gpus: 8}",
+              "name: x", "a: &a [1]", "b: *a", "\t", "- -", "tasks: []", "    grid: {gpus: [8], size: [0]}",
+              "    list: [{op: all-reduce, system: dgx-h100, gpus: 8, size: 1MiB, extra: 1}]"]
+
+
+def test_fuzz_sweep_specs(fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Random spec files (YAML fragments, garbage): a one-line error, never a traceback or a store
+    outside the output folder."""
+    spec = fuzz_env / "spec.yaml"
+
+    @SLOW
+    @given(st.lists(st.sampled_from(SPEC_PARTS) | st.text(max_size=20), max_size=6))
+    def case(lines: list[str]) -> None:
+        spec.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+        _check(["sweep", str(spec), "--db", str(fuzz_env / "out" / "s.sqlite"), "--workers", "1"], fuzz_env, capsys)
+
+    case()

@@ -1,0 +1,35 @@
+"""Start-up (issue 15): an analytic ``train``/``infer`` never imports the network simulator, scipy
+or rich (for ``--json``); ``import fabricsim.api`` loads no family. Timings are in
+benchmarks/bench_startup.py; this checks the imports, which do not depend on the machine's load."""
+
+import subprocess
+import sys
+
+HEAVY = ("scipy", "fabricsim.network.flow", "fabricsim.topology.routing", "rich")
+PROBE = (
+    "import sys, io, contextlib\n"
+    "from fabricsim.cli.app import main\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "    assert main(sys.argv[1:]) == 0\n"
+    f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+)
+
+
+def _loaded(*argv: str) -> str:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_analytic_train_and_infer_import_no_network_scipy_or_rich() -> None:
+    train = ["train", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024", "--global-batch", "1536",
+             "--seq-len", "2048", "--tp", "8", "--pp", "16", "--json"]
+    infer = ["infer", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8", "--input-len", "128",
+             "--output-len", "16", "--json"]
+    assert _loaded(*train) == ""
+    assert _loaded(*infer) == ""
+
+
+def test_importing_the_api_loads_no_family() -> None:
+    code = "import sys, fabricsim.api; print(sorted(m for m in sys.modules if m.startswith('fabricsim.api.')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
