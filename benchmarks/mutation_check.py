@@ -10,7 +10,8 @@ listed, so new or renamed constants are checked without editing this file:
   ``PYTHON_PACKAGES`` (names starting with ``_`` are unit conversions and are skipped);
 * YAML: each top-level group holding numbers in the files of ``YAML_FILES`` (transcribed tables
   such as NCCL's tuning constants are perturbed as a group: per-generation cells that no catalog
-  system uses cannot be observed by any test, and are facts copied from a source, not assumptions).
+  system uses cannot be observed by any test, and are facts copied from a source, not assumptions),
+  and each device's ``kernels`` block (the kernel microbenchmarks the compute model is calibrated on).
 
 Run: ``python benchmarks/mutation_check.py [--only NAME ...] [--list]`` (about 10-20 s per
 mutation on two cores). Prints one line per mutation and the survivors; exit status 1 if any.
@@ -34,7 +35,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 PYTHON_PACKAGES = ("fabricsim/transformer", "fabricsim/collectives")
-YAML_FILES = ("fabricsim/collectives/data/*.yaml",)
+# (file pattern, top-level keys to perturb; None = every group holding numbers)
+YAML_FILES = (("fabricsim/collectives/data/*.yaml", None), ("fabricsim/catalog/data/devices/*.yaml", ("kernels",)))
 TESTS = ("tests/transformer", "tests/collectives", "tests/engine", "tests/validation", "tests/properties",
          "tests/planner", "tests/workload")
 FACTOR = 1.25
@@ -119,11 +121,11 @@ def _has_number(node: object) -> bool:
 
 def _yaml_mutations() -> list[Mutation]:
     found = []
-    for pattern in YAML_FILES:
+    for pattern, keys in YAML_FILES:
         for path in sorted(SRC.glob(pattern)):
             doc = yaml.safe_load(path.read_text(encoding="utf-8"))
             for key, value in doc.items():
-                if not _has_number(value):
+                if (keys is not None and key not in keys) or not _has_number(value):
                     continue
 
                 def apply(source: str, key: str = key) -> str:

@@ -109,16 +109,16 @@ def _cluster(system: SystemSpec, gpus: int, choices: CostChoices, costs: CostCat
     Tiers above the leaves are packed into boxes of the switch radix for the system fabrics
     (rail-optimized, rail-only, fat-tree); a builder string is counted as built."""
     out = system.scale_out
-    nic = catalog.load_link(choices.nic) if choices.nic else out.nic
+    nic = catalog.load_link(choices.nic) if choices.nic is not None else out.nic  # "" is refused
     if nic.kind not in (LinkKind.INFINIBAND, LinkKind.ROCE):
         raise FabricsimError("nic", f"{nic.name} is a {nic.kind.value} link, not a scale-out NIC", "e.g. --nic ib-xdr")
-    switch = catalog.load_switch(choices.switch) if choices.switch else out.switch
-    kind = choices.topology or out.topology.value
+    switch = catalog.load_switch(choices.switch) if choices.switch is not None else out.switch
+    kind = out.topology.value if choices.topology is None else choices.topology
     name = kind.partition(":")[0]
     if kind not in FABRICS and name not in BUILDERS:
         raise unknown_name("topology", kind, sorted({*FABRICS, *BUILDERS}))
     optics = parse_choice("optics", choices.optics, Optics)
-    cooling = parse_choice("cooling", choices.cooling, Cooling) if choices.cooling else None
+    cooling = parse_choice("cooling", choices.cooling, Cooling) if choices.cooling is not None else None
     nodes = system.nodes(gpus)
     link = LinkParams(nic.bandwidth_Bps, switch.latency_s)
     fabric = None if nodes == 1 else _fabric(system, gpus, kind, link, switch.radix)

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from fabricsim import catalog, reliability
 from fabricsim.api.training import train
 from fabricsim.errors import FabricsimError, parse_choice, unknown_name
+from fabricsim.limits import show
 from fabricsim.metrics import TrainResult
 from fabricsim.network.base import make_flows
 from fabricsim.network.flow import FlowNetwork
@@ -39,6 +40,7 @@ from fabricsim.reliability import (
 from fabricsim.reliability.goodput import GoodputEstimate, choose_interval_s, expected_ettr_of
 from fabricsim.reliability.montecarlo import check_runs
 from fabricsim.specs import SystemSpec
+from fabricsim.specs.inputs import SEED_LIMIT
 from fabricsim.topology.graph import NodeKind, cables, remove_links
 from fabricsim.topology.inventory import count_inventory
 from fabricsim.topology.routing import Routing, route_table, unroutable
@@ -196,8 +198,8 @@ def goodput_options(
     runs, seed = more.get("runs", 1000), more.get("seed", 0)
     days_value = _positive_number("days", days, 100_000)
     check_runs(runs)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise FabricsimError("seed", f"must be an integer >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
+        raise FabricsimError("seed", f"must be an integer in 0..2^63-1, got {show(seed)}", "give a smaller seed")
     rates_spec = _with_restart(load_rates(more.get("failure_rates", DEFAULT_RATES)), more.get("restart"))
     pfs_Bps = rates_spec.storage.pfs_bandwidth_Bps
     if more.get("pfs_bandwidth_Bps") is not None:

@@ -107,7 +107,7 @@ def infer_result(names: tuple[str, str], gpus: int, layout: InferenceLayout, est
 
 
 def _parse_disaggregate(text: str | None) -> tuple[int, int] | None:
-    if not text:
+    if text is None:  # "" is refused below, not read as "aggregated"
         return None
     try:
         prefill, decode = (int(part) for part in str(text).split(":"))

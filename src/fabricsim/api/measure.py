@@ -19,7 +19,8 @@ def size_sweep(min_size: str | int, max_size: str | int, factor: int = 2) -> lis
     if factor < 2:
         raise FabricsimError("step_factor", f"must be >= 2, got {factor}")
     if low <= 0 or high < low:
-        raise FabricsimError("min_bytes", f"need 0 < min <= max, got {low} and {high}", "e.g. -b 1KiB -e 16MiB")
+        field = "min_bytes" if low <= 0 or high > 0 else "max_bytes"  # name the one that is wrong on its own
+        raise FabricsimError(field, f"need 0 < min <= max, got {low} and {high}", "e.g. -b 1KiB -e 16MiB")
     sizes = [low]
     while sizes[-1] * factor <= high and len(sizes) < MAX_SIZES:
         sizes.append(sizes[-1] * factor)

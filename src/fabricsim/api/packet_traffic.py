@@ -100,6 +100,11 @@ def _check_numbers(spec: PacketTrafficSpec) -> None:
     for field, value in (("load", spec.load), ("duration", spec.duration_s), ("sample_dt", spec.sample_dt_s)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise FabricsimError(field, f"must be a finite number >= 0, got {value!r}")
+    # checked for every pattern (only websearch / fb-hadoop read them), so a wrong value is never ignored
+    if not 0 < spec.load <= 1:
+        raise FabricsimError("load", f"must be in (0, 1], got {spec.load!r}", "e.g. --load 0.3")
+    if spec.duration_s <= 0:
+        raise FabricsimError("duration", f"must be a positive time in seconds, got {spec.duration_s!r}", "e.g. 1e-3")
 
 
 def _sample_dt(spec: PacketTrafficSpec, flows: FlowSet, topo: Topology) -> float:

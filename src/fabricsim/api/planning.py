@@ -191,7 +191,8 @@ def plan_infer(
     space = planner.infer_space(constraints.model_dump() if constraints is not None else {})
     start = time.perf_counter()
     search = planner.search_infer(question, space, goal, on_progress)
-    extra = () if serving is None else (("serving", _serving_splits(question, search, goal, serving)),)
+    served = serving is not None and serving.arrival_rate is not None
+    extra = (("serving", _serving_splits(question, search, goal, serving)),) if served else ()
     result = _infer_plan_result(question, search, goal, time.perf_counter() - start)
     return dataclasses.replace(result, extra=extra)
 

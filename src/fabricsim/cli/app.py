@@ -102,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     token = None
     try:
         args, html = split_html_option(sys.argv[1:] if argv is None else list(argv))
+        if html is not None:  # checked before the command runs, so a bad --html leaves no other output behind
+            from fabricsim.io.results import check_output_path
+
+            check_output_path(html, "html")
         token = HTML_TARGET.set(html)
         _command().main(args=args, prog_name="fabricsim", standalone_mode=False)
     except FabricsimError as exc:

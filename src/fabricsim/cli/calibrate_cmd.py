@@ -43,8 +43,10 @@ def nccl_tests(
     from fabricsim import api
     from fabricsim.io.nccl_tests import parse_nccl_tests
     from fabricsim.io.output import write_output
+    from fabricsim.io.results import check_output_path
     from fabricsim.report.calibration_tables import calibration_tables
 
+    check_output_path(out, "out")  # before the fit, so a bad --out costs nothing
     op_name = None if op is None else api.collective_op(op)
     runs = [parse_nccl_tests(_read_log(path), path, op_name) for path in logs]
     result = api.calibrate_nccl_tests(runs, system=system, name=Path(out).stem)  # the system is named after its file

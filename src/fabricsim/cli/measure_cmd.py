@@ -21,10 +21,17 @@ def collective(
 ) -> None:
     """Run OP on --ranks local processes; print nccl-tests format (readable by 'calibrate nccl-tests')."""
     from fabricsim import api
+    from fabricsim.errors import FabricsimError
     from fabricsim.io.nccl_tests import format_nccl_tests
     from fabricsim.io.output import write_output
+    from fabricsim.io.results import check_output_path
 
-    chosen = [s.strip() for s in sizes.split(",") if s.strip()] if sizes else api.size_sweep(min_bytes, max_bytes)
+    if out is not None:
+        check_output_path(out, "out")  # before the measurement, which takes seconds to minutes
+    sweep = api.size_sweep(min_bytes, max_bytes)  # checked even when --sizes replaces it (never ignored)
+    chosen = sweep if sizes is None else [s.strip() for s in sizes.split(",") if s.strip()]
+    if not chosen:
+        raise FabricsimError("sizes", "is empty", "give comma-separated sizes, e.g. 1KiB,64KiB")
     result = api.measure(op, backend=backend, ranks=ranks, sizes=chosen, iters=iters, warmup=warmup)
     text = format_nccl_tests(result)
     if out is not None:

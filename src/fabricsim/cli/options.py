@@ -106,6 +106,11 @@ def int_list(name: str, text: str | None) -> list[int] | list[str] | None:
         return parts
 
 
-def str_list(text: str | None) -> list[str] | None:
-    """``"bf16,fp8"`` -> ["bf16", "fp8"]; None stays None."""
-    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
+def str_list(name: str, text: str | None) -> list[str] | None:
+    """``"bf16,fp8"`` -> ["bf16", "fp8"]; None stays None; an empty list is refused (not read as "all")."""
+    if text is None:
+        return None
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise FabricsimError(name.replace("_", "-"), "is empty", "give one value or a comma-separated list")
+    return parts

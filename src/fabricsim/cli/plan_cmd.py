@@ -16,6 +16,7 @@ from fabricsim.errors import FabricsimError
 
 app = typer.Typer(help="Find the best parallel layout for training or serving a model.", no_args_is_help=True)
 
+MAX_DAYS = 100_000  # the bound of goodput's --days (api.goodput)
 TRAIN_LISTS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero")
 SEARCH_OFFLOAD = typer.Option(
     None,
@@ -57,10 +58,12 @@ def train(
     from fabricsim import api
 
     constraints: dict[str, object] = {key: o.int_list(key, params.pop(key)) for key in TRAIN_LISTS}
-    constraints |= {key: o.str_list(params.pop(key)) for key in ("recompute", "dtype")}
+    constraints |= {key: o.str_list(key, params.pop(key)) for key in ("recompute", "dtype")}
     constraints["sequence_parallel"] = params.pop("sequence_parallel")
     params.pop("as_json")
     days = params.pop("days")
+    if not 0 < days <= MAX_DAYS:  # read by --objective goodput only, but never ignored when wrong (nan fails too)
+        raise FabricsimError("days", f"must be in (0, {MAX_DAYS}] days, got {days}", "e.g. --days 30")
     with progress_bar("plan (layout groups)", not as_json) as on_progress:
         if objective.strip().lower() == "goodput":  # step-time search, re-ranked by goodput (api.plan_goodput)
             args = (model, system, gpus, global_batch, seq_len)
@@ -106,9 +109,9 @@ def infer(
             hint = f"use --slo-{old[:4]} with a unit, e.g. --slo-{old[:4]} {new}ms (the same convention as serve)"
             raise FabricsimError(old, "was renamed", hint)
     constraints: dict[str, object] = {key: o.int_list(key, text) for key, text in (("tp", tp), ("pp", pp), ("ep", ep))}
-    constraints |= {"dtype": o.str_list(dtype), "kv_dtype": o.str_list(kv_dtype)}
+    constraints |= {"dtype": o.str_list("dtype", dtype), "kv_dtype": o.str_list("kv_dtype", kv_dtype)}
     constraints |= {"batch": batch, "max_batch": max_batch}
-    serving = None if arrival_rate is None else {"arrival_rate": arrival_rate, "requests": requests, "seed": seed}
+    serving = {"arrival_rate": arrival_rate, "requests": requests, "seed": seed}  # checked even without a rate
     with progress_bar("plan (layouts)", not as_json) as on_progress:
         result = api.plan_infer(
             model, system, gpus, input_len, output_len, top=top, objective=objective, slo_tpot_s=slo_tpot,

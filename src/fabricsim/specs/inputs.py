@@ -227,11 +227,12 @@ class InferConstraints(BaseModel):
 
 
 class ServingLoad(BaseModel):
-    """A Poisson request stream served on planned layouts (``plan infer --arrival-rate``)."""
+    """A Poisson request stream served on planned layouts (``plan infer --arrival-rate``); without an
+    arrival rate nothing is served, but ``requests`` and ``seed`` are still checked (never ignored)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    arrival_rate: PositiveFloat
+    arrival_rate: PositiveFloat | None = None
     requests: Requests = 500
     seed: Seed = 0
 

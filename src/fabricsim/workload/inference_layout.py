@@ -108,8 +108,9 @@ def resolve_layout(model: ModelSpec, system: SystemSpec, request: LayoutRequest)
     tp = request.tensor_parallel
     if tp is None:
         tp = 1 if ep > 1 else _default_tp(model, request.gpus, min(request.gpus // pp, system.scale_up.domain_gpus))
-    dtype = check_dtype(request.dtype or "bf16", "dtype")
-    kv_dtype = check_dtype(request.kv_dtype or ("fp8" if dtype in ("fp8", "fp4") else "bf16"), "kv-dtype")
+    dtype = check_dtype("bf16" if request.dtype is None else request.dtype, "dtype")  # "" is refused, not bf16
+    kv_default = "fp8" if dtype in ("fp8", "fp4") else "bf16"
+    kv_dtype = check_dtype(kv_default if request.kv_dtype is None else request.kv_dtype, "kv-dtype")
     layout = InferenceLayout(tp, pp, ep, dtype, kv_dtype)
     validate_layout(model, layout)
     if request.gpus % layout.replica_gpus:
