@@ -13,13 +13,16 @@ def test_parse_offload_canonical_order_and_tier() -> None:
     assert spec.classes == (OffloadClass.OPTIMIZER, OffloadClass.WEIGHTS, OffloadClass.ACTIVATIONS)
     assert spec.tier is MemoryTierKind.GRACE
     assert parse_offload(["weights"]).tier is MemoryTierKind.HOST
-    assert parse_offload(None) is None and parse_offload("none") is None and parse_offload("") is None
+    assert parse_offload(None) is None and parse_offload("none") is None and parse_offload(" None ") is None
 
 
 @pytest.mark.parametrize(
     ("classes", "tier", "field", "hint"),
     [
         ("optimiser", None, "offload", "optimizer"),
+        ("", None, "offload", "empty entry"),
+        ("weights,,optimizer", None, "offload", "empty entry"),
+        ("none", "host", "offload-tier", "none"),
         ("weights", "dram", "offload-tier", "host"),
         (None, "host", "offload-tier", "--offload"),
     ],

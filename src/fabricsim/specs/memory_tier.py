@@ -90,23 +90,25 @@ class OffloadSpec:
 
 def parse_offload(classes: object, tier: object = None) -> OffloadSpec | None:
     """An :class:`OffloadSpec` from ``"optimizer,weights"`` (or a list) and a tier name; None for
-    no classes (``""``, ``"none"``, None). Raises FabricsimError naming ``offload``/``offload-tier``."""
+    no offload (None or ``"none"``). Raises FabricsimError naming ``offload``/``offload-tier``."""
     if classes is None:
         if tier is not None:
             raise FabricsimError("offload-tier", "given without --offload", "add --offload optimizer,weights,...")
         return None
     parts = classes.split(",") if isinstance(classes, str) else list(classes)  # type: ignore[call-overload]
+    texts = [str(part).strip().lower() for part in parts]
+    if texts == ["none"]:
+        if tier is not None:
+            raise FabricsimError("offload-tier", "given with --offload none", "drop --offload-tier")
+        return None
     chosen: set[OffloadClass] = set()
-    for part in parts:
-        text = str(part).strip().lower()
-        if text in ("", "none"):
-            continue
+    for text in texts:
         try:
             chosen.add(OffloadClass(text))
         except ValueError:
+            if not text:
+                raise FabricsimError("offload", f"has an empty entry in {classes!r}", _CLASSES_FIX) from None
             raise unknown_name("offload", text, [c.value for c in OffloadClass]) from None
-    if not chosen:
-        return None
     kind = MemoryTierKind.HOST
     if tier is not None:
         try:
@@ -114,3 +116,6 @@ def parse_offload(classes: object, tier: object = None) -> OffloadSpec | None:
         except ValueError:
             raise unknown_name("offload-tier", str(tier), [k.value for k in MemoryTierKind]) from None
     return OffloadSpec(tuple(c for c in OFFLOAD_ORDER if c in chosen), kind)
+
+
+_CLASSES_FIX = "list classes separated by commas: optimizer,weights,activations (or none)"
