@@ -107,6 +107,7 @@ class TrainResult:
     time_breakdown_s: tuple[tuple[str, float], ...]
     layout: tuple[tuple[str, object], ...]
     fidelity: str = "analytic"
+    options: tuple[tuple[str, object], ...] = ()  # framework settings (TrainingOptions.as_dict)
     energy: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)  # power_W, ... (cost.energy)
     # offload only: memory_breakdown_bytes_by_tier ({tier: {kind: bytes}}), memory_capacity_bytes_by_tier
     # ({tier: bytes}) and memory_overflow_tiers

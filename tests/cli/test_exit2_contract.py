@@ -121,6 +121,9 @@ LAYOUT_LISTS = {"tp": "count_list", "pp": "count_list", "dp": "count_list", "cp"
                 "vpp": "count_list", "micro_batch": "count_list", "zero": "stage_list", "recompute": "enum_list",
                 "dtype": "enum_list"}
 MODEL_SYSTEM = {"model": "catalog", "system": "catalog", "gpus": "count"}
+SETTINGS = {"fp8_recipe": "enum", "capacity_factor": "positive", "moe_dispatcher": "enum"}  # train / plan train
+SWITCHES = {name: "an on/off flag pair: takes no value" for name in (
+    "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "a2a_overlap")}
 VARIABILITY = {"fidelity": "enum", "trace": "output", "seeds": "count", "straggler": "straggler",
                "jitter": "non_negative", "link_jitter": "non_negative", "seed": "natural"}
 INFER_LAYOUT = {"tp": "count", "pp": "count", "ep": "count", "dtype": "enum", "kv_dtype": "enum"}
@@ -145,7 +148,9 @@ KINDS: dict[str, dict[str, str]] = {
                    "tpot_slo_ms": "positive", "ttft_slo_ms": "positive", "batch": "count_list",
                    "max_batch": "count", "arrival_rate": "positive", "requests": "count", "seed": "natural"},
     "plan train": {**MODEL_SYSTEM, **LAYOUT_LISTS, "global_batch": "count", "seq_len": "count", "top": "count",
-                   "objective": "enum", "days": "positive", "refine": "natural", "offload_tier": "enum_list"},
+                   "objective": "enum", "days": "positive", "refine": "natural", "expert_tp": "count_list",
+                   "offload_tier": "enum_list",
+                   **SETTINGS},
     "replay": {"traces": "input", "system": "catalog", "trace_out": "output"},
     "report": {"results": "input", "out": "output"},
     "serve": {**MODEL_SYSTEM, **INFER_LAYOUT, "arrival_rate": "positive", "request_trace": "input",
@@ -158,15 +163,16 @@ KINDS: dict[str, dict[str, str]] = {
                 "cc": "enum", "lossless": "enum", "cc_param": "cc_param", "buffer": "size", "load": "open_fraction",
                 "duration": "positive", "trace": "output"},
     "train": {**MODEL_SYSTEM, **LAYOUT, **VARIABILITY, "global_batch": "count", "seq_len": "count",
-              "offload": "enum_list", "offload_tier": "enum"},
+              "expert_tp": "count", "offload": "enum_list", "offload_tier": "enum",
+              **SETTINGS},
     "validate": {"suite": "enum", "system": "input"},
 }
 NO_BAD_VALUE: dict[str, dict[str, str]] = {
     "*": {"as_json": "a flag: takes no value"},
     "cost": {"compare_rail_only": "a flag: takes no value"},
     "plan train": {"sequence_parallel": "an on/off flag pair: takes no value",
-                   "search_offload": "an on/off flag pair: takes no value"},
-    "train": {"sequence_parallel": "an on/off flag pair: takes no value", "ecmp_rehash": "a flag"},
+                   "search_offload": "an on/off flag pair: takes no value", **SWITCHES},
+    "train": {"sequence_parallel": "an on/off flag pair: takes no value", "ecmp_rehash": "a flag", **SWITCHES},
     "traffic": {"spray": "a flag: takes no value"},
     "report": {"title": "any text is a title (it is escaped in the page)"},
     "sweep": {"address": "read only by --executor ray (ray is optional and absent in CI)"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import pytest
 import sweep_fakes
@@ -67,3 +68,17 @@ def test_a_bad_catalog_name_inside_a_task_is_a_failed_row_not_a_crash():
     outcome = run_task(api.sweep_runners(), _one({**CASE, "system": "dgx-h1000"}, api.sweep_runners()))
     assert outcome.status == STATUS_FAILED
     assert "dgx-h1000" in outcome.error and "\n" not in outcome.error
+
+
+def test_train_tasks_take_every_framework_setting():
+    """Sweep specs reach every setting of ``train`` (the runner's signature is the schema)."""
+    case = {"model": "deepseek-v3", "system": "dgx-h100", "gpus": 512, "global_batch": 4096, "seq_len": 4096}
+    case |= {"tp": 2, "pp": 8, "dp": 32, "ep": 64, "expert_tp": 1, "recompute": "fine-grained", "a2a_overlap": True}
+    case |= {"overlap_grad_reduce": True, "overlap_param_gather": True, "tp_comm_overlap": True}
+    case |= {"flash_attention": True, "fp8_recipe": "block", "dtype": "fp8", "moe_dispatcher": "deepep"}
+    runners = api.sweep_runners()
+    (task,) = expand(parse_spec({"tasks": [{"kind": "train", "list": [case]}]}), runners)
+    outcome = run_task(runners, task)
+    assert outcome.status == "ok", outcome.error
+    result = json.loads(outcome.result_json or "{}")
+    assert result["options"]["moe_dispatcher"] == "deepep" and result["layout"]["expert_tp"] == 1

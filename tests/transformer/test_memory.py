@@ -70,3 +70,18 @@ def test_zero_stages_shard_states() -> None:
     assert stages[3].weights == pytest.approx(2 * params / 8)
     assert [s.total for s in stages] == sorted((s.total for s in stages), reverse=True)
     assert state_bytes(params, 0.0, (0, 1, 1), "fp16").gradients == pytest.approx(4 * params)
+
+
+def test_fine_grained_recompute_drops_the_two_norm_outputs() -> None:
+    """Megatron-Core ``--recompute-modules layernorm ...`` on a dense GPT layer: the QKV and MLP
+    inputs (2 x 2sbh) are rebuilt; nothing else changes (moe_act and mla_up_proj do not apply)."""
+    kept = layer_activation_bytes(DIMS, shape(8, True, flash=True), Recompute.NONE, False)
+    fine = layer_activation_bytes(DIMS, shape(8, True, flash=True), Recompute.FINE_GRAINED, False)
+    assert kept - fine == pytest.approx(4 * S * B * H / 8)
+
+
+def test_fp8_recipes_keep_their_gemm_inputs_in_fp8() -> None:
+    """QKV, projection, FC1 and FC2 inputs (2h + h + 2h + 4h per token on a GeLU layer) at 1 byte."""
+    bf16 = layer_activation_bytes(DIMS, shape(1, False, flash=True), Recompute.NONE, False, "bf16")
+    fp8 = layer_activation_bytes(DIMS, shape(1, False, flash=True), Recompute.NONE, False, "fp8")
+    assert bf16 - fp8 == pytest.approx(S * B * (H + H + H + 4 * H))

@@ -7,17 +7,20 @@ from fabricsim.validation import SuiteResult, run_suite
 
 
 def test_training_suite_bounds() -> None:
+    """Out-of-sample since issue 10 (A100 compute calibrated on a 2025 cuBLAS benchmark, G18): the
+    model is optimistic on these 2021-22 runs by ~10-16%; the bounds guard that level (issue 10's
+    'mean <= 5%' held only while GEMM_PEAK_FRACTION was fitted on these rows)."""
     entries = run_suite("training", catalog).entries
     table1 = [e for e in entries if e.id.startswith("megatron-sc21-t1")]
     assert len(table1) == 10
     assert all(e.metric == "hardware_tflops_per_gpu" for e in table1)
-    assert mean(abs(e.error) for e in table1) <= 0.05
-    assert max(abs(e.error) for e in table1) <= 0.10
+    assert mean(abs(e.error) for e in table1) <= 0.13
+    assert max(abs(e.error) for e in table1) <= 0.22
     korthikanti = [e for e in entries if e.id.startswith("korthikanti")]
     for metric in ("mfu", "iteration_time"):
         rows = [e for e in korthikanti if e.metric == metric]
         assert len(rows) == 4
-        assert mean(abs(e.error) for e in rows) <= 0.05
+        assert mean(abs(e.error) for e in rows) <= 0.16
     readme = [e for e in entries if e.id.startswith("megatron-readme")]
     assert {e.metric for e in readme} == {"hardware_tflops_per_gpu", "iteration_time"}
 
@@ -71,16 +74,15 @@ def test_memory_matches_korthikanti_figure_1() -> None:
             assert abs(memory.activations / 2**30 / expected - 1) < 0.10, (key, recompute, memory.activations)
 
 
-def test_suite_says_it_is_in_sample(capsys) -> None:
-    """GEMM_PEAK_FRACTION was fitted on these rows: the JSON and the table say so."""
+def test_suite_says_what_it_was_calibrated_on(capsys) -> None:
+    """No constant is fitted on these rows: the JSON and the table say so."""
     import json
 
     from fabricsim.cli.app import main
-    from fabricsim.transformer.constants import GEMM_PEAK_FRACTION
 
     assert main(["validate", "training", "--json"]) == 0
     suite = json.loads(capsys.readouterr().out)["suites"][0]
-    assert suite["calibration"].startswith(f"in-sample: GEMM_PEAK_FRACTION={GEMM_PEAK_FRACTION} ")
+    assert suite["calibration"].startswith("out-of-sample: no constant fitted on these rows")
     assert main(["validate", "training"]) == 0
-    assert "in-sample: GEMM_PEAK_FRACTION" in capsys.readouterr().out
+    assert "out-of-sample" in capsys.readouterr().out
     assert "calibration" not in SuiteResult("uncalibrated", ()).to_json()

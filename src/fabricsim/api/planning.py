@@ -9,7 +9,7 @@ from collections.abc import Callable
 from fabricsim import catalog, planner
 from fabricsim.api.cost import attach_infer, attach_train
 from fabricsim.api.inference import infer_result, request_stream
-from fabricsim.api.training import train_result
+from fabricsim.api.training import train_result, training_options
 from fabricsim.api.training_simulated import simulated_train_result
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
@@ -26,6 +26,7 @@ from fabricsim.specs.inputs import (
     Duration,
     Gpus,
     InferConstraints,
+    PositiveFloat,
     Refine,
     ServingLoad,
     Tokens,
@@ -49,10 +50,24 @@ def plan_train(
     refine: Refine = 0,
     constraints: TrainConstraints | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    flash_attention: bool | None = None,
+    overlap_grad_reduce: bool | None = None,
+    overlap_param_gather: bool | None = None,
+    tp_comm_overlap: bool | None = None,
+    a2a_overlap: bool | None = None,
+    fp8_recipe: str | None = None,
+    capacity_factor: PositiveFloat | None = None,
+    moe_dispatcher: str | None = None,
     search_offload: bool | None = None,
     offload_tier: str | list[str] | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
+
+    The framework settings are :func:`train`'s (``flash_attention`` ... ``moe_dispatcher``). An
+    overlap left unset is free to choose, and the planner chooses it on:
+    in this model each overlap only subtracts hidden time (exposed = max(0, comm - compute) <= comm)
+    and costs no memory, so "on" is never worse for any layout (``tests/planner`` checks it) and
+    searching "off" could not change the ranking. Plans report the settings they ran with.
 
     ``search_offload`` (default: on when the system lists a memory tier) also tries keeping the
     optimizer, weights and/or activations on a memory tier (``offload_tier``: one name or a list,
@@ -69,7 +84,18 @@ def plan_train(
     system_spec.check_gpu_count(gpus)
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints.model_dump() if constraints is not None else {})
-    question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len)
+    options = training_options(
+        flash_attention=flash_attention,
+        overlap_grad_reduce=overlap_grad_reduce,
+        overlap_param_gather=overlap_param_gather,
+        tp_comm_overlap=tp_comm_overlap,
+        a2a_overlap=a2a_overlap,
+        fp8_recipe=fp8_recipe,
+        capacity_factor=capacity_factor,
+        moe_dispatcher=moe_dispatcher,
+        free=True,
+    )
+    question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)
     choices = _offload_choices(system_spec, search_offload, offload_tier)
     start = time.perf_counter()
     search = planner.search_train(question, space, planner.PlanSettings(top, goal, choices), on_progress)
@@ -123,7 +149,10 @@ def _train_plan_result(
             ("time_bound", search.pruned_time),
         ),
         elapsed_s=elapsed_s,
-        plans=tuple(_plan_entry(rank, names[0], question.system, plan) for rank, plan in enumerate(search.plans, 1)),
+        plans=tuple(
+            _plan_entry(rank, names[0], question.system, plan, question.options)
+            for rank, plan in enumerate(search.plans, 1)
+        ),
         smallest_memory_per_gpu_bytes=search.smallest_memory_bytes if smallest else None,
         smallest_memory_layout=tuple(smallest.as_dict().items()) if smallest else None,
         refined=sum(plan.simulation is not None for plan in search.plans),
@@ -148,8 +177,12 @@ def _faster_unfit_json(estimate: analytic.TrainingEstimate | None) -> tuple[tupl
     )
 
 
-def _plan_entry(rank: int, model: str, system: SystemSpec, plan: planner.TrainPlan) -> PlanEntry:
-    result: TrainResult | SimulatedTrainResult = attach_train(train_result(model, system.name, plan.estimate), system)
+def _plan_entry(
+    rank: int, model: str, system: SystemSpec, plan: planner.TrainPlan, options: analytic.TrainingOptions | None
+) -> PlanEntry:
+    result: TrainResult | SimulatedTrainResult = attach_train(
+        train_result(model, system.name, plan.estimate, options), system
+    )
     if plan.simulation is not None:
         result = simulated_train_result(result, plan.simulation, "simulate")
     return PlanEntry(rank, result, plan.reasons)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fabricsim import catalog
 from fabricsim.api.cost import attach_train
 from fabricsim.engine.training import analytic
+from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.metrics import (
     TrainResult,
 )
@@ -14,6 +15,7 @@ from fabricsim.specs.inputs import (
     Degree,
     Fidelity,
     Gpus,
+    PositiveFloat,
     RecomputeMode,
     Tokens,
     ZeroStage,
@@ -21,6 +23,72 @@ from fabricsim.specs.inputs import (
 )
 from fabricsim.specs.layout import long_names
 from fabricsim.specs.memory_tier import parse_offload
+from fabricsim.workload.training import FP8_RECIPES, MOE_DISPATCHERS, TrainingOptions
+
+# The framework settings train / plan train / sweeps accept, with Megatron-Core's defaults
+# (TrainingOptions documents each one).
+OPTION_FLAGS = {
+    "flash_attention": "flash-attention",
+    "overlap_grad_reduce": "overlap-grad-reduce",
+    "overlap_param_gather": "overlap-param-gather",
+    "tp_comm_overlap": "tp-comm-overlap",
+    "a2a_overlap": "a2a-overlap",
+}
+
+
+def training_options(
+    *,
+    flash_attention: bool | None = None,
+    overlap_grad_reduce: bool | None = None,
+    overlap_param_gather: bool | None = None,
+    tp_comm_overlap: bool | None = None,
+    a2a_overlap: bool | None = None,
+    fp8_recipe: str | None = None,
+    capacity_factor: float | None = None,
+    moe_dispatcher: str | None = None,
+    free: bool | None = None,
+) -> TrainingOptions:
+    """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
+    attention on), or ``free`` when given (the planner passes True: in this model an overlap never
+    makes a step slower or bigger, so it is the best free choice). Raises ``FabricsimError``."""
+    given = {
+        "flash_attention": flash_attention,
+        "overlap_grad_reduce": overlap_grad_reduce,
+        "overlap_param_gather": overlap_param_gather,
+        "tp_comm_overlap": tp_comm_overlap,
+        "a2a_overlap": a2a_overlap,
+    }
+    switches: dict[str, bool] = {}
+    for name, value in given.items():
+        if value is not None and not isinstance(value, bool):
+            raise FabricsimError(OPTION_FLAGS[name], f"must be true or false, got {value!r}")
+        if value is None and free is not None and name != "flash_attention":
+            value = free
+        switches[name] = value if value is not None else name == "flash_attention"
+    if fp8_recipe is not None and fp8_recipe not in FP8_RECIPES:
+        raise unknown_name("fp8-recipe", str(fp8_recipe), FP8_RECIPES)
+    if moe_dispatcher is not None and moe_dispatcher not in MOE_DISPATCHERS:
+        raise unknown_name("moe-dispatcher", str(moe_dispatcher), MOE_DISPATCHERS)
+    if capacity_factor is not None:
+        if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, (int, float)):
+            raise FabricsimError("capacity-factor", f"must be a number, got {capacity_factor!r}")
+        capacity_factor = float(capacity_factor)
+    options = TrainingOptions(
+        flash_attention=switches["flash_attention"],
+        overlap_grad_reduce=switches["overlap_grad_reduce"],
+        overlap_tp_comm=switches["tp_comm_overlap"],
+        overlap_param_gather=switches["overlap_param_gather"],
+        a2a_overlap=switches["a2a_overlap"],
+        fp8_recipe=fp8_recipe,
+        capacity_factor=capacity_factor,
+        moe_dispatcher=moe_dispatcher or "alltoall",
+    )
+    options.validate()
+    return options
+
+
+SETTINGS = (*OPTION_FLAGS, "fp8_recipe", "capacity_factor", "moe_dispatcher")
+"""The keywords of :func:`training_options` (the framework settings), apart from the layout's."""
 
 
 @edge
@@ -42,6 +110,15 @@ def train(
     recompute: RecomputeMode | None = None,
     sequence_parallel: bool | None = None,
     dtype: str | None = None,
+    expert_tp: Degree | None = None,
+    flash_attention: bool | None = None,
+    overlap_grad_reduce: bool | None = None,
+    overlap_param_gather: bool | None = None,
+    tp_comm_overlap: bool | None = None,
+    a2a_overlap: bool | None = None,
+    fp8_recipe: str | None = None,
+    capacity_factor: PositiveFloat | None = None,
+    moe_dispatcher: str | None = None,
     offload: str | list[str] | None = None,
     offload_tier: str | None = None,
 ) -> TrainResult:
@@ -53,18 +130,33 @@ def train(
 
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
-    sequence parallelism when tp > 1, bf16). Every argument is checked at this edge
+    sequence parallelism when tp > 1, bf16, expert TP = tp where it fits else 1). Framework
+    settings (``flash_attention`` ... ``moe_dispatcher``) default as Megatron-Core does (see
+    :func:`training_options`). Every argument is checked at this edge
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
     """
     given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "micro_batch": micro_batch}
     given |= {"zero": zero, "recompute": recompute, "sequence_parallel": sequence_parallel, "dtype": dtype}
+    given["expert_tp"] = expert_tp
     model_spec, system_spec, layout = training_specs(model, system, gpus, given)
+    options = training_options(
+        flash_attention=flash_attention,
+        overlap_grad_reduce=overlap_grad_reduce,
+        overlap_param_gather=overlap_param_gather,
+        tp_comm_overlap=tp_comm_overlap,
+        a2a_overlap=a2a_overlap,
+        fp8_recipe=fp8_recipe,
+        capacity_factor=capacity_factor,
+        moe_dispatcher=moe_dispatcher,
+    )
     placement = parse_offload(offload, offload_tier)
     if placement is not None:
         system_spec.memory_tier(placement.tier)
-    estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len, offload=placement)
-    return attach_train(train_result(model_spec.name, system_spec.name, estimate), system_spec)
+    estimate = analytic.estimate_training(
+        model_spec, system_spec, layout, global_batch, seq_len, options, offload=placement
+    )
+    return attach_train(train_result(model_spec.name, system_spec.name, estimate, options), system_spec)
 
 
 def training_specs(
@@ -78,7 +170,9 @@ def training_specs(
     return model_spec, system_spec, layout
 
 
-def train_result(model: str, system: str, estimate: analytic.TrainingEstimate) -> TrainResult:
+def train_result(
+    model: str, system: str, estimate: analytic.TrainingEstimate, options: TrainingOptions | None = None
+) -> TrainResult:
     """The ``train`` JSON contract of one analytic estimate."""
     return TrainResult(
         model=model,
@@ -99,6 +193,7 @@ def train_result(model: str, system: str, estimate: analytic.TrainingEstimate) -
         memory_breakdown_bytes=tuple(estimate.memory.as_dict().items()),
         time_breakdown_s=tuple(estimate.time.as_dict().items()),
         layout=tuple(estimate.layout.as_dict().items()) + _offload_layout(estimate.tier),
+        options=tuple((options or TrainingOptions()).as_dict().items()),
         tiers=_tiers_json(estimate),
     )
 

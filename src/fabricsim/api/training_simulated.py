@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from fabricsim.api.simulation import flow_timers
-from fabricsim.api.training import train, training_specs
+from fabricsim.api.training import SETTINGS, train, training_options, training_specs
 from fabricsim.cost.energy import retime_train_energy
 from fabricsim.engine.training.simulate import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
 from fabricsim.engine.variability import Variability
@@ -39,7 +39,7 @@ def simulate_train(
     uncontended fabric) or ``flow`` (timed by the flow-level network model on the system's
     topology, every group of a kind communicating at once, ECMP routing). ``variability`` adds
     seeded stragglers, jitter and ECMP re-hashing and gives P50/P99 step times.
-    ``layout`` takes :func:`train`'s keywords (tp, pp, dp, ...).
+    ``layout`` takes :func:`train`'s keywords (tp, pp, dp, ..., and the framework settings).
     """
     for key in ("offload", "offload_tier"):  # train's keywords, not the event-driven engine's
         if layout.pop(key, None) is not None:
@@ -47,8 +47,10 @@ def simulate_train(
     if variability is not None:
         variability.validate()
     base = train(model, system, gpus, global_batch, seq_len, **layout)
-    model_spec, system_spec, layout_spec = training_specs(model, system, gpus, layout)
-    case = TrainingCase(model_spec, system_spec, layout_spec, global_batch, seq_len)
+    shape = {key: value for key, value in layout.items() if key not in SETTINGS}
+    model_spec, system_spec, layout_spec = training_specs(model, system, gpus, shape)
+    options = training_options(**dict(base.options))  # type: ignore[arg-type]  # as the analytic step ran
+    case = TrainingCase(model_spec, system_spec, layout_spec, global_batch, seq_len, options)
     rehash = variability is not None and variability.ecmp_rehash
     if rehash and fidelity is not Fidelity.FLOW:
         raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")

@@ -35,11 +35,15 @@ EP = typer.Option(None, "--ep", help="expert-parallel size (default 1; infer: ep
 VPP = typer.Option(None, "--vpp", help="model chunks per GPU, interleaved schedule (default 1)")
 MICRO_BATCH = typer.Option(None, "--micro-batch", help="sequences per micro-batch (default 1)")
 ZERO = typer.Option(None, "--zero", help="ZeRO stage 0|1|2|3 (default 1 for MoE, else 0)")
-RECOMPUTE = typer.Option(None, "--recompute", help="none | selective | full (default none)")
+RECOMPUTE = typer.Option(
+    None,
+    "--recompute",
+    help="none | selective (core_attn) | fine-grained (layernorm, mla_up_proj, moe_act) | full (default none)",
+)
 SEQUENCE_PARALLEL = typer.Option(
     None, "--sequence-parallel/--no-sequence-parallel", help="sequence parallelism (default on when tp > 1)"
 )
-TRAIN_DTYPE = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 (default bf16)")
+TRAIN_DTYPE = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 | fp4 (NVFP4; default bf16)")
 INFER_DTYPE = typer.Option(None, "--dtype", help="weights: bf16 | fp16 | fp8 | fp4 (default bf16)")
 KV_DTYPE = typer.Option(None, "--kv-dtype", help="KV cache dtype (default fp8 for fp8/fp4 weights)")
 
@@ -63,7 +67,7 @@ EP_LIST = typer.Option(None, "--ep", help=f"expert-parallel sizes: {_LIST}")
 VPP_LIST = typer.Option(None, "--vpp", help=f"virtual stages per GPU: {_LIST}")
 MICRO_BATCH_LIST = typer.Option(None, "--micro-batch", help=f"micro-batch sizes: {_LIST}")
 ZERO_LIST = typer.Option(None, "--zero", help=f"ZeRO stages 0-3: {_LIST}")
-RECOMPUTE_LIST = typer.Option(None, "--recompute", help=f"none | selective | full: {_LIST}")
+RECOMPUTE_LIST = typer.Option(None, "--recompute", help=f"none | selective | fine-grained | full: {_LIST}")
 SEQUENCE_PARALLEL_BOTH = typer.Option(
     None, "--sequence-parallel/--no-sequence-parallel", help="only with / without (default: both when tp > 1)"
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from fabricsim.cli import options as o
+from fabricsim.cli import train_settings as ts
 from fabricsim.cli.common import emit
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
@@ -17,7 +18,7 @@ from fabricsim.errors import FabricsimError
 app = typer.Typer(help="Find the best parallel layout for training or serving a model.", no_args_is_help=True)
 
 MAX_DAYS = 100_000  # the bound of goodput's --days (api.goodput)
-TRAIN_LISTS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero")
+TRAIN_LISTS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "expert_tp")
 SEARCH_OFFLOAD = typer.Option(
     None,
     "--search-offload/--no-search-offload",
@@ -49,11 +50,21 @@ def train(
     recompute: str | None = o.RECOMPUTE_LIST,
     sequence_parallel: bool | None = o.SEQUENCE_PARALLEL_BOTH,
     dtype: str | None = o.TRAIN_DTYPE_LIST,
+    expert_tp: str | None = ts.EXPERT_TP_LIST_OPTION,
+    flash_attention: bool | None = ts.FLASH_OPTION,
+    overlap_grad_reduce: bool | None = ts.GRAD_OPTION,
+    overlap_param_gather: bool | None = ts.PARAM_OPTION,
+    tp_comm_overlap: bool | None = ts.TP_COMM_OPTION,
+    a2a_overlap: bool | None = ts.A2A_OPTION,
+    fp8_recipe: str | None = ts.FP8_RECIPE_OPTION,
+    capacity_factor: float | None = ts.CAPACITY_OPTION,
+    moe_dispatcher: str | None = ts.DISPATCHER_OPTION,
     search_offload: bool | None = SEARCH_OFFLOAD,
     offload_tier: str | None = OFFLOAD_TIERS,
     as_json: bool = o.JSON,
 ) -> None:
-    """Rank training layouts (TP, PP, DP, CP, EP, vpp, micro-batch, ZeRO, recompute, SP, dtype)."""
+    """Rank training layouts (TP, PP, DP, CP, EP, expert TP, vpp, micro-batch, ZeRO, recompute, SP,
+    dtype) and choose the free overlaps."""
     params = dict(locals())  # first: exactly the command's parameters
     from fabricsim import api
 
@@ -66,6 +77,8 @@ def train(
         raise FabricsimError("days", f"must be in (0, {MAX_DAYS}] days, got {days}", "e.g. --days 30")
     with progress_bar("plan (layout groups)", not as_json) as on_progress:
         if objective.strip().lower() == "goodput":  # step-time search, re-ranked by goodput (api.plan_goodput)
+            if any(params[key] is not None for key in ts.SETTING_KEYS):
+                raise FabricsimError("objective", "goodput ranks with the default settings", "drop the settings")
             args = (model, system, gpus, global_batch, seq_len)
             result = api.plan_goodput(*args, days=days, top=top, constraints=constraints, on_progress=on_progress)
         else:

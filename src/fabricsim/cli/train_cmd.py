@@ -11,6 +11,7 @@ import typer
 
 from fabricsim.cli import fidelity as fidelity_flags
 from fabricsim.cli import options as o
+from fabricsim.cli import train_settings as ts
 from fabricsim.cli.common import emit
 
 OFFLOAD = typer.Option(None, "--offload", help="tensor classes kept below HBM: optimizer,weights,activations")
@@ -34,6 +35,15 @@ def train(
     recompute: str | None = o.RECOMPUTE,
     sequence_parallel: bool | None = o.SEQUENCE_PARALLEL,
     dtype: str | None = o.TRAIN_DTYPE,
+    expert_tp: int | None = ts.EXPERT_TP_OPTION,
+    flash_attention: bool | None = ts.FLASH_OPTION,
+    overlap_grad_reduce: bool | None = ts.GRAD_OPTION,
+    overlap_param_gather: bool | None = ts.PARAM_OPTION,
+    tp_comm_overlap: bool | None = ts.TP_COMM_OPTION,
+    a2a_overlap: bool | None = ts.A2A_OPTION,
+    fp8_recipe: str | None = ts.FP8_RECIPE_OPTION,
+    capacity_factor: float | None = ts.CAPACITY_OPTION,
+    moe_dispatcher: str | None = ts.DISPATCHER_OPTION,
     offload: str | None = OFFLOAD,
     offload_tier: str | None = OFFLOAD_TIER,
     as_json: bool = o.JSON,

@@ -24,6 +24,7 @@ from fabricsim.planner.train import (
     figures_score,
     plan_key,
 )
+from fabricsim.workload.training import TrainingOptions
 
 
 def _no_network(run: int | None) -> None:
@@ -36,7 +37,10 @@ def refine_plan(question: TrainQuestion, plan: TrainPlan) -> TrainPlan:
     its analytic figures (the event-driven engine does not model offload transfers)."""
     if plan.estimate.tier is not None:
         return plan
-    case = TrainingCase(question.model, question.system, plan.estimate.layout, question.global_batch, question.seq_len)
+    case = TrainingCase(
+        question.model, question.system, plan.estimate.layout, question.global_batch, question.seq_len,
+        question.options or TrainingOptions(),
+    )
     sim = simulate_training(case, _no_network, None)
     figures = PlanFigures(step_breakdown(sim), sim.step_time_s, plan.estimate.memory.total)
     return replace(plan, figures=figures, simulation=sim)

@@ -9,7 +9,9 @@ anything is costed:
 
 * tp divides the GPUs, the attention heads and the hidden size (and matches the KV heads);
 * pp divides gpus/tp and is at most the layer count; cp divides gpus/(tp·pp) and the sequence;
-  dp = gpus/(tp·pp·cp) divides the global batch; ep divides dp and the experts (MoE only);
+  dp = gpus/(tp·pp·cp) divides the global batch; expert TP etp (unconstrained: 1 and tp) divides
+  the expert FFN, and ep divides the experts with etp·ep dividing tp·cp·dp (Megatron-Core's
+  parallel folding; MoE only);
 * the micro-batch divides global_batch/dp;
 * interleaving (vpp > 1) needs pp > 1, layers divisible by pp·vpp (Megatron-LM's rule) and the
   micro-batch count divisible by pp;
@@ -31,7 +33,7 @@ from fabricsim.specs.layout import LONG_NAMES
 from fabricsim.transformer.flops import ModelDims
 from fabricsim.workload.training import DTYPES, check_dtype
 
-RECOMPUTE_ORDER = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)
+RECOMPUTE_ORDER = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FINE_GRAINED, Recompute.FULL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,7 @@ class TrainSpace:
     recompute: tuple[Recompute, ...] | None = None
     sequence_parallel: tuple[bool, ...] | None = None
     dtype: tuple[str, ...] | None = None
+    expert_tensor_parallel: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,7 @@ class Group:
     dtype: str
     sequence_parallel: bool
     recompute: Recompute
+    expert_tensor_parallel: int | None = None
 
     def layout(self, micro_batch: int, zero: int, virtual_stages: int) -> ParallelLayout:
         return ParallelLayout(
@@ -88,6 +92,7 @@ class Group:
             self.recompute,
             self.sequence_parallel,
             self.dtype,
+            self.expert_tensor_parallel,
         )
 
 
@@ -123,15 +128,23 @@ def tensor_options(problem: TrainProblem, space: TrainSpace) -> tuple[int, ...]:
     return _allowed(valid, space.tensor_parallel)
 
 
-def _expert_options(problem: TrainProblem, space: TrainSpace, dp: int) -> tuple[int, ...]:
-    experts = problem.dims.experts
-    if not experts:
-        return _allowed((1,), space.expert_parallel)
-    return _allowed(tuple(e for e in divisors(dp) if experts % e == 0), space.expert_parallel)
+def _expert_options(problem: TrainProblem, space: TrainSpace, ranks: int, tp: int) -> Iterator[tuple[int, int | None]]:
+    """(ep, etp) pairs for a stage of ``ranks`` = tp·cp·dp GPUs (etp None for dense models)."""
+    dims = problem.dims
+    if not dims.experts:
+        for ep in _allowed((1,), space.expert_parallel):
+            yield ep, None
+        return
+    etps = space.expert_tensor_parallel or tuple(sorted({1, tp}))
+    for etp in etps:
+        if ranks % etp or dims.expert_ffn % etp:
+            continue
+        for ep in _allowed(tuple(e for e in divisors(ranks // etp) if dims.experts % e == 0), space.expert_parallel):
+            yield ep, etp
 
 
-def _degrees(problem: TrainProblem, space: TrainSpace) -> Iterator[tuple[int, int, int, int, int]]:
-    """(tp, pp, cp, dp, ep) tuples that pass every divisibility rule."""
+def _degrees(problem: TrainProblem, space: TrainSpace) -> Iterator[tuple[int, int, int, int, int, int | None]]:
+    """(tp, pp, cp, dp, ep, etp) tuples that pass every divisibility rule."""
     for tp in tensor_options(problem, space):
         per_tp = problem.gpus // tp
         pps = _allowed(tuple(p for p in divisors(per_tp) if p <= problem.dims.layers), space.pipeline_parallel)
@@ -142,20 +155,20 @@ def _degrees(problem: TrainProblem, space: TrainSpace) -> Iterator[tuple[int, in
                 dp = per_pp // cp
                 if problem.global_batch % dp or (space.data_parallel is not None and dp not in space.data_parallel):
                     continue
-                for ep in _expert_options(problem, space, dp):
-                    yield tp, pp, cp, dp, ep
+                for ep, etp in _expert_options(problem, space, tp * cp * dp, tp):
+                    yield tp, pp, cp, dp, ep, etp
 
 
 def train_groups(problem: TrainProblem, space: TrainSpace) -> Iterator[Group]:
     """Every group of valid layouts, in canonical order."""
     dtypes = tuple(d for d in (space.dtype or default_dtypes(problem.system)) if d in DTYPES)
     recomputes = _allowed(RECOMPUTE_ORDER, space.recompute)
-    for tp, pp, cp, dp, ep in _degrees(problem, space):
+    for tp, pp, cp, dp, ep, etp in _degrees(problem, space):
         sps = _allowed((False, True) if tp > 1 else (False,), space.sequence_parallel)
         for dtype in dtypes:
             for sp in sps:
                 for recompute in recomputes:
-                    yield Group(tp, pp, cp, dp, ep, dtype, sp, recompute)
+                    yield Group(tp, pp, cp, dp, ep, dtype, sp, recompute, etp)
 
 
 def micro_batches(problem: TrainProblem, space: TrainSpace, group: Group) -> tuple[int, ...]:

@@ -44,7 +44,7 @@ from fabricsim.planner.space import Group, TrainProblem, TrainSpace
 from fabricsim.specs import ModelSpec, ParallelLayout, SystemSpec
 from fabricsim.specs.memory_tier import OffloadSpec
 from fabricsim.transformer.flops import model_dims
-from fabricsim.workload.training import DTYPES
+from fabricsim.workload.training import DTYPES, TrainingOptions
 
 Progress = Callable[[int, int], None]
 
@@ -63,13 +63,15 @@ def parse_train_objective(text: str) -> TrainObjective:
 
 @dataclass(frozen=True, slots=True)
 class TrainQuestion:
-    """Model and system specs, GPU count, global batch (sequences) and sequence length (tokens)."""
+    """Model and system specs, GPU count, global batch (sequences), sequence length (tokens) and the
+    framework settings every layout runs with (None: Megatron-Core's defaults)."""
 
     model: ModelSpec
     system: SystemSpec
     gpus: int
     global_batch: int
     seq_len: int
+    options: TrainingOptions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +181,7 @@ def layout_key(layout: ParallelLayout) -> tuple:
         _RECOMPUTE_INDEX[layout.recompute],
         int(layout.sequence_parallel),
         _DTYPE_INDEX[layout.dtype],
+        layout.expert_tp,
     )
 
 
@@ -362,7 +365,8 @@ def search_train(
     problem = train_problem(question)
     sp.check_space(problem, space)
     capacity_bytes = question.system.device.hbm_capacity_bytes
-    walk = _Walk(question, problem, space, settings, capacity_bytes, training_context(question.model, question.system))
+    context = training_context(question.model, question.system, question.options)
+    walk = _Walk(question, problem, space, settings, capacity_bytes, context)
     if settings.offload:
         hbm_Bps = min(walk.context.rates(dtype).hbm_Bps for dtype in sp.default_dtypes(question.system))
         memory_goal = settings.objective is TrainObjective.MEMORY  # offload always lowers HBM bytes

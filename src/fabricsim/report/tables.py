@@ -81,8 +81,11 @@ def catalog_item_table(item: dict[str, Any]) -> Table:
 
 
 def _suite_caption(suite: dict[str, Any]) -> str | None:
-    """Calibration note and the rows the suite could not predict (counted, with their reasons)."""
+    """Calibration note, held-out-calibration errors (one line per group) and the rows the suite
+    could not predict (counted, with their reasons)."""
     lines = [suite["calibration"]] if suite.get("calibration") else []
+    for h in suite.get("holdout", []):
+        lines.append(f"{h['kind']} {h['group']}: mean |error| {h['mean_abs_error'] * 100:.1f}% ({h['rows']} rows)")
     reasons: dict[str, int] = {}
     for row in suite.get("skipped", ()):
         reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
@@ -141,6 +144,7 @@ def train_table(result: dict[str, Any]) -> Any:
         f"{result.get('model', '')} on {result['gpus']} GPUs of {result.get('system', '')}",
         [
             ("layout", layout_text),
+            ("settings", " ".join(f"{key}={value}" for key, value in result.get("options", {}).items())),
             ("step time", format_seconds(result["step_time_s"])),
             ("tokens/s", f"{result['tokens_per_s']:,.0f}"),
             ("MFU / HFU", f"{result['mfu'] * 100:.1f}% / {result['hfu'] * 100:.1f}%"),
@@ -231,6 +235,9 @@ def _plan_summary(result: dict[str, Any]) -> Table:
     ]
     if result.get("refined"):
         rows.append(("refined", f"best {result['refined']} re-timed by the event-driven engine"))
+    if result["plans"] and result["plans"][0].get("options"):  # training: the settings every plan ran with
+        settings = " ".join(f"{key}={value}" for key, value in result["plans"][0]["options"].items())
+        rows.append(("settings", settings))
     unfit = result.get("faster_but_unfit")
     if unfit:
         need = f"needs {format_bytes(unfit['memory_per_gpu_bytes'])} of {format_bytes(unfit['memory_capacity_bytes'])}"

@@ -1,7 +1,15 @@
 """Frozen, validated specifications (layer L1): device, fabric, system, model, parallel layout."""
 
 from fabricsim.specs.calibration import CollectiveFit, FitLine
-from fabricsim.specs.device import DTYPE_BYTES, DeviceSpec, Dtype, Generation
+from fabricsim.specs.device import (
+    DTYPE_BYTES,
+    AttentionBenchmark,
+    DeviceSpec,
+    Dtype,
+    GemmBenchmark,
+    Generation,
+    KernelSpec,
+)
 from fabricsim.specs.fabric import LinkKind, LinkSpec, ScaleOutSpec, ScaleUpSpec, SwitchSpec, TopologyKind
 from fabricsim.specs.layout import ParallelLayout, Recompute
 from fabricsim.specs.model import ModelSpec
@@ -9,12 +17,15 @@ from fabricsim.specs.system import CpuVendor, SystemSpec
 
 __all__ = [
     "DTYPE_BYTES",
+    "AttentionBenchmark",
     "CollectiveFit",
     "CpuVendor",
     "DeviceSpec",
     "Dtype",
     "FitLine",
+    "GemmBenchmark",
     "Generation",
+    "KernelSpec",
     "LinkKind",
     "LinkSpec",
     "ModelSpec",

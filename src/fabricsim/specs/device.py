@@ -39,8 +39,44 @@ class Generation(str, Enum):
     BLACKWELL = "blackwell"
 
 
+class GemmBenchmark(FrozenSpec):
+    """One published GEMM microbenchmark: ``flops_per_s`` achieved on ``batch`` GEMMs of (m, n, k)."""
+
+    flops_per_s: PositiveFloat
+    m: PositiveInt
+    n: PositiveInt
+    k: PositiveInt
+    batch: PositiveInt = 1
+
+
+class AttentionBenchmark(FrozenSpec):
+    """One published fused-attention microbenchmark (FlashAttention convention: forward FLOPs
+    4·b·h·s²·d, halved when causal; backward 2.5x forward), 16-bit, at ``seq_len`` and ``head_dim``."""
+
+    kernel: str
+    forward_flops_per_s: PositiveFloat
+    backward_flops_per_s: PositiveFloat
+    seq_len: PositiveInt
+    head_dim: PositiveInt
+    causal: bool
+
+
+class KernelSpec(FrozenSpec):
+    """Kernel-level measurements of a device that the compute model is calibrated on (never an
+    end-to-end run). ``gemm`` keys are GEMM formats: bf16, fp16, tf32, fp8 (per-tensor scaled),
+    fp8_block (1x128 / 128x128 block scaled), mxfp8, nvfp4. ``hbm_achieved_Bps``: a streaming
+    kernel's achieved HBM bandwidth."""
+
+    sm_count: PositiveInt
+    tensor_clock_hz: PositiveFloat
+    gemm: dict[str, GemmBenchmark]
+    attention: AttentionBenchmark
+    hbm_achieved_Bps: PositiveFloat
+
+
 class DeviceSpec(FrozenSpec):
-    """One GPU. ``peak_flops`` holds dense tensor-core peaks per dtype (FLOP/s)."""
+    """One GPU. ``peak_flops`` holds dense tensor-core peaks per dtype (FLOP/s); ``kernels`` the
+    kernel microbenchmarks the compute model is calibrated on (None: generation defaults)."""
 
     name: str
     generation: Generation
@@ -51,6 +87,7 @@ class DeviceSpec(FrozenSpec):
     nvlink_links: PositiveInt
     pcie_bandwidth_Bps: PositiveFloat = Field(description="host link bandwidth per direction")
     tdp_w: PositiveFloat
+    kernels: KernelSpec | None = None
     sources: dict[str, str] = Field(default_factory=dict)
 
     def peak(self, dtype: Dtype | str) -> float:

@@ -186,6 +186,7 @@ class TrainConstraints(BaseModel):
     recompute: Listed(RecomputeMode) | None = None
     sequence_parallel: bool | None = None
     dtype: Listed(str) | None = None
+    expert_tp: Listed(Degree) | None = None
 
 
 def _batch_or_max(value: object, info: ValidationInfo) -> object:

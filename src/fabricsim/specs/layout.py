@@ -2,8 +2,11 @@
 
 A frozen slotted dataclass because the planner builds millions of them. Glossary: tp = tensor,
 pp = pipeline, dp = data, cp = context, ep = expert parallel; vpp = virtual pipeline stages per rank.
-Expert parallelism reuses the data-parallel ranks (as in Megatron-LM and DeepSeek), so
-``gpus = tp * pp * cp * dp`` and ``ep`` must divide ``dp``.
+Expert layers are folded over the same GPUs (Megatron-Core's MoE parallel folding, Liu et al.
+2025, arXiv 2504.14960): attention uses tp x cp x dp x pp, the experts etp x ep x edp x pp with
+``etp * ep * edp = tp * cp * dp``, so ``gpus = tp * pp * cp * dp`` and ``etp * ep`` must divide
+``tp * cp * dp`` (the expert-parallel group may span tensor-, context- and data-parallel ranks).
+``expert_tensor_parallel`` None means "the tensor-parallel size" (Megatron-Core's default).
 """
 
 from __future__ import annotations
@@ -13,8 +16,18 @@ from enum import Enum
 
 
 class Recompute(str, Enum):
+    """Activation recomputation, as Megatron-Core offers it.
+
+    ``selective``: ``--recompute-granularity selective`` with the default ``--recompute-modules
+    core_attn`` (Korthikanti et al. 2022). ``fine-grained``: ``--recompute-granularity selective
+    --recompute-modules layernorm mla_up_proj moe_act`` (output-discarding recomputation of the
+    norms, the MLA up-projections and the expert activation; Megatron-Core >= 0.13, MoE README
+    "Fine-grained Recomputation"). ``full``: ``--recompute-granularity full`` (every layer).
+    """
+
     NONE = "none"
     SELECTIVE = "selective"
+    FINE_GRAINED = "fine-grained"
     FULL = "full"
 
 
@@ -31,15 +44,33 @@ class ParallelLayout:
     recompute: Recompute = Recompute.NONE
     sequence_parallel: bool = False
     dtype: str = "bf16"
+    expert_tensor_parallel: int | None = None
 
     @property
     def gpus(self) -> int:
         return self.tensor_parallel * self.pipeline_parallel * self.data_parallel * self.context_parallel
 
+    def __post_init__(self) -> None:
+        if self.expert_tensor_parallel is not None and self.expert_tensor_parallel == self.tensor_parallel:
+            object.__setattr__(self, "expert_tensor_parallel", None)  # one spelling of "expert TP = TP"
+
+    @property
+    def expert_tp(self) -> int:
+        """Expert tensor-parallel size (the tensor-parallel size unless set)."""
+        etp = self.expert_tensor_parallel
+        return self.tensor_parallel if etp is None else etp
+
+    @property
+    def expert_data_parallel(self) -> int:
+        """Replicas of each expert: tp*cp*dp / (etp*ep) (Megatron-Core parallel folding)."""
+        ranks = self.tensor_parallel * self.context_parallel * self.data_parallel
+        return max(1, ranks // (self.expert_tp * self.expert_parallel))
+
     def as_dict(self) -> dict[str, object]:
         """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`)."""
         raw = asdict(self)
         raw["recompute"] = self.recompute.value
+        raw["expert_tensor_parallel"] = self.expert_tp  # resolved: tp unless set
         return {SHORT_NAMES[name]: value for name, value in raw.items()}
 
 
@@ -55,6 +86,7 @@ SHORT_NAMES: dict[str, str] = {
     "recompute": "recompute",
     "sequence_parallel": "sequence_parallel",
     "dtype": "dtype",
+    "expert_tensor_parallel": "expert_tp",
 }
 """The ONE map between a layout field's full name and its short (CLI / JSON) name."""
 

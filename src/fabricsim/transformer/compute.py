@@ -1,19 +1,24 @@
-"""Compute-time model of one transformer layer on one GPU: roofline + GEMM efficiency (layer L4).
+"""Compute-time model of one transformer layer on one GPU, from kernel-level rates (layer L4).
 
-Each GEMM takes ``max(FLOPs / (peak x efficiency), bytes / HBM bandwidth) + kernel overhead``
-(a roofline per op). The efficiency of a GEMM of shape (m, n, k) is
-``GEMM_PEAK_FRACTION x Π_d d / (d + GEMM_HALF_DIM)`` over its three dimensions, so the thin GEMMs
-that high tensor parallelism produces (k = h / tp) run less efficiently than big ones. Element-wise
-kernels (LayerNorm, bias-dropout-add, GeLU/SwiGLU, softmax) are bandwidth bound: bytes moved /
-(HBM bandwidth x ``HBM_FRACTION``). Attention is either *flash* (one fused kernel; no s x s matrix
-in HBM; causal blocks skipped; ``FLASH_ATTENTION_PEAK_FRACTION`` of peak) or *unfused* (two batched
-GEMMs and a fused scale-mask-softmax + dropout over the s x s score matrix in HBM, as Megatron-LM
-ran in 2021-22). FP8 applies to the linear-layer GEMMs only; attention and element-wise kernels
-run in 16-bit. Backward: every GEMM becomes two (data and weight gradient) -> 2x; flash attention's
-backward runs 5 matmuls for the forward's 2 -> 2.5x (Dao 2023, sec. 3.1.2); element-wise kernels
-are charged the bytes their gradient kernels move (listed below), about 1.2-1.5x the forward's.
+Each GEMM takes the time of :mod:`fabricsim.transformer.kernels` (tile/wave quantisation over the
+device's SMs, per-tile overhead, the device's achievable fraction *for the GEMM format*, a memory
+roofline for skinny shapes and a fixed per-kernel time). Element-wise kernels (LayerNorm,
+bias-dropout-add, GeLU/SwiGLU, softmax, cross entropy) are bandwidth bound: bytes moved / the
+device's achieved HBM bandwidth. Attention is either *flash* (one fused kernel; no s x s matrix in
+HBM; causal blocks skipped; efficiency by sequence length, head dim and causality from the device's
+FlashAttention-2/3 or Blackwell kernel benchmark, forward and backward separately) or *unfused*
+(two batched GEMMs and a fused scale-mask-softmax + dropout over the s x s score matrix in HBM, as
+Megatron-LM ran in 2021-22).
 
-Constants: :mod:`fabricsim.transformer.constants`.
+FP8/FP4 recipes (what real recipes pay, Transformer Engine): the linear-layer GEMMs run in the
+recipe's format (per-tensor FP8, block-scaled FP8, MXFP8, NVFP4); every GEMM input is quantised in
+forward and every output gradient in backward (``kernels.QUANTIZE_BYTES`` per element through HBM);
+attention, norms, activations, the output layer and the router stay 16-bit. Backward: every GEMM
+becomes two (data and weight gradient) -> 2x; flash attention's backward runs 5 matmuls for the
+forward's 2 -> 2.5x (Dao 2023, sec. 3.1.2); element-wise kernels are charged the bytes their
+gradient kernels move (listed below), about 1.2-1.5x the forward's.
+
+Constants: :mod:`fabricsim.transformer.constants` and :mod:`fabricsim.transformer.kernels`.
 """
 
 from __future__ import annotations
@@ -21,14 +26,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fabricsim.specs import DeviceSpec
-from fabricsim.transformer.constants import (
-    FLASH_ATTENTION_PEAK_FRACTION,
-    GEMM_HALF_DIM,
-    GEMM_PEAK_FRACTION,
-    HBM_FRACTION,
-    KERNEL_OVERHEAD_S,
-)
+from fabricsim.transformer.constants import KERNEL_OVERHEAD_S
 from fabricsim.transformer.flops import ModelDims
+from fabricsim.transformer.kernels import (
+    AttentionRates,
+    GemmRates,
+    attention_rates,
+    gemm_format,
+    gemm_rates,
+    hbm_achieved_Bps,
+    quantize_bytes_per_element,
+)
+from fabricsim.transformer.moe import expert_shard
 
 ACTIVATION_BYTES = 2.0  # 16-bit activations (bf16/fp16), also under FP8 recipes
 # Bytes per element moved by the element-wise kernels of one layer: (forward, backward).
@@ -37,44 +46,59 @@ BIAS_DROPOUT_ADD_BYTES = (7.0, 5.0)  # fwd read input and residual, write output
 GELU_BYTES = (4.0, 6.0)  # fwd read + write the 4h intermediate; bwd read x and dy, write dx
 SWIGLU_BYTES = (6.0, 10.0)  # fwd read gate and up, write product; bwd read gate, up, dy, write two grads
 SOFTMAX_DROPOUT_BYTES = (9.0, 11.0)  # scale-mask-softmax + dropout: fwd r/w + mask; bwd dropout (5) + softmax (6)
+ROPE_BYTES = (4.0, 4.0)  # fwd read + write each rotated q/k element (16-bit); bwd the same on the gradients
 CROSS_ENTROPY_BYTES = (10.0, 6.0)  # fwd read 16-bit logits, write and read fp32 softmax; bwd read softmax, write grad
 FLASH_BACKWARD_FACTOR = 2.5  # backward matmuls over forward matmuls of fused attention
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceRates:
-    """Throughputs of one GPU for a training dtype (FLOP/s and bytes/s)."""
+    """Kernel rates of one GPU for a training dtype and recipe: the linear layers' GEMMs
+    (``gemm``), 16-bit GEMMs (``gemm16``: output layer, router, unfused attention), fused
+    attention, achieved HBM B/s, and the quantisation bytes per GEMM-input element."""
 
-    gemm_peak_flops: float
-    attention_peak_flops: float
+    gemm: GemmRates
+    gemm16: GemmRates
+    attention: AttentionRates
     hbm_Bps: float
-    gemm_operand_bytes: float
+    quantize_bytes: float = 0.0
+
+    @property
+    def gemm_peak_flops(self) -> float:
+        return self.gemm.peak
+
+    @property
+    def attention_peak_flops(self) -> float:
+        return self.attention.peak
+
+    @property
+    def gemm_operand_bytes(self) -> float:
+        return self.gemm.operand_bytes
 
 
-def device_rates(device: DeviceSpec, dtype: str) -> DeviceRates:
-    """Peaks for ``dtype`` GEMMs (FP8 only for GEMMs; attention stays 16-bit) and usable HBM B/s."""
-    gemm_bytes = 1.0 if dtype == "fp8" else 2.0
+def device_rates(device: DeviceSpec, dtype: str, recipe: str | None = None) -> DeviceRates:
+    """Rates of ``device`` for training in ``dtype`` (FP8/FP4 under ``recipe``: delayed, current,
+    block, mxfp8; None = per-tensor delayed scaling, Megatron-Core's default)."""
+    sixteen = "fp16" if dtype == "fp16" else "bf16"
     return DeviceRates(
-        gemm_peak_flops=device.peak(dtype),
-        attention_peak_flops=device.peak("bf16"),
-        hbm_Bps=device.hbm_bandwidth_Bps * HBM_FRACTION,
-        gemm_operand_bytes=gemm_bytes,
+        gemm=gemm_rates(device, gemm_format(dtype, recipe)),
+        gemm16=gemm_rates(device, sixteen),
+        attention=attention_rates(device),
+        hbm_Bps=hbm_achieved_Bps(device),
+        quantize_bytes=quantize_bytes_per_element(dtype, recipe),
     )
 
 
-def gemm_efficiency(m: float, n: float, k: float) -> float:
-    """Fraction of peak a GEMM of shape (m x k)·(k x n) sustains (see module docstring)."""
-    half = GEMM_HALF_DIM
-    return GEMM_PEAK_FRACTION * (m / (m + half)) * (n / (n + half)) * (k / (k + half))
+def gemm_efficiency(rates: DeviceRates, m: float, n: float, k: float) -> float:
+    """Fraction of the format's peak a GEMM of shape (m x k)·(k x n) sustains (compute side)."""
+    return rates.gemm.efficiency(m, n, k)
 
 
-def gemm_time_s(rates: DeviceRates, m: float, n: float, k: float, count: float = 1.0) -> float:
-    """Seconds for ``count`` GEMMs of shape (m, n, k): roofline of FLOPs and operand bytes."""
-    if m <= 0 or n <= 0 or k <= 0 or count <= 0:
-        return 0.0
-    flops_s = 2.0 * m * n * k / (rates.gemm_peak_flops * gemm_efficiency(m, n, k))
-    bytes_s = (m * k + k * n) * rates.gemm_operand_bytes + m * n * ACTIVATION_BYTES
-    return count * (max(flops_s, bytes_s / rates.hbm_Bps) + KERNEL_OVERHEAD_S)
+def gemm_time_s(rates: DeviceRates, m: float, n: float, k: float, count: float = 1.0, *, wide: bool = False) -> float:
+    """Seconds for ``count`` GEMMs of shape (m, n, k) in one launch (batched or grouped): the
+    kernel's time including its fixed cost (``kernels.KERNEL_FIXED_S``); ``wide`` runs it in 16 bit
+    whatever the training dtype."""
+    return (rates.gemm16 if wide else rates.gemm).time_s(m, n, k, count)
 
 
 def memory_time_s(rates: DeviceRates, bytes_moved: float, kernels: float = 1.0) -> float:
@@ -93,6 +117,8 @@ class ShardShape:
     expert_parallel: int
     sequence_parallel: bool
     flash_attention: bool
+    expert_tensor_parallel: int = 0  # 0: the tensor-parallel size (Megatron-Core's default)
+    capacity_factor: float = 1.0  # expert load over the mean (padded to capacity); 1 = dropless, balanced
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,15 +157,17 @@ def _mlp_linear_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens
         return gemm_time_s(rates, tokens, up * dims.ffn / t, dims.hidden) + gemm_time_s(
             rates, tokens, dims.hidden, dims.ffn / t
         )
-    local_experts = dims.experts / shape.expert_parallel
-    per_expert_tokens = tokens * dims.experts_per_token / local_experts
-    routed = gemm_time_s(rates, per_expert_tokens, up * dims.expert_ffn / t, dims.hidden, local_experts)
-    routed += gemm_time_s(rates, per_expert_tokens, dims.hidden, dims.expert_ffn / t, local_experts)
+    etp = shape.expert_tensor_parallel or t
+    parallel = (t, shape.expert_parallel, etp)
+    ex = expert_shard(tokens, dims.experts, dims.experts_per_token, dims.expert_ffn, parallel, shape.capacity_factor)
+    # grouped GEMM: E/ep groups of (tokens per expert) x (f/etp) x h
+    routed = gemm_time_s(rates, ex.tokens_per_expert, up * ex.ffn_shard, dims.hidden, ex.local_experts)
+    routed += gemm_time_s(rates, ex.tokens_per_expert, dims.hidden, ex.ffn_shard, ex.local_experts)
     shared_ffn = dims.shared_experts * dims.expert_ffn / t
     shared = gemm_time_s(rates, tokens, up * shared_ffn, dims.hidden) + gemm_time_s(
         rates, tokens, dims.hidden, shared_ffn
     )
-    router = gemm_time_s(rates, tokens, dims.experts, dims.hidden)
+    router = gemm_time_s(rates, tokens, dims.experts, dims.hidden, wide=True)
     return routed + shared + router
 
 
@@ -149,31 +177,59 @@ def _attention_core_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) ->
     keys = float(shape.seq_len)
     flops = 2.0 * heads * queries * keys * (dims.qk_head_dim + dims.v_head_dim)
     if shape.flash_attention:
+        # causal: half the score blocks are skipped; the kernel runs at the efficiency of its
+        # per-rank sequence (context parallelism splits it into s/cp chunks)
         causal_flops = flops / 2.0
-        forward = causal_flops / (rates.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION) + KERNEL_OVERHEAD_S
-        return forward, FLASH_BACKWARD_FACTOR * forward
-    attention_rates = DeviceRates(rates.attention_peak_flops, rates.attention_peak_flops, rates.hbm_Bps, 2.0)
-    scores = gemm_time_s(attention_rates, queries, keys, dims.qk_head_dim, heads)
-    values = gemm_time_s(attention_rates, queries, dims.v_head_dim, keys, heads)
+        head_dim = 0.5 * (dims.qk_head_dim + dims.v_head_dim)
+        attention = rates.attention
+        forward_eff = attention.efficiency(queries, head_dim, causal=True)
+        backward_eff = attention.efficiency(queries, head_dim, causal=True, backward=True)
+        forward = causal_flops / (attention.peak * forward_eff) + KERNEL_OVERHEAD_S
+        backward = FLASH_BACKWARD_FACTOR * causal_flops / (attention.peak * backward_eff) + KERNEL_OVERHEAD_S
+        return forward, backward
+    scores = gemm_time_s(rates, queries, keys, dims.qk_head_dim, heads, wide=True)
+    values = gemm_time_s(rates, queries, dims.v_head_dim, keys, heads, wide=True)
     elements = heads * queries * keys
     forward = scores + values + memory_time_s(rates, SOFTMAX_DROPOUT_BYTES[0] * elements, kernels=2.0)
     backward = 2.0 * (scores + values) + memory_time_s(rates, SOFTMAX_DROPOUT_BYTES[1] * elements, kernels=2.0)
     return forward, backward
 
 
+def _quantised_elements(dims: ModelDims, shape: ShardShape, tokens: float, moe: bool) -> tuple[float, float]:
+    """Elements an FP8/FP4 recipe quantises per layer on one GPU: (GEMM inputs in forward, output
+    gradients in backward) of the attention projections and the (dense or routed + shared) MLP."""
+    t = shape.tensor_parallel
+    up = 2 if dims.gated else 1
+    qkv_out = (dims.attention_params - dims.heads * dims.v_head_dim * dims.hidden) / dims.hidden / t
+    out_in = dims.heads * dims.v_head_dim / t
+    if moe:
+        width = (dims.experts_per_token + dims.shared_experts) * dims.expert_ffn / t
+        mlp_in_tokens = tokens * (dims.experts_per_token + dims.shared_experts)
+    else:
+        width, mlp_in_tokens = dims.ffn / t, tokens
+    forward = tokens * (dims.hidden + out_in + width) + mlp_in_tokens * dims.hidden
+    backward = tokens * (qkv_out + dims.hidden + up * width) + mlp_in_tokens * dims.hidden
+    return forward, backward
+
+
 def _elementwise_s(
     dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float, moe: bool
 ) -> tuple[float, float]:
-    """(forward, backward) seconds of LayerNorms, bias-dropout-adds and the MLP activation."""
+    """(forward, backward) seconds of LayerNorms, bias-dropout-adds, the MLP activation, rotary
+    embeddings of q and k (RoPE models) and (FP8/FP4 recipes) the quantisation kernels."""
     t = shape.tensor_parallel
     replicated_tokens = tokens / t if shape.sequence_parallel else tokens
     width = (dims.experts_per_token + dims.shared_experts) * dims.expert_ffn if moe else dims.ffn
     act_bytes = SWIGLU_BYTES if dims.gated else GELU_BYTES
+    quantised = _quantised_elements(dims, shape, tokens, moe) if rates.quantize_bytes else (0.0, 0.0)
+    rotated = tokens * (dims.heads + (1 if dims.mla else dims.kv_heads)) / t * dims.rope_dim
     times = []
     for i in (0, 1):
         per_token_hidden = 2.0 * LAYERNORM_BYTES[i] + 2.0 * BIAS_DROPOUT_ADD_BYTES[i]
         moved = replicated_tokens * per_token_hidden * dims.hidden + tokens * act_bytes[i] * width / t
-        times.append(memory_time_s(rates, moved, kernels=5.0))
+        moved += rates.quantize_bytes * quantised[i] + ROPE_BYTES[i] * rotated
+        kernels = 5.0 + (4.0 if rates.quantize_bytes else 0.0) + (1.0 if dims.rope_dim else 0.0)
+        times.append(memory_time_s(rates, moved, kernels=kernels))
     return times[0], times[1]
 
 
@@ -190,7 +246,7 @@ def logits_times_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> tu
     """(forward, backward) seconds of the output layer and vocabulary-parallel cross entropy on one GPU."""
     tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
     vocab_local = dims.vocab / shape.tensor_parallel
-    gemm = gemm_time_s(rates, tokens, vocab_local, dims.hidden)
+    gemm = gemm_time_s(rates, tokens, vocab_local, dims.hidden, wide=True)  # the output layer stays 16-bit
     forward = gemm + memory_time_s(rates, CROSS_ENTROPY_BYTES[0] * tokens * vocab_local, kernels=3.0)
     backward = 2.0 * gemm + memory_time_s(rates, CROSS_ENTROPY_BYTES[1] * tokens * vocab_local, kernels=1.0)
     return forward, backward

@@ -12,7 +12,8 @@ A GEMM of an (m x k) by (k x n) matrix costs 2mkn FLOPs, so every linear layer c
 
 The backward pass costs twice the forward. *Model* FLOPs are forward + backward (3x forward),
 *hardware* FLOPs add the recomputed forward: the whole layer stack under full recomputation, the
-attention core under selective recomputation (Korthikanti et al. 2022, sec. 4.2); the output
+attention core under selective recomputation (Korthikanti et al. 2022, sec. 4.2), MLA's
+up-projections under fine-grained recomputation; the output
 layer is never recomputed. With h the hidden size, l layers and V the vocabulary these reduce to
 96·B·s·l·h²·(1 + s/6h + V/16lh) (full recompute, Narayanan et al. SC'21 sec. 5.1) and
 72·B·s·l·h²·(1 + s/6h + V/12lh) (model FLOPs, Korthikanti et al. 2022 sec. 6) for GPT models.
@@ -53,6 +54,16 @@ class ModelDims:
     output_params: int
     tied_embeddings: bool
     mla: bool
+    rope_dim: int = 0
+    """Head dimension rotated by RoPE (0: learned absolute positions, GPT-2/3 style)."""
+    q_lora_rank: int = 0  # MLA only: query latent width
+    kv_lora_rank: int = 0  # MLA only: key/value latent width
+    qk_rope_dim: int = 0  # MLA only: the rotary part of qk_head_dim
+
+    @property
+    def mla_latent_width(self) -> float:
+        """Per-token latent width MLA stores before its up-projections (q and kv latents, rope key)."""
+        return self.q_lora_rank + self.kv_lora_rank + self.qk_rope_dim
 
     @property
     def moe_active_mlp_params(self) -> int:
@@ -93,7 +104,21 @@ def model_dims(model: ModelSpec) -> ModelDims:
         output_params=counts.output if counts.output else counts.embedding,
         tied_embeddings=not counts.output,
         mla=model.is_mla,
+        rope_dim=_rope_dim(model, qk_dim),
+        q_lora_rank=(model.q_lora_rank or 0) if model.is_mla else 0,
+        kv_lora_rank=(model.kv_lora_rank or 0) if model.is_mla else 0,
+        qk_rope_dim=(model.qk_rope_head_dim or 0) if model.is_mla else 0,
     )
+
+
+def _rope_dim(model: ModelSpec, qk_dim: int) -> int:
+    """RoPE'd part of a query/key head: MLA rotates ``qk_rope_head_dim``; the gated-MLP families
+    (Llama, Mistral, Qwen, DeepSeek, Kimi) rotate the whole head; the GeLU GPT models use learned
+    absolute positions (Megatron GPT, GPT-3), no RoPE. The config has no position-type field, so the
+    MLP type stands in for it."""
+    if model.is_mla:
+        return model.qk_rope_head_dim or 0
+    return qk_dim if model.gated_mlp else 0
 
 
 def attention_core_flops(dims: ModelDims, batch: int, seq_len: int) -> float:
@@ -128,7 +153,12 @@ def recompute_flops(dims: ModelDims, batch: int, seq_len: int, recompute: Recomp
         return model_forward_flops(dims, batch, seq_len) - logits_forward_flops(dims, batch, seq_len)
     if recompute is Recompute.SELECTIVE:
         return dims.layers * attention_core_flops(dims, batch, seq_len)
-    return 0.0
+    if recompute is Recompute.FINE_GRAINED and dims.mla:  # MLA's Q and KV up-projections (GEMMs)
+        nope = dims.qk_head_dim - dims.qk_rope_dim
+        per_token = dims.q_lora_rank * dims.heads * dims.qk_head_dim
+        per_token += dims.kv_lora_rank * dims.heads * (nope + dims.v_head_dim)
+        return dims.layers * 2.0 * batch * seq_len * per_token
+    return 0.0  # fine-grained norms and activations are element-wise: no GEMM FLOPs
 
 
 def model_flops_per_step(dims: ModelDims, global_batch: int, seq_len: int) -> float:

@@ -12,6 +12,24 @@ per token so GQA, MLA, SwiGLU and MoE fall out of the same terms: for GPT this i
 s·b·h·(34 + 5·a·s/h) bytes without parallelism, s·b·h·(10 + 24/t + 5·a·s/(h·t)) with tensor
 parallelism t, s·b·h/t·(34 + 5·a·s/h) with sequence parallelism; selective recomputation (and
 flash attention) drop the 5·a·s/h term, full recomputation keeps only the 2·s·b·h layer input.
+
+MoE layers (Megatron-Core's alltoall dispatcher with memory-efficient permutation, >= 0.13): per
+(token, expert) pair a GPU keeps the dispatched token (2h, the FC1 input; all-gathered over the
+expert-TP group) and the expert's FFN activations on its shard (gate, up, product for SwiGLU), for
+the pairs :func:`fabricsim.transformer.moe.expert_shard` gives it; shared experts are split like
+the dense MLP. The router keeps fp32 probabilities (4·E bytes per token).
+
+Fine-grained recomputation (``Recompute.FINE_GRAINED``, Megatron-Core ``--recompute-modules
+layernorm mla_up_proj moe_act``; the same choices as DeepSeek-V3's "recomputation of RMSNorm and
+MLA up-projection", arXiv 2412.19437 sec. 3.2.3) discards and recomputes: the two norm outputs (the
+QKV and MLP inputs, 4h of the 10h), MLA's up-projected Q, K and V (only the latents
+q_lora + kv_lora + rope, twice -- before and after their norm -- stay), and the expert activation's
+output (the FC2 input). Checked against the public accounting of Megatron-Core's MoE report
+(arXiv 2603.07685, Table 3: DeepSeek-V3 in BF16 needs 131 GB of activations per GPU without these;
+the LayerNorm, MLA up-projection and SwiGLU recomputations save 8.2, 30.4 and 3.8 GB): the norm
+outputs are 4h = 28.7 KB per token here, matching 8.2 GB over that layout's ~75 in-flight layer
+micro-batches of 4,096 tokens (26.7 KB), and the up-projected Q/K/V ~127 KB per token against
+30.4 GB (~99 KB; their MLA rope and TP details differ).
 """
 
 from __future__ import annotations
@@ -22,6 +40,7 @@ from fabricsim.specs import Recompute
 from fabricsim.transformer.compute import ShardShape
 from fabricsim.transformer.constants import ADAM_STATE_BYTES_PER_PARAM
 from fabricsim.transformer.flops import ModelDims
+from fabricsim.transformer.moe import expert_shard
 
 WEIGHT_BYTES = 2.0  # 16-bit model weights (FP8 recipes keep 16-bit weights and cast per GEMM)
 
@@ -62,36 +81,78 @@ def state_bytes(dense_params: float, expert_params: float, shards: tuple[int, in
     )
 
 
-def _attention_bytes_per_token(dims: ModelDims) -> float:
-    """Sharded attention activations per token (Q, K, V and the projection input), 16-bit."""
+def linear_input_bytes(dtype: str) -> float:
+    """Bytes per element of a saved GEMM input: an FP8 recipe's linear layers keep the FP8 copy of
+    their input they cast for the forward GEMM (Transformer Engine saves the quantised input for the
+    weight-gradient GEMM; DeepSeek-V3, arXiv 2412.19437 sec. 3.3.2, caches these activations in FP8),
+    16-bit otherwise. Attention's Q, K, V and the norms stay 16-bit."""
+    return 1.0 if dtype in ("fp8", "fp4") else 2.0  # fp4: counted as FP8 (no claim of 4-bit caching)
+
+
+def _attention_bytes_per_token(dims: ModelDims, recompute: Recompute, lb: float) -> float:
+    """Tensor-parallel-sharded attention activations per token: 16-bit Q, K, V (MLA: up-projected per
+    head) and the output projection's input (``lb`` bytes); under fine-grained recomputation MLA's
+    Q, K, V are rebuilt from the latents (counted by :func:`layer_activation_bytes`)."""
+    projection_input = lb * dims.heads * dims.v_head_dim
+    if dims.mla and recompute is Recompute.FINE_GRAINED:
+        return projection_input
     q = dims.heads * dims.qk_head_dim
     k = dims.kv_heads * dims.qk_head_dim
     v = dims.kv_heads * dims.v_head_dim
     if dims.mla:
         k = dims.heads * dims.qk_head_dim  # MLA up-projects K and V per head before attention
         v = dims.heads * dims.v_head_dim
-    return 2.0 * (q + k + v + dims.heads * dims.v_head_dim)
+    return 2.0 * (q + k + v) + projection_input
 
 
-def _mlp_bytes_per_token(dims: ModelDims, moe: bool) -> float:
-    """Sharded MLP activations per token: GeLU in/out (2 x 2f) or SwiGLU gate, up, product (3 x 2f)."""
-    per_width = 6.0 if dims.gated else 4.0
+def _ffn_bytes_per_width(dims: ModelDims, lb: float, drop_act_output: bool) -> float:
+    """Bytes per FFN channel: the 16-bit activation input (SwiGLU: gate and up, 2 x 2; GeLU: 2) and its
+    output, the FC2 input (``lb``), which fine-grained recomputation (moe_act) rebuilds."""
+    act_input = 4.0 if dims.gated else 2.0
+    return act_input + (0.0 if drop_act_output else lb)
+
+
+def _mlp_bytes_per_token(dims: ModelDims, moe: bool, lb: float) -> float:
+    """Tensor-parallel-sharded MLP activations per token (dense MLP, or an MoE layer's shared experts
+    and the router's fp32 probabilities; routed experts: :func:`_routed_bytes`). With 16-bit inputs
+    this is 6f (SwiGLU) or 4f (GeLU), as Korthikanti et al."""
     if not moe:
-        return per_width * dims.ffn
-    routed_width = (dims.experts_per_token + dims.shared_experts) * dims.expert_ffn
-    return per_width * routed_width + 2.0 * dims.hidden * dims.experts_per_token + 4.0 * dims.experts
+        return _ffn_bytes_per_width(dims, lb, False) * dims.ffn
+    return _ffn_bytes_per_width(dims, lb, False) * dims.shared_experts * dims.expert_ffn + 4.0 * dims.experts
 
 
-def layer_activation_bytes(dims: ModelDims, shape: ShardShape, recompute: Recompute, moe: bool) -> float:
-    """Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti et al. 2022)."""
+def _routed_bytes(dims: ModelDims, shape: ShardShape, recompute: Recompute, tokens: float, lb: float) -> float:
+    """Routed-expert activations on one GPU: per (token, expert) pair the dispatched token (the FC1
+    input, ``lb`` x h) and the FFN activations of its shard (the activation's output dropped under
+    fine-grained recomputation)."""
+    t = shape.tensor_parallel
+    parallel = (t, shape.expert_parallel, shape.expert_tensor_parallel or t)
+    ex = expert_shard(tokens, dims.experts, dims.experts_per_token, dims.expert_ffn, parallel, shape.capacity_factor)
+    per_width = _ffn_bytes_per_width(dims, lb, recompute is Recompute.FINE_GRAINED)
+    return ex.pairs * (lb * dims.hidden + per_width * ex.ffn_shard)
+
+
+def layer_activation_bytes(
+    dims: ModelDims, shape: ShardShape, recompute: Recompute, moe: bool, dtype: str = "bf16"
+) -> float:
+    """Activation bytes one layer keeps for one micro-batch on one GPU (module docstring); ``dtype``
+    the training dtype (FP8 recipes keep FP8 GEMM inputs, :func:`linear_input_bytes`)."""
     t = shape.tensor_parallel
     tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
     replicated_share = 1.0 / t if shape.sequence_parallel else 1.0
     if recompute is Recompute.FULL:
         return 2.0 * dims.hidden * tokens * replicated_share
-    # LayerNorm inputs (4h), QKV and MLP inputs (4h), two 1-byte dropout masks (2h): 10h
-    replicated = 10.0 * dims.hidden * tokens * replicated_share
-    sharded = (_attention_bytes_per_token(dims) + _mlp_bytes_per_token(dims, moe)) * tokens / t
+    lb = linear_input_bytes(dtype)
+    # LayerNorm inputs (4h), QKV and MLP inputs (2 x 2h as GEMM inputs; an MoE layer's MLP input also
+    # feeds the 16-bit router), two 1-byte dropout masks (2h): 10h in 16-bit. Fine-grained
+    # recomputation rebuilds the norm outputs (the QKV and MLP inputs).
+    norm_outputs = 0.0 if recompute is Recompute.FINE_GRAINED else lb + (2.0 if moe else lb)
+    replicated = (6.0 + norm_outputs) * dims.hidden * tokens * replicated_share
+    if dims.mla:  # latents before (16-bit) and after (up-projection input) their norms; not TP-split
+        replicated += (2.0 + lb) * dims.mla_latent_width * tokens
+    sharded = (_attention_bytes_per_token(dims, recompute, lb) + _mlp_bytes_per_token(dims, moe, lb)) * tokens / t
+    if moe:
+        sharded += _routed_bytes(dims, shape, recompute, tokens, lb)
     if shape.flash_attention:
         core = 4.0 * dims.heads * tokens / t  # fp32 log-sum-exp per head and query
     elif recompute is Recompute.SELECTIVE:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.specs import DeviceSpec, ModelSpec, SystemSpec
 
 
 class SpecSource(Protocol):
@@ -56,14 +56,30 @@ class ValidationEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class HoldoutError:
+    """Mean |error| of the ``rows`` rows of ``group`` predicted with that group's calibration data
+    held out (``kind``: leave-one-device-out, leave-one-dtype-out)."""
+
+    kind: str
+    group: str
+    mean_abs_error: float
+    rows: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "group": self.group, "mean_abs_error": self.mean_abs_error, "rows": self.rows}
+
+
+@dataclass(frozen=True, slots=True)
 class SuiteResult:
-    """A suite's entries; ``calibration`` says which fitted constants saw these rows ("" = none);
-    ``skipped`` lists the shipped rows the suite cannot predict, as (id, reason)."""
+    """A suite's entries; ``calibration`` says what the compute model was calibrated on and whether
+    these rows are in-sample; ``skipped`` lists the shipped rows the suite cannot predict, as (id,
+    reason); ``holdout`` the held-out-calibration errors (may be empty)."""
 
     name: str
     entries: tuple[ValidationEntry, ...]
     calibration: str = ""
     skipped: tuple[tuple[str, str], ...] = ()
+    holdout: tuple[HoldoutError, ...] = ()
 
     @property
     def mean_abs_error(self) -> float:
@@ -90,6 +106,8 @@ class SuiteResult:
             payload["calibration"] = self.calibration
         if self.skipped:
             payload["skipped"] = [{"id": entry_id, "reason": reason} for entry_id, reason in self.skipped]
+        if self.holdout:
+            payload["holdout"] = [h.to_json() for h in self.holdout]
         return payload
 
 
@@ -101,3 +119,30 @@ def load_entries(filename: str) -> list[dict[str, Any]]:
     """The ``entries`` list of a shipped validation file."""
     with data_path(filename).open(encoding="utf-8") as handle:
         return list(yaml.safe_load(handle)["entries"])
+
+
+def system_without_kernels(system: SystemSpec) -> SystemSpec:
+    """``system`` whose device has no kernel benchmarks (the compute model's generation defaults):
+    how a held-out device is predicted."""
+    device = system.device.model_copy(update={"kernels": None})
+    return system.model_copy(update={"device": device})
+
+
+def device_without_format(device: DeviceSpec, fmt: str) -> DeviceSpec:
+    """``device`` keeping only its 16-bit GEMM benchmarks (for a ``fmt`` other than BF16/FP16): a
+    held-out dtype's GEMMs reach the fraction of their peak that BF16 GEMMs reach."""
+    kernels = device.kernels
+    if kernels is None or fmt in ("bf16", "fp16"):
+        return device
+    gemm = {key: value for key, value in kernels.gemm.items() if key in ("bf16", "fp16")}
+    return device.model_copy(update={"kernels": kernels.model_copy(update={"gemm": gemm})})
+
+
+def system_without_format(system: SystemSpec, fmt: str) -> SystemSpec:
+    """``system`` whose device is :func:`device_without_format`."""
+    return system.model_copy(update={"device": device_without_format(system.device, fmt)})
+
+
+def mean_abs_error(pairs: list[tuple[float, float]]) -> float:
+    """Mean |predicted - measured| / measured over (measured, predicted) pairs."""
+    return sum(abs(p - m) / m for m, p in pairs) / len(pairs) if pairs else 0.0

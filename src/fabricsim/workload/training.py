@@ -4,8 +4,11 @@ Rank order (documented contract with ``collectives.place_group``): the tensor-pa
 fastest, then context, then data, then pipeline -- GPU ``g = tp_rank + tp·(cp_rank + cp·(dp_rank +
 dp·pp_rank))`` (Megatron-LM's default order). So tensor-parallel groups are contiguous (inside
 the NVLink domain first), context groups have stride tp, data groups stride tp·cp and pipeline
-neighbours stride tp·cp·dp. Expert parallelism uses the first ``ep`` ranks of each data group
-(stride tp·cp), expert-data-parallel groups stride tp·cp·ep.
+neighbours stride tp·cp·dp. Expert layers fold over the same tp·cp·dp ranks of a stage in
+Megatron-Core's expert order (expert TP fastest, then EP, then expert-DP; parallel folding, Liu et
+al. 2025, arXiv 2504.14960): expert-tensor groups are contiguous, expert-parallel groups stride
+etp, expert-data-parallel groups stride etp·ep. With etp = tp and ep dividing dp this is the
+classic "EP inside DP" layout; with etp = 1 an EP group may span the tensor-parallel ranks too.
 
 Stages: layers are split over ``pp·vpp`` model chunks; when they do not divide evenly the first
 chunks take one extra layer and the step is paced by the largest stage (ceil(L/pp) layers).
@@ -20,22 +23,78 @@ from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.flops import ModelDims
 
-DTYPES = ("bf16", "fp16", "fp8")
+DTYPES = ("bf16", "fp16", "fp8", "fp4")  # fp4: NVFP4 recipe on Blackwell
+# Megatron-Core ``--fp8-recipe``: delayed (per-tensor, amax history), tensorwise (per-tensor, current
+# scaling; "current" here), blockwise (DeepSeek-V3's 1x128 / 128x128 blocks; "block"), mxfp8
+# (Blackwell MX, 1x32 blocks with E8M0 scales); nvfp4 for fp4 runs.
+FP8_RECIPES = ("delayed", "current", "block", "mxfp8", "nvfp4")  # transformer.kernels.RECIPE_FORMAT
+# Megatron-Core token dispatchers: alltoall (NCCL all-to-all, the default) and DeepEP
+# (``--moe-token-dispatcher-type flex --moe-enable-deepep``).
+MOE_DISPATCHERS = ("alltoall", "deepep")
 
 
 @dataclass(frozen=True, slots=True)
 class TrainingOptions:
-    """How the framework runs the step, beyond the layout.
+    """How the framework runs the step, beyond the layout. Defaults follow Megatron-Core's
+    (megatron/training/arguments.py, 2025): every overlap is opt-in there.
 
-    ``flash_attention``: fused attention (no s x s scores in HBM); off reproduces Megatron-LM 2021-22.
+    ``flash_attention``: fused attention (no s x s scores in HBM; Megatron-Core's
+    ``--attention-backend auto`` picks a fused kernel); off reproduces Megatron-LM 2021-22.
     ``overlap_grad_reduce``: data-parallel gradient reduction in buckets overlapped with backward
-    (Megatron-LM 2021 reduced after backward, not overlapped). ``overlap_tp_comm``: tensor-parallel
-    collectives hidden behind GEMMs (Transformer Engine userbuffers); off by default.
+    (``--overlap-grad-reduce``, default off). ``overlap_param_gather``: the ZeRO/distributed-optimizer
+    all-gather of updated parameters overlapped with the next forward (``--overlap-param-gather``,
+    default off). ``overlap_tp_comm``: tensor-parallel collectives hidden behind GEMMs
+    (``--tp-comm-overlap``, Transformer Engine userbuffers, which need the TP group inside one NVLink
+    domain; default off). ``a2a_overlap``: the expert-parallel all-to-all of one micro-batch hidden
+    behind the other's compute in the 1F1B steady state (``--overlap-moe-expert-parallel-comm``,
+    DualPipe-style; default off). ``fp8_recipe``: the scaling recipe of FP8/FP4 training
+    (:data:`FP8_RECIPES`; None = delayed, Megatron-Core's default): selects the GEMM format and the
+    quantisation kernels' cost in the compute model. ``capacity_factor``: None is dropless
+    (Megatron-Core's default); a number c drops tokens beyond c x the mean expert load and pads every
+    expert to it (``--moe-expert-capacity-factor c --moe-pad-expert-input-to-capacity``), so expert
+    GEMMs and dispatch carry c x the mean (c < 1 would drop work the model FLOPs still count, so it
+    is refused). ``moe_dispatcher``: :data:`MOE_DISPATCHERS` (default alltoall, as Megatron-Core);
+    deepep sends a token once per remote NVLink domain (:mod:`fabricsim.collectives.dispatch`).
     """
 
     flash_attention: bool = True
-    overlap_grad_reduce: bool = True
+    overlap_grad_reduce: bool = False
     overlap_tp_comm: bool = False
+    overlap_param_gather: bool = False
+    a2a_overlap: bool = False
+    fp8_recipe: str | None = None  # None: delayed, Megatron-Core's default
+    capacity_factor: float | None = None
+    moe_dispatcher: str = "alltoall"
+
+    def __post_init__(self) -> None:
+        if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
+            raise FabricsimError(
+                "fp8_recipe", f"unknown FP8 recipe {self.fp8_recipe!r}", f"use one of {', '.join(FP8_RECIPES)}"
+            )
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON view with the CLI's names."""
+        return {
+            "flash_attention": self.flash_attention,
+            "overlap_grad_reduce": self.overlap_grad_reduce,
+            "overlap_param_gather": self.overlap_param_gather,
+            "tp_comm_overlap": self.overlap_tp_comm,
+            "a2a_overlap": self.a2a_overlap,
+            "fp8_recipe": self.fp8_recipe or "delayed",
+            "capacity_factor": self.capacity_factor,
+            "moe_dispatcher": self.moe_dispatcher,
+        }
+
+    def validate(self) -> None:
+        """Raise :class:`FabricsimError` naming the option for a bad value."""
+        if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
+            raise FabricsimError("fp8-recipe", f"unknown recipe {self.fp8_recipe!r}", f"use {' | '.join(FP8_RECIPES)}")
+        if self.moe_dispatcher not in MOE_DISPATCHERS:
+            problem = f"unknown dispatcher {self.moe_dispatcher!r}"
+            raise FabricsimError("moe-dispatcher", problem, f"use {' | '.join(MOE_DISPATCHERS)}")
+        cf = self.capacity_factor
+        if cf is not None and (isinstance(cf, bool) or not isinstance(cf, (int, float)) or not 1.0 <= cf <= 64.0):
+            raise FabricsimError("capacity-factor", f"must be a number in [1, 64], got {cf!r}", "or omit it (dropless)")
 
 
 def check_dtype(dtype: str) -> None:
@@ -64,8 +123,8 @@ def check_layout(dims: ModelDims, layout: ParallelLayout, gpus: int, global_batc
         _check_tensor_parallel(dims, tp)
     if pp * vpp > dims.layers:
         raise FabricsimError("pp", f"pp*vpp = {pp * vpp} exceeds the {dims.layers} layers", "use fewer pipeline stages")
-    if ep > 1:
-        _check_expert_parallel(dims, ep, dp)
+    if ep > 1 or layout.expert_tensor_parallel not in (None, tp):
+        _check_expert_parallel(dims, layout)
     if seq_len % cp:
         raise FabricsimError("cp", f"{cp} does not divide the sequence length {seq_len}")
     if global_batch % (dp * mb):
@@ -95,11 +154,21 @@ def _check_tensor_parallel(dims: ModelDims, tp: int) -> None:
     raise FabricsimError("tp", f"{tp} and the {dims.kv_heads} KV heads do not divide each other")
 
 
-def _check_expert_parallel(dims: ModelDims, ep: int, dp: int) -> None:
+def _check_expert_parallel(dims: ModelDims, layout: ParallelLayout) -> None:
+    """Megatron-Core parallel folding: etp*ep divides tp*cp*dp (arXiv 2504.14960, sec. 3)."""
+    ep, etp = layout.expert_parallel, layout.expert_tp
     if not dims.experts:
-        raise FabricsimError("ep", "expert parallelism needs an MoE model", "use --ep 1 for a dense model")
+        field = "ep" if ep > 1 else "expert-tp"
+        raise FabricsimError(field, "expert parallelism needs an MoE model", f"drop --{field} for a dense model")
     _divides("ep", ep, dims.experts, "the experts")
-    _divides("ep", ep, dp, "the data-parallel size")
+    _divides("expert-tp", etp, dims.expert_ffn, "the expert FFN size")
+    ranks = layout.tensor_parallel * layout.context_parallel * layout.data_parallel
+    if ranks % (ep * etp):
+        raise FabricsimError(
+            "ep",
+            f"expert-tp x ep = {etp * ep} does not divide tp x cp x dp = {ranks}",
+            "use a smaller --ep or --expert-tp 1 (the expert group may span the tensor-parallel ranks)",
+        )
 
 
 def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayout:
@@ -120,11 +189,27 @@ def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayou
             )
         values["data_parallel"] = gpus // denominator
     values.setdefault("zero_stage", 1 if dims.experts else 0)
+    values["expert_tensor_parallel"] = default_expert_tp(dims, values)
     values.setdefault("sequence_parallel", tp > 1)  # type: ignore[operator]
     values["recompute"] = Recompute(values.get("recompute", Recompute.NONE))
     layout = ParallelLayout(**values)  # type: ignore[arg-type]
     _check_product(layout, gpus)
     return layout
+
+
+def default_expert_tp(dims: ModelDims, values: dict[str, object]) -> int | None:
+    """The expert tensor-parallel size when unset: Megatron-Core's default (= tp) where the expert
+    group fits in tp*cp*dp, else 1 (parallel folding: the expert-parallel group spans the
+    tensor-parallel ranks, as NVIDIA's DeepSeek-V3 recipes set ``--expert-tensor-parallel-size 1``).
+    Dense models keep None."""
+    given = values.get("expert_tensor_parallel")
+    if given is not None or not dims.experts:
+        return given  # type: ignore[return-value]
+    keys = ("tensor_parallel", "context_parallel", "data_parallel", "expert_parallel")
+    tp, cp, dp, ep = (values.get(k, 1) for k in keys)
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (tp, cp, dp, ep)):
+        return None
+    return tp if (tp * cp * dp) % (tp * ep) == 0 else 1  # type: ignore[operator, return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,15 +231,16 @@ def largest_stage(dims: ModelDims, pipeline_parallel: int) -> StageLayers:
 
 
 def stage_parameters(
-    dims: ModelDims, stage: StageLayers, tensor_parallel: int, expert_parallel: int
+    dims: ModelDims, stage: StageLayers, tensor_parallel: int, expert_parallel: int, expert_tp: int | None = None
 ) -> tuple[float, float]:
-    """(dense, expert) parameters one GPU of the largest stage holds (embedding or output included)."""
+    """(dense, expert) parameters one GPU of the largest stage holds (embedding or output included);
+    experts are split over ep and expert TP (default: the tensor-parallel size)."""
     dense_layer = dims.attention_params + 2 * dims.hidden
     dense = stage.dense_layers * (dense_layer + dims.dense_mlp_params)
     dense += stage.moe_layers * (dense_layer + dims.router_params + dims.shared_experts * dims.expert_params)
     dense += max(dims.embedding_params, dims.output_params)  # stage 0 or the last stage (tied: a copy)
     expert = stage.moe_layers * dims.experts / expert_parallel * dims.expert_params
-    return dense / tensor_parallel, expert / tensor_parallel
+    return dense / tensor_parallel, expert / (tensor_parallel if expert_tp is None else expert_tp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,16 +251,27 @@ class CommSizes:
     tensor_bytes: float  # each TP all-reduce, or each SP all-gather / reduce-scatter
     context_kv_bytes: float  # all-gather of K and V over the context-parallel group
     expert_bytes: float  # each EP all-to-all (dispatch or combine)
+    expert_tp_bytes: float  # each expert-TP all-gather (after dispatch) or reduce-scatter (before combine)
     pipeline_bytes: float  # each stage-to-stage send/recv
     dense_grad_bytes: float  # per step: gradients reduced over the data-parallel group
     expert_grad_bytes: float  # per step: expert gradients over the expert-data-parallel group
 
 
 def comm_sizes(
-    dims: ModelDims, layout: ParallelLayout, seq_len: int, grad_bytes: tuple[float, float, float]
+    dims: ModelDims,
+    layout: ParallelLayout,
+    seq_len: int,
+    grad_bytes: tuple[float, float, float],
+    capacity_factor: float | None = None,
 ) -> CommSizes:
     """Message sizes of every collective of a step; ``grad_bytes`` = (dense params, expert params,
-    bytes per gradient) for the GPU's largest stage."""
+    bytes per gradient) for the GPU's largest stage.
+
+    Expert dispatch (Megatron-Core's alltoall dispatcher): each rank sends its tokens (1/t of them
+    under sequence parallelism) once per chosen expert, k x h 16-bit values per token (x the
+    capacity factor when experts are padded to capacity), over the ep ranks; with expert TP > 1 the
+    received tokens are then all-gathered over the expert-TP group (reduce-scattered before combine).
+    """
     t = layout.tensor_parallel
     tokens = layout.micro_batch_size * seq_len / layout.context_parallel
     hidden_bytes = 2.0 * tokens * dims.hidden
@@ -183,13 +280,15 @@ def comm_sizes(
     # the boundary activation between stages (with sequence parallelism it only holds 1/t anyway)
     scatter = t
     dense_params, expert_params, per_grad = grad_bytes
+    dispatched = hidden_bytes * dims.experts_per_token * (capacity_factor or 1.0)
+    dispatched /= t if layout.sequence_parallel else 1
+    etp = layout.expert_tp
     return CommSizes(
         tensor_bytes=hidden_bytes if t > 1 else 0.0,
         context_kv_bytes=2.0 * seq_len * layout.micro_batch_size * kv_width / t if layout.context_parallel > 1 else 0.0,
-        expert_bytes=hidden_bytes * dims.experts_per_token / (t if layout.sequence_parallel else 1)
-        if layout.expert_parallel > 1
-        else 0.0,
+        expert_bytes=dispatched if layout.expert_parallel > 1 and dims.experts else 0.0,
+        expert_tp_bytes=dispatched * etp if etp > 1 and dims.experts else 0.0,
         pipeline_bytes=hidden_bytes / scatter if layout.pipeline_parallel > 1 else 0.0,
         dense_grad_bytes=dense_params * per_grad if layout.data_parallel > 1 else 0.0,
-        expert_grad_bytes=expert_params * per_grad if layout.data_parallel // layout.expert_parallel > 1 else 0.0,
+        expert_grad_bytes=expert_params * per_grad if layout.expert_data_parallel > 1 else 0.0,
     )

@@ -15,8 +15,9 @@ previous virtual stage's forward of the same micro-batch (plus the p2p transfer)
 next virtual stage's backward. Gradient buckets of a chunk leave as its last backward produces
 them (the last backward is split into one slice per bucket) when ``overlap_grad_reduce``, else
 after the rank's last backward; the optimizer waits for all of them. ZeRO's all-gather of the
-updated parameters is issued at the start of the iteration (Megatron's distributed optimizer
-overlaps it with the first forward: the op after the first forward waits for it).
+updated parameters is issued at the start of the iteration: with ``overlap_param_gather``
+(Megatron's distributed optimizer overlapping it with the first forward) the op after the first
+forward waits for it, without it the first forward does.
 
 Symmetry: the ``tensor_parallel`` GPUs of a stage are one rank class (in lock-step, ``members``);
 data-parallel replicas are folded into ``copies`` unless ``replicas`` > 1 asks to unfold some of
@@ -74,6 +75,7 @@ class TrainingPlan:
     tensor_parallel: int = 1
     data_parallel: int = 1
     overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True  # False: the first forward waits for ZeRO's parameter all-gather
     blocking_p2p: bool = True
     notes: tuple[str, ...] = field(default=())
 
@@ -172,6 +174,9 @@ class _Builder:
         vs = chunk * p + stage
         costs = self.plan.chunks[vs]
         deps = [self.fwd[(mb, vs - 1)]] if vs > 0 else []
+        if wait_for is not None and not self.plan.overlap_param_gather:
+            deps.append(wait_for)  # not overlapped: the gathered weights are needed before the forward
+            wait_for = None
         name = f"F{mb}.c{chunk}"
         self._compute(stage, _Work(name, "forward", costs.forward_s, costs.layers), deps)
         if wait_for is not None:

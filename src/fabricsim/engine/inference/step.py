@@ -6,9 +6,11 @@ over ``tp`` GPUs and, when ``ep > tp``, data parallel over ``ep / tp`` such grou
 split over all ``tp x dp`` GPUs of the stage (``ep`` groups of experts, each expert ``tp x dp / ep``
 ways). One step (a micro-batch per stage when ``pp > 1``) costs, per GPU, the sum of
 
-* linear layers: ``max(FLOPs / (peak(weight dtype) x gemm_efficiency), weight bytes / usable HBM)``
-  (:mod:`fabricsim.transformer.compute`'s roofline and GEMM efficiency);
-* attention: ``max(FLOPs / (bf16 peak x FLASH_ATTENTION_PEAK_FRACTION), KV bytes / usable HBM)``;
+* linear layers: ``max(FLOPs / (peak(weight format) x GEMM efficiency), weight bytes / achieved HBM)``
+  (:mod:`fabricsim.transformer.kernels`: the device's kernel-level GEMM rates for the weight
+  format, tile/wave quantisation at the step's tokens per GPU);
+* attention: ``max(FLOPs / (bf16 peak x fused-attention efficiency), KV bytes / achieved HBM)``
+  (the device's attention-kernel benchmark; decode is bandwidth bound, MLA included);
 * communication, not overlapped with compute (as in TensorRT-LLM and vLLM decode): 2 TP all-reduces
   per dense layer (1 per MoE layer with EP), the MoE all-to-all dispatch and combine over the EP
   group, and the activation send/recv between pipeline stages, each timed on the actual fabric
@@ -28,14 +30,17 @@ from dataclasses import dataclass, field
 from fabricsim.collectives import CollectiveOp
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.specs import DTYPE_BYTES, Dtype, ModelSpec, SystemSpec
-from fabricsim.transformer.compute import ACTIVATION_BYTES, GELU_BYTES, SWIGLU_BYTES, gemm_efficiency
-from fabricsim.transformer.constants import (
-    FLASH_ATTENTION_PEAK_FRACTION,
-    FRAMEWORK_MEMORY_BYTES,
-    HBM_FRACTION,
-    KERNEL_OVERHEAD_S,
-)
+from fabricsim.transformer.compute import ACTIVATION_BYTES, GELU_BYTES, SWIGLU_BYTES
+from fabricsim.transformer.constants import FRAMEWORK_MEMORY_BYTES, KERNEL_OVERHEAD_S
 from fabricsim.transformer.inference import StepWork, TokenCosts, step_cost, token_costs
+from fabricsim.transformer.kernels import (
+    GemmRates,
+    attention_head_factor,
+    attention_rates,
+    gemm_format,
+    gemm_rates,
+    hbm_achieved_Bps,
+)
 from fabricsim.transformer.kv_cache import kv_bytes_per_token_per_gpu
 from fabricsim.transformer.parameters import parameter_counts
 from fabricsim.workload.inference_layout import (
@@ -151,8 +156,10 @@ class StepCoefficients:
     stage_gpus: int
     stage_share: float
     """Share of the layers on the slowest (largest) stage: ``ceil(layers / pp) / layers``."""
-    gemm_peak_flops: float
+    gemm: GemmRates
     attention_peak_flops: float
+    attention_efficiency: float
+    """Fused-attention efficiency of the device (long-sequence causal forward, the model's head dim)."""
     hbm_Bps: float
     weight_bytes: float
     kv_bytes_per_token_gpu: float
@@ -179,6 +186,7 @@ def step_coefficients(model: ModelSpec, system: SystemSpec, layout: InferenceLay
     """
     tp = layout.tensor_parallel
     share = stage_share(model, layout.pipeline_parallel)
+    attention = attention_rates(system.device)
     return StepCoefficients(
         costs=token_costs(model),
         tp=tp,
@@ -186,9 +194,10 @@ def step_coefficients(model: ModelSpec, system: SystemSpec, layout: InferenceLay
         dp=layout.attention_data_parallel,
         stage_gpus=layout.stage_gpus,
         stage_share=share,
-        gemm_peak_flops=system.device.peak(layout.weight_dtype),
-        attention_peak_flops=system.device.peak("bf16"),
-        hbm_Bps=system.device.hbm_bandwidth_Bps * HBM_FRACTION,
+        gemm=gemm_rates(system.device, gemm_format(layout.weight_dtype)),
+        attention_peak_flops=attention.peak,
+        attention_efficiency=attention.forward_fraction * attention_head_factor(model.head_size),
+        hbm_Bps=hbm_achieved_Bps(system.device),
         weight_bytes=DTYPE_BYTES[Dtype(layout.weight_dtype)],
         kv_bytes_per_token_gpu=kv_bytes_per_token_per_gpu(model, layout.kv_dtype, tp, 1) * share,
         elementwise_bytes_per_token=_elementwise_bytes_per_token(model, layout) * share,
@@ -230,10 +239,10 @@ def compute_parts(c: StepCoefficients, micro: StepWork) -> tuple[float, float]:
     cost = step_cost(c.costs, micro)
     rank_tokens = micro.tokens / c.dp
     flops = (cost.layer_linear_flops * c.stage_share + cost.lm_head_flops) / c.stage_gpus
-    efficiency = gemm_efficiency(max(rank_tokens, 1.0), c.costs.hidden_size / c.tp, c.costs.hidden_size)
+    efficiency = c.gemm.efficiency(max(rank_tokens, 1.0), c.costs.hidden_size / c.tp, c.costs.hidden_size)
     weight_elements = cost.dense_weight_elements / c.tp + cost.expert_weight_elements / c.stage_gpus
     weight_bytes = weight_elements * c.weight_bytes * c.stage_share
-    linear_s = max(flops / (c.gemm_peak_flops * efficiency), weight_bytes / c.hbm_Bps) + (
+    linear_s = max(flops / (c.gemm.peak * efficiency), weight_bytes / c.hbm_Bps) + (
         rank_tokens * c.elementwise_bytes_per_token + micro.logits_tokens / c.dp * c.logit_bytes_per_token
     ) / c.hbm_Bps + c.kernel_overhead_s
     kv_bytes = cost.kv_tokens / c.dp * c.kv_bytes_per_token_gpu
@@ -241,7 +250,7 @@ def compute_parts(c: StepCoefficients, micro: StepWork) -> tuple[float, float]:
     if c.spill_fraction > 0.0:  # spilled KV streams over its link, overlapped with the HBM part
         memory_s = max(memory_s, c.spill_fraction * kv_bytes / c.spill_Bps + c.spill_latency_s)
     attention_flops = cost.attention_flops * c.stage_share / c.stage_gpus
-    attention_s = max(attention_flops / (c.attention_peak_flops * FLASH_ATTENTION_PEAK_FRACTION), memory_s)
+    attention_s = max(attention_flops / (c.attention_peak_flops * c.attention_efficiency), memory_s)
     return linear_s, attention_s
 
 

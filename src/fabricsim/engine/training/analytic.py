@@ -69,6 +69,7 @@ __all__ = [
     "TimeBreakdown",
     "TrainingContext",
     "TrainingEstimate",
+    "TrainingOptions",
     "check_layout",
     "estimate_training",
     "resolve_layout",
@@ -98,6 +99,7 @@ class TrainingContext:
     )
 
     def __init__(self, model: ModelSpec, system: SystemSpec, options: TrainingOptions) -> None:
+        options.validate()
         self.dims: ModelDims = model_dims(model)
         self.system = system
         self.options = options
@@ -111,7 +113,7 @@ class TrainingContext:
     def rates(self, dtype: str) -> DeviceRates:
         rates = self._rates.get(dtype)
         if rates is None:
-            rates = self._rates[dtype] = device_rates(self.system.device, dtype)
+            rates = self._rates[dtype] = device_rates(self.system.device, dtype, self.options.fp8_recipe)
         return rates
 
     def peak_flops(self, dtype: str) -> float:
@@ -143,6 +145,7 @@ class TrainingContext:
             layout.recompute,
             layout.dtype,
             seq_len,
+            layout.expert_tensor_parallel,
         )
         entry = self._stage_cache.get(key)
         if entry is None:

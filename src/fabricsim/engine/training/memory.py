@@ -30,7 +30,9 @@ from fabricsim.workload.pipeline import in_flight_microbatches
 def stage_parameters(dims: ModelDims, layout: ParallelLayout) -> tuple[float, float]:
     """(dense, expert) parameters on one GPU of the largest stage, before ZeRO sharding."""
     stage = work.largest_stage(dims, layout.pipeline_parallel)
-    dense, expert = work.stage_parameters(dims, stage, layout.tensor_parallel, layout.expert_parallel)
+    dense, expert = work.stage_parameters(
+        dims, stage, layout.tensor_parallel, layout.expert_parallel, layout.expert_tp if dims.experts else None
+    )
     if layout.pipeline_parallel == 1 and not dims.tied_embeddings:  # one GPU holds both ends
         dense += min(dims.embedding_params, dims.output_params) / layout.tensor_parallel
     return dense, expert
@@ -40,21 +42,23 @@ def stage_activations(dims: ModelDims, layout: ParallelLayout, shape: ShardShape
     """Bytes of (one micro-batch's activations on the largest stage, the output layer's
     activations of one micro-batch, the working set of one layer rebuilt under full recomputation)."""
     stage = work.largest_stage(dims, layout.pipeline_parallel)
-    per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, layout.recompute, False)
-    per_microbatch += stage.moe_layers * layer_activation_bytes(dims, shape, layout.recompute, True)
+    dtype = layout.dtype
+    per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, layout.recompute, False, dtype)
+    per_microbatch += stage.moe_layers * layer_activation_bytes(dims, shape, layout.recompute, True, dtype)
     working = 0.0
     if layout.recompute is Recompute.FULL:  # one layer's activations rebuilt during its backward
-        working = layer_activation_bytes(dims, shape, Recompute.NONE, stage.moe_layers > 0)
+        working = layer_activation_bytes(dims, shape, Recompute.NONE, stage.moe_layers > 0, dtype)
     return per_microbatch, logits_activation_bytes(dims, shape), working
 
 
 def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> MemoryBreakdown:
     """Bytes on the most loaded GPU: model states after ZeRO sharding
-    (:func:`fabricsim.transformer.memory.state_bytes`; expert parameters over dp/ep), plus under
+    (:func:`fabricsim.transformer.memory.state_bytes`; expert parameters over the expert-data-parallel
+    size tp·cp·dp/(etp·ep)), plus under
     ZeRO-3 two gathered layers (current + prefetched); activations of the in-flight micro-batches on
     stage 0 (or one micro-batch plus the logits on the last stage); framework overhead."""
     dp = layout.data_parallel
-    shards = (layout.zero_stage, dp, max(1, dp // layout.expert_parallel))
+    shards = (layout.zero_stage, dp, layout.expert_data_parallel)
     states = state_bytes(entry.dense_params, entry.expert_params, shards, layout.dtype)
     weights = states.weights
     if layout.zero_stage == 3 and dp > 1:

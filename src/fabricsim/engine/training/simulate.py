@@ -77,8 +77,12 @@ def _tp_transfers(case: TrainingCase, stage: StageWork, sizes: work.CommSizes, l
     if stage.cp_comm_s > 0:  # already the part the attention compute does not hide
         out.append(Transfer(stage.cp_comm_s * share, "cp-exchange", None, 1, Stream.CP_COMM))
     if stage.ep_comm_s > 0:
-        stride = t * layout.context_parallel
-        payload = _payload(case, "all-to-all", sizes.expert_bytes, (layout.expert_parallel, stride))
+        # re-timeable only when the analytic time is one NCCL all-to-all alone (no expert-TP gathers,
+        # no overlap, not DeepEP's per-domain dispatch)
+        options = case.options
+        timeable = layout.expert_tp == 1 and not options.a2a_overlap and options.moe_dispatcher == "alltoall"
+        group = (layout.expert_parallel, layout.expert_tp)
+        payload = _payload(case, "all-to-all", sizes.expert_bytes, group) if timeable else None
         out.append(Transfer(stage.ep_comm_s * share, "ep-all-to-all", payload, 2 * layers, Stream.EP_COMM))
     return tuple(out)
 
@@ -92,7 +96,7 @@ def _scaled(transfers: tuple[Transfer, ...], factor: float) -> tuple[Transfer, .
 def _chunks(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[ChunkCosts, ...]:
     layout = case.layout
     stage = ctx.stage_work(layout, case.seq_len)
-    sizes = work.comm_sizes(ctx.dims, layout, case.seq_len, (0.0, 0.0, 0.0))
+    sizes = work.comm_sizes(ctx.dims, layout, case.seq_len, (0.0, 0.0, 0.0), case.options.capacity_factor)
     v = layout.virtual_stages
     layers = max(1, work.largest_stage(ctx.dims, layout.pipeline_parallel).layers // v)
     per_pass = _tp_transfers(case, stage, sizes, layers)
@@ -113,7 +117,7 @@ def _chunks(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[ChunkCos
 def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple[Transfer, ...], Transfer | None]:
     """Gradient buckets of one model chunk and the ZeRO parameter all-gather of one rank."""
     layout = case.layout
-    dp, ep, v = layout.data_parallel, layout.expert_parallel, layout.virtual_stages
+    dp, v = layout.data_parallel, layout.virtual_stages
     if dp == 1:
         return (), None
     stride = layout.tensor_parallel * layout.context_parallel
@@ -123,7 +127,8 @@ def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple
     op = "all-reduce" if layout.zero_stage == 0 else "reduce-scatter"
     buckets: list[Transfer] = []
     gather_s = 0.0
-    for params, group in ((dense, (dp, stride)), (expert, (dp // ep, stride * ep))):
+    expert_group = (layout.expert_data_parallel, layout.expert_tp * layout.expert_parallel)
+    for params, group in ((dense, (dp, stride)), (expert, expert_group)):
         if params <= 0 or group[0] <= 1:
             continue
         count = max(1, math.ceil(params / v / GRAD_BUCKET_PARAMS))
@@ -163,6 +168,7 @@ def training_plan(case: TrainingCase) -> tuple[TrainingPlan, TrainingEstimate]:
         tensor_parallel=layout.tensor_parallel,
         data_parallel=layout.data_parallel,
         overlap_grad_reduce=case.options.overlap_grad_reduce,
+        overlap_param_gather=case.options.overlap_param_gather,
         notes=tuple(notes),
     )
     return plan, estimate

@@ -17,20 +17,36 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from fabricsim.collectives import CollectiveOp
+from fabricsim.collectives import CollectiveOp, place_group
+from fabricsim.collectives.dispatch import deepep_dispatch_s
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.training.results import StageEntry, StageWork, TimeBreakdown
-from fabricsim.specs import ParallelLayout, Recompute
-from fabricsim.transformer.compute import DeviceRates, LayerTimes, ShardShape, layer_forward_times, logits_times_s
+from fabricsim.specs import ParallelLayout, Recompute, SystemSpec
+from fabricsim.transformer.compute import (
+    LAYERNORM_BYTES,
+    SWIGLU_BYTES,
+    DeviceRates,
+    LayerTimes,
+    ShardShape,
+    gemm_time_s,
+    layer_forward_times,
+    logits_times_s,
+    memory_time_s,
+)
 from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE
 from fabricsim.transformer.flops import ModelDims
 from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param
+from fabricsim.transformer.moe import expert_shard
 from fabricsim.workload import training as work
 from fabricsim.workload.pipeline import bubble_stage_times, p2p_transfers_per_microbatch
 from fabricsim.workload.training import TrainingOptions
 
 # Megatron-LM DistributedDataParallelConfig default bucket: 40M parameters (max(40M, 1M x dp)).
 GRAD_BUCKET_PARAMS = 40.0e6
+# Share of the SMs an overlapped expert all-to-all takes from the compute it hides behind: DeepSeek-V3
+# runs its dispatch/combine on 20 of the H800's 132 SMs (arXiv 2412.19437 sec. 3.2.2); DeepEP's
+# normal kernels use 20-24 (deepseek-ai/DeepEP README). Compute under the exchange runs that much slower.
+A2A_OVERLAP_SM_SHARE = 20.0 / 132.0
 
 AR, AG, RS, A2A = CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL
 
@@ -42,6 +58,7 @@ class StepContext(Protocol):
     dims: ModelDims
     comm: CollectiveTimes
     options: TrainingOptions
+    system: SystemSpec
 
     def rates(self, dtype: str) -> DeviceRates: ...
 
@@ -56,6 +73,8 @@ def shard_shape(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> Shard
         expert_parallel=layout.expert_parallel,
         sequence_parallel=layout.sequence_parallel,
         flash_attention=ctx.options.flash_attention,
+        expert_tensor_parallel=layout.expert_tp,
+        capacity_factor=ctx.options.capacity_factor or 1.0,
     )
 
 
@@ -63,6 +82,55 @@ def _recompute_s(times: LayerTimes, recompute: Recompute) -> float:
     if recompute is Recompute.FULL:
         return times.total_s
     return times.attention_s if recompute is Recompute.SELECTIVE else 0.0
+
+
+def fine_grained_recompute_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, moe: bool) -> float:
+    """Seconds of Megatron-Core's fine-grained recomputation of one layer (``--recompute-modules
+    layernorm mla_up_proj moe_act``): the two norms' forward (bandwidth-bound), MLA's Q and KV
+    up-projection GEMMs, and the routed experts' activation function, priced by the compute model."""
+    t = shape.tensor_parallel
+    tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
+    replicated_tokens = tokens / t if shape.sequence_parallel else tokens
+    seconds = memory_time_s(rates, 2.0 * LAYERNORM_BYTES[0] * replicated_tokens * dims.hidden, kernels=2.0)
+    if dims.mla:
+        nope = dims.qk_head_dim - dims.qk_rope_dim
+        seconds += gemm_time_s(rates, tokens, dims.heads * dims.qk_head_dim / t, dims.q_lora_rank or dims.hidden)
+        seconds += gemm_time_s(rates, tokens, dims.heads * (nope + dims.v_head_dim) / t, dims.kv_lora_rank)
+    if moe:
+        parallel = (t, shape.expert_parallel, shape.expert_tensor_parallel or t)
+        cf = shape.capacity_factor
+        ex = expert_shard(tokens, dims.experts, dims.experts_per_token, dims.expert_ffn, parallel, cf)
+        act_bytes = SWIGLU_BYTES[0] if dims.gated else 4.0
+        seconds += memory_time_s(rates, act_bytes * ex.pairs * ex.ffn_shard)
+    return seconds
+
+
+def expert_comm_s(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes) -> float:
+    """Seconds of one MoE layer's token exchange for one micro-batch, forward + backward (+ the
+    recomputed forward under full recomputation): dispatch and combine all-to-alls over the ep
+    ranks of an expert group (stride etp: Megatron-Core's expert rank order, so a group stays
+    inside the NVLink domain while etp x ep fits there and crosses the scale-out network
+    otherwise -- the collective model splits the bytes over the tiers; with the DeepEP dispatcher
+    :mod:`fabricsim.collectives.dispatch` sends a token once per remote domain) and, with expert TP,
+    the all-gather / reduce-scatter of the received tokens over the expert-TP group."""
+    passes = 3.0 if layout.recompute is Recompute.FULL else 2.0
+    etp, ep = layout.expert_tp, layout.expert_parallel
+    if ctx.options.moe_dispatcher == "deepep" and ep > 1 and sizes.expert_bytes:
+        k = ctx.dims.experts_per_token
+        token_bytes = 2.0 * ctx.dims.hidden
+        tokens = sizes.expert_bytes / (k * token_bytes)  # tokens each rank dispatches (x capacity factor)
+        latency_s = ctx.comm.time_s(A2A, 1.0, ep, etp)  # the same launch/hop latency as the all-to-all
+        group = place_group(ctx.system, ep, etp)
+        # DeepEP dispatches FP8 (1 B + an fp32 scale per 128 channels) in FP8 runs, combines in BF16
+        dispatch_bytes = ctx.dims.hidden * (1.0 + 4.0 / 128.0) if layout.dtype == "fp8" else token_bytes
+        per_pass = deepep_dispatch_s(group, tokens, k, dispatch_bytes, latency_s)
+        per_pass += deepep_dispatch_s(group, tokens, k, token_bytes, latency_s)
+    else:
+        per_pass = 2.0 * ctx.comm.time_s(A2A, sizes.expert_bytes, ep, etp)
+    if sizes.expert_tp_bytes:
+        gathered = sizes.expert_tp_bytes
+        per_pass += ctx.comm.time_s(AG, gathered, etp, 1) + ctx.comm.time_s(RS, gathered, etp, 1)
+    return passes * per_pass
 
 
 def _layer_comm_s(
@@ -76,7 +144,8 @@ def _layer_comm_s(
     else:
         per_pass = 2.0 * comm.time_s(AR, sizes.tensor_bytes, t, 1)
     tp = passes * per_pass
-    if ctx.options.overlap_tp_comm:
+    if ctx.options.overlap_tp_comm and t <= ctx.system.scale_up.domain_gpus:
+        # Transformer Engine's userbuffers overlap needs the TP group inside one NVLink domain
         tp = max(0.0, tp - passes * times.linear_s)
     cp_fwd = comm.time_s(AG, sizes.context_kv_bytes, layout.context_parallel, t)
     cp_bwd = cp_fwd + comm.time_s(RS, sizes.context_kv_bytes, layout.context_parallel, t)
@@ -92,7 +161,7 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
     dims, rates = ctx.dims, ctx.rates(layout.dtype)
     shape = shard_shape(ctx, layout, seq_len)
     stage = work.largest_stage(dims, layout.pipeline_parallel)
-    sizes = work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0))
+    sizes = work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0), ctx.options.capacity_factor)
     forward = backward = recompute = tp = cp = ep = 0.0
     for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True)):
         if count == 0:
@@ -101,13 +170,21 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
         tp_layer, cp_layer = _layer_comm_s(ctx, layout, sizes, times)
         forward += count * times.total_s
         backward += count * times.backward_s
-        recompute += count * _recompute_s(times, layout.recompute)
+        if layout.recompute is Recompute.FINE_GRAINED:
+            recompute += count * fine_grained_recompute_s(dims, rates, shape, moe)
+        else:
+            recompute += count * _recompute_s(times, layout.recompute)
         tp += count * tp_layer
         cp += count * cp_layer
         if moe:
-            passes = 6.0 if layout.recompute is Recompute.FULL else 4.0
-            stride = layout.tensor_parallel * layout.context_parallel
-            ep += count * passes * ctx.comm.time_s(A2A, sizes.expert_bytes, layout.expert_parallel, stride)
+            ep += count * expert_comm_s(ctx, layout, sizes)
+    if ctx.options.a2a_overlap and ep:
+        # 1F1B A2A overlap (Megatron-Core --overlap-moe-expert-parallel-comm, DualPipe-style): the
+        # token exchange of one micro-batch runs under the other micro-batch's compute in the steady
+        # state (warm-up/cool-down micro-batches are not modelled apart), slowing the compute it
+        # overlaps by the SMs the communication kernels hold
+        hidden_under = forward + backward
+        ep = max(0.0, ep - hidden_under) + A2A_OVERLAP_SM_SHARE * min(ep, hidden_under)
     logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
     share = 1.0
     if layout.pipeline_parallel > 1:  # the last stage has floor(L/pp) layers plus the output layer
@@ -119,24 +196,27 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
 
 def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, params: tuple[float, float]) -> float:
     """Exposed seconds of the data-parallel gradient reduction and ZeRO parameter gathers."""
-    dp, ep, zero = layout.data_parallel, layout.expert_parallel, layout.zero_stage
+    dp, zero = layout.data_parallel, layout.zero_stage
     if dp == 1:
         return 0.0
     comm, stride = ctx.comm, layout.tensor_parallel * layout.context_parallel
+    edp, expert_stride = layout.expert_data_parallel, layout.expert_tp * layout.expert_parallel
     dense, expert = params
     grad = gradient_bytes_per_param(layout.dtype)
     op = AR if zero == 0 else RS
-    reduce_s = comm.time_s(op, dense * grad, dp, stride) + comm.time_s(op, expert * grad, dp // ep, stride * ep)
+    reduce_s = comm.time_s(op, dense * grad, dp, stride) + comm.time_s(op, expert * grad, edp, expert_stride)
     gather_s = 0.0
     if zero >= 1:  # updated parameters all-gathered after the (sharded) optimizer step
         gather_s = comm.time_s(AG, dense * WEIGHT_BYTES, dp, stride)
-        gather_s += comm.time_s(AG, expert * WEIGHT_BYTES, dp // ep, stride * ep)
+        gather_s += comm.time_s(AG, expert * WEIGHT_BYTES, edp, expert_stride)
+    if ctx.options.overlap_param_gather:  # gathered bucket by bucket under the next forward
+        gather_s = max(0.0, gather_s - stage.forward_s)
     if not ctx.options.overlap_grad_reduce:
         return reduce_s + gather_s
     total = dense + expert
     tail = reduce_s * min(1.0, GRAD_BUCKET_PARAMS / total) if total else 0.0
     exposed = max(tail, reduce_s - stage.backward_s - stage.recompute_s)
-    return exposed + max(0.0, gather_s - stage.forward_s)
+    return exposed + gather_s
 
 
 def zero3_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, params: tuple[float, float]) -> float:
@@ -145,8 +225,8 @@ def zero3_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, 
         return 0.0
     stride = layout.tensor_parallel * layout.context_parallel
     gather = ctx.comm.time_s(AG, params[0] * WEIGHT_BYTES, layout.data_parallel, stride)
-    edp = layout.data_parallel // layout.expert_parallel
-    gather += ctx.comm.time_s(AG, params[1] * WEIGHT_BYTES, edp, stride * layout.expert_parallel)
+    expert_stride = layout.expert_tp * layout.expert_parallel
+    gather += ctx.comm.time_s(AG, params[1] * WEIGHT_BYTES, layout.expert_data_parallel, expert_stride)
     return max(0.0, gather - stage.forward_s) + max(0.0, gather - stage.backward_s - stage.recompute_s)
 
 
@@ -155,7 +235,7 @@ def optimizer_s(ctx: StepContext, layout: ParallelLayout, params: tuple[float, f
     dense, expert = params
     if layout.zero_stage >= 1:
         dense /= layout.data_parallel
-        expert /= max(1, layout.data_parallel // layout.expert_parallel)
+        expert /= layout.expert_data_parallel
     return (dense + expert) * OPTIMIZER_BYTES_PER_PARAM_UPDATE / ctx.rates(layout.dtype).hbm_Bps
 
 

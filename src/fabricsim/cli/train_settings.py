@@ -1,0 +1,72 @@
+"""Framework-setting options shared by ``fabricsim train`` and ``plan train`` (layer L11).
+
+Defaults follow current Megatron-Core (megatron/training/arguments.py): every overlap is opt-in,
+the attention backend picks a fused (flash) kernel, the FP8 recipe is ``delayed``, expert TP equals
+TP. ``plan train`` treats an overlap left unset as free to choose (the planner picks it).
+"""
+
+from __future__ import annotations
+
+import typer
+
+_FREE = " plan train: unset = free, chosen on (never slower in this model)."
+
+EXPERT_TP_OPTION = typer.Option(
+    None,
+    "--expert-tp",
+    help="expert tensor-parallel size (Megatron-Core default: tp; 1 where ep x tp exceeds tp x cp x dp)",
+)
+EXPERT_TP_LIST_OPTION = typer.Option(
+    None, "--expert-tp", help="expert tensor-parallel sizes, one value or a comma-separated list (default 1 and tp)"
+)
+SETTING_KEYS = (
+    "flash_attention",
+    "overlap_grad_reduce",
+    "overlap_param_gather",
+    "tp_comm_overlap",
+    "a2a_overlap",
+    "fp8_recipe",
+    "capacity_factor",
+    "moe_dispatcher",
+)
+"""The framework-setting parameters (the api keywords of the same names)."""
+FLASH_OPTION = typer.Option(
+    None,
+    "--flash-attention/--no-flash-attention",
+    help="fused attention kernel (default on, Megatron-Core --attention-backend auto)",
+)
+GRAD_OPTION = typer.Option(
+    None,
+    "--overlap-grad-reduce/--no-overlap-grad-reduce",
+    help="DP gradient reduce under backward (default off, as Megatron-Core)." + _FREE,
+)
+PARAM_OPTION = typer.Option(
+    None,
+    "--overlap-param-gather/--no-overlap-param-gather",
+    help="ZeRO parameter all-gather under forward (default off, as Megatron-Core)." + _FREE,
+)
+TP_COMM_OPTION = typer.Option(
+    None,
+    "--tp-comm-overlap/--no-tp-comm-overlap",
+    help="TP collectives under GEMMs (default off, as Megatron-Core)." + _FREE,
+)
+A2A_OPTION = typer.Option(
+    None,
+    "--a2a-overlap/--no-a2a-overlap",
+    help="EP all-to-all under the other micro-batch's compute (default off, as Megatron-Core "
+    "--overlap-moe-expert-parallel-comm)." + _FREE,
+)
+FP8_RECIPE_OPTION = typer.Option(
+    None,
+    "--fp8-recipe",
+    help="delayed | current | block | mxfp8 (--dtype fp8), nvfp4 (--dtype fp4); default delayed, as Megatron-Core",
+)
+CAPACITY_OPTION = typer.Option(
+    None, "--capacity-factor", help="MoE token drop: pad experts to this x the mean load (default dropless)"
+)
+
+
+DISPATCHER_OPTION = typer.Option(
+    None, "--moe-dispatcher", help="alltoall | deepep: MoE token dispatch (default alltoall, as Megatron-Core)"
+)
+

@@ -1,0 +1,148 @@
+"""Public end-to-end training suite: NVIDIA's published Megatron-Core / NeMo / Megatron-Bridge runs
+on H100, B200 and GB200 (dense Llama 3.x and DeepSeek-V3 MoE; BF16, FP8, MXFP8, NVFP4) (layer L8).
+
+Rows (``data/training-nvidia-public.yaml``, each with its source) are used for validation only:
+nothing in fabricsim was fitted on them. Every row runs with the same global constants and the
+settings the source publishes (layout, micro-batch, virtual stages, FSDP, FP8 recipe) plus the
+defaults of current Megatron-Core recipes applied to all rows alike: flash attention, overlapped
+gradient reduction, tensor-parallel communication overlap, sequence parallelism with tp > 1,
+ZeRO-1 distributed optimizer (FSDP rows: ZeRO-3), no activation recomputation.
+
+Besides the per-row errors the suite reports held-out errors of the kernel calibration:
+
+* leave one device out: the rows of device D predicted with D's kernel benchmarks removed (the
+  compute model falls back to the generation defaults of :mod:`fabricsim.transformer.kernels`);
+* leave one dtype out: the rows of training dtype/recipe X predicted without X's GEMM benchmark
+  (X's GEMMs reach the fraction of their peak that BF16 GEMMs reach on that device).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from statistics import mean
+from typing import Any
+
+from fabricsim.engine.training.analytic import TrainingEstimate, estimate_training
+from fabricsim.errors import FabricsimError
+from fabricsim.specs import ParallelLayout, Recompute, SystemSpec
+from fabricsim.transformer.kernels import gemm_format
+from fabricsim.validation.base import (
+    HoldoutError,
+    SpecSource,
+    SuiteResult,
+    ValidationEntry,
+    load_entries,
+    system_without_format,
+    system_without_kernels,
+)
+from fabricsim.workload.training import TrainingOptions
+
+DATA_FILE = "training-nvidia-public.yaml"
+CALIBRATION = (
+    "out-of-sample: no constant fitted on these rows; compute calibrated on each device's kernel "
+    "benchmarks in the catalog (cuBLAS/DeepGEMM/CUTLASS GEMMs, FlashAttention/cuDNN attention, "
+    "STREAM-class bandwidth; devices/*.yaml 'kernels') and kernel-level sweeps (XLA K sweep, FA3 "
+    "seq/head-dim sweep)"
+)
+
+
+def row_layout(row: dict[str, Any]) -> ParallelLayout:
+    """The published layout of a row (data parallel = GPUs / (tp·pp·cp))."""
+    tp, pp, cp = int(row["tp"]), int(row["pp"]), int(row["cp"])
+    return ParallelLayout(
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        context_parallel=cp,
+        data_parallel=int(row["gpus"]) // (tp * pp * cp),
+        expert_parallel=int(row.get("ep", 1)),
+        virtual_stages=int(row.get("vp", 1)),
+        micro_batch_size=int(row["mbs"]),
+        zero_stage=3 if int(row.get("fsdp", 0)) else 1,
+        recompute=Recompute.NONE,
+        sequence_parallel=tp > 1,
+        dtype=str(row["dtype"]),
+    )
+
+
+def row_options(row: dict[str, Any]) -> TrainingOptions:
+    return TrainingOptions(
+        flash_attention=True, overlap_grad_reduce=True, overlap_tp_comm=True, fp8_recipe=row.get("recipe")
+    )
+
+
+def estimate_row(row: dict[str, Any], source: SpecSource, system: SystemSpec | None = None) -> TrainingEstimate:
+    """fabricsim's estimate of one row on ``system`` (default: the row's system from ``source``)."""
+    system = system or source.load_system(str(row["system"]))
+    model = source.load_model(str(row["model"]))
+    return estimate_training(model, system, row_layout(row), int(row["gbs"]), int(row["seq"]), row_options(row))
+
+
+def predicted_value(row: dict[str, Any], estimate: TrainingEstimate) -> float:
+    if row["metric"] == "step_time_s":
+        return estimate.step_time_s
+    return int(row["gbs"]) * int(row["seq"]) / estimate.step_time_s / int(row["gpus"])
+
+
+def row_format(row: dict[str, Any]) -> str:
+    """The row's GEMM format (bf16, fp8, fp8_block, mxfp8, nvfp4): its dtype group."""
+    return gemm_format(str(row["dtype"]), row.get("recipe"))
+
+
+def _entry(row: dict[str, Any], predicted: float) -> ValidationEntry:
+    unit = "s" if row["metric"] == "step_time_s" else "tokens/s/GPU"
+    detail = (
+        f"{row['system']} {row['gpus']} GPUs {row['model']} {row['dtype']}"
+        f"{'/' + row['recipe'] if row.get('recipe') else ''} tp{row['tp']} pp{row['pp']} cp{row['cp']} "
+        f"vp{row.get('vp', 1)} ep{row.get('ep', 1)} mbs{row['mbs']} gbs{row['gbs']}"
+    )
+    return ValidationEntry(
+        id=row["id"], metric=str(row["metric"]), unit=unit, measured=float(row["value"]), predicted=predicted,
+        source=str(row["source"]), detail=detail,
+    )
+
+
+@lru_cache(maxsize=1)
+def rows() -> tuple[dict[str, Any], ...]:
+    return tuple(load_entries(DATA_FILE))
+
+
+def _holdout(
+    selected: list[dict[str, Any]], source: SpecSource, kind: str, key: Callable[[dict[str, Any]], str],
+    system_for: Callable[[dict[str, Any], SystemSpec], SystemSpec],
+) -> list[HoldoutError]:
+    out = []
+    for group in sorted({key(row) for row in selected}):
+        errors = []
+        for row in (r for r in selected if key(r) == group):
+            system = system_for(row, source.load_system(str(row["system"])))
+            predicted = predicted_value(row, estimate_row(row, source, system))
+            errors.append(abs(predicted - float(row["value"])) / float(row["value"]))
+        out.append(HoldoutError(kind, group, mean(errors), len(errors)))
+    return out
+
+
+def holdout_errors(selected: list[dict[str, Any]], source: SpecSource) -> list[HoldoutError]:
+    """Leave-one-device-out and leave-one-dtype-out mean |errors| (module docstring)."""
+    by_device = _holdout(selected, source, "leave-one-device-out", lambda r: str(r["system"]),
+                         lambda r, s: system_without_kernels(s))
+    by_dtype = _holdout(selected, source, "leave-one-dtype-out", row_format,
+                        lambda r, s: system_without_format(s, row_format(r)))
+    return by_device + by_dtype
+
+
+def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
+    """Every row that fabricsim can lay out; a row it refuses is reported in ``skipped``."""
+    entries, usable, skipped = [], [], []
+    for row in rows():
+        try:
+            estimate = estimate_row(row, source)
+        except FabricsimError as exc:  # e.g. a layout the engine cannot lay out yet
+            skipped.append((str(row["id"]), str(exc)))
+            continue
+        entries.append(_entry(row, predicted_value(row, estimate)))
+        usable.append(row)
+    held = tuple(holdout_errors(usable, source)) if holdout else ()
+    return SuiteResult(
+        "training-public", tuple(entries), calibration=CALIBRATION, holdout=held, skipped=tuple(skipped)
+    )
