@@ -42,8 +42,8 @@ def test_calculon_plan_fits_with_calculons_offload_memory_and_hides_its_transfer
     assert math.isclose(sum(est.time.as_dict().values()), est.step_time_s, rel_tol=1e-12)
     _, overlapped = calculon_plan(CALCULON_SYSTEM, overlap_tp_comm=True)
     assert overlapped.step_time_s < est.step_time_s
-    # Calculon's 47.2 s is faster than fabricsim's kernel model (A100 GEMMs below Calculon's 95%)
-    assert CALCULON_STEP_S < overlapped.step_time_s < 1.3 * CALCULON_STEP_S
+    # within 30% of Calculon's own 47.2 s (a different kernel model: a band, not a fit)
+    assert 0.7 * CALCULON_STEP_S < overlapped.step_time_s < 1.3 * CALCULON_STEP_S
 
 
 def test_calculon_plan_overflows_the_real_dgx_a100_host_memory() -> None:
