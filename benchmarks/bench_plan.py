@@ -13,8 +13,12 @@ Run: ``python benchmarks/bench_plan.py``.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from fabricsim import api
+
+CALCULON_SYSTEM = str(Path(__file__).resolve().parents[1] / "examples" / "systems" / "dgx-a100-calculon.yaml")
+CALCULON_PLAN = {"tp": 8, "pp": 1, "dp": 384, "micro_batch": 8, "zero": 1, "recompute": "selective"}
 
 CASE = ("megatron-1t", "dgx-a100", 3072, 3072, 2048)
 MORE = [
@@ -59,10 +63,30 @@ def main() -> None:
             f"  published TP8 PP64 DP6 ({label}): {published.step_time_s:.3f} s/step, MFU {published.mfu:.1%}, "
             f"fits {published.fits}; plan is {speedup:.3f}x as fast"
         )
+    _run_offload()
     _run_refine(3)
     for case, objective in MORE:
         _run(case, objective)
     _run_infer()
+
+
+def _run_offload() -> None:
+    """Issue 11: the search without offload, and Calculon's offloaded plan (47.2 s by Calculon)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    payload = api.plan_train(*CASE, top=1, search_offload=False).to_json()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    best_s = payload["plans"][0]["step_time_s"]
+    print(f"  without offload search: {best_s:.3f} s/step ({wall:.2f} s wall, {cpu:.2f} s CPU)")
+    for system in ("dgx-a100", CALCULON_SYSTEM):
+        plan = api.train(*CASE[:1], system, *CASE[2:], **CALCULON_PLAN, offload="optimizer,weights,activations")
+        payload = plan.to_json()
+        print(
+            f"  Calculon's plan (tp8 pp1 dp384 mb8 z1 sel sp, offload opt+w+act to host) on {Path(system).stem}: "
+            f"{plan.step_time_s:.2f} s/step, offload {payload['time_breakdown_s']['offload_s']:.2f} s, "
+            f"fits {plan.fits} {payload['memory_overflow_tiers']}, HBM {plan.memory_per_gpu_bytes / 2**30:.1f} GiB"
+        )
+    payload = api.plan_train(CASE[0], CALCULON_SYSTEM, *CASE[2:], top=1).to_json()
+    print(f"  plan with offload on Calculon's offload memory: {payload['plans'][0]['step_time_s']:.3f} s/step")
 
 
 def _run_refine(count: int) -> None:

@@ -5,6 +5,7 @@ A planner-like sweep: every (tp, pp, dp, vpp, micro-batch, ZeRO, recompute) layo
 ``training_context`` as the planner does. Reports the cold rate (first pass with a new context:
 every distinct per-layer shape and collective is computed), the warm rate (the planner's steady
 state, caches filled) and the one-off rate of ``estimate_training`` (a fresh context per call).
+A last warm pass offloads weights, activations and the optimizer to host memory (``train --offload``).
 Rates use the process's CPU time (one core; immune to other processes on a loaded machine).
 Run: ``taskset -c 0 python benchmarks/bench_training.py``.
 """
@@ -18,6 +19,7 @@ from fabricsim.catalog import load_model, load_system
 from fabricsim.engine.training.analytic import TrainingContext, estimate_training, training_context
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs.memory_tier import OffloadSpec, parse_offload
 
 GPUS = 3072
 GLOBAL_BATCH = 3072
@@ -46,12 +48,14 @@ def layouts(model_layers: int) -> list[ParallelLayout]:
     return found
 
 
-def sweep(ctx: TrainingContext, candidates: list[ParallelLayout]) -> tuple[int, float]:
+def sweep(
+    ctx: TrainingContext, candidates: list[ParallelLayout], offload: OffloadSpec | None = None
+) -> tuple[int, float]:
     start = time.process_time()
     done = 0
     for layout in candidates:
         try:
-            ctx.estimate(layout, GLOBAL_BATCH, SEQ_LEN)
+            ctx.estimate(layout, GLOBAL_BATCH, SEQ_LEN, offload)
             done += 1
         except FabricsimError:
             pass
@@ -77,6 +81,9 @@ def main() -> None:
         f"({warm_done / warm_s:,.0f} valid estimates/s, {warm_s / (len(candidates) * rounds) * 1e6:.1f} µs each)"
     )
     print(f"warm, wall clock (counts time other processes take from this core): {warm_done / wall_s:,.0f} valid/s")
+    everything = parse_offload("optimizer,weights,activations", "host")
+    offloaded, offload_s = sweep(ctx, candidates * 5, everything)
+    print(f"warm, weights+activations+optimizer offloaded to host: {offloaded / offload_s:,.0f} valid estimates/s")
     one_off, one_off_s = one_off_rate(model, system, candidates[::20])
     print(f"one-off estimate_training (fresh context each call): {one_off / one_off_s:,.0f} valid/s")
 

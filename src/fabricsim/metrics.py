@@ -109,6 +109,9 @@ class TrainResult:
     fidelity: str = "analytic"
     options: tuple[tuple[str, object], ...] = ()  # framework settings (TrainingOptions.as_dict)
     energy: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)  # power_W, ... (cost.energy)
+    # offload only: memory_breakdown_bytes_by_tier ({tier: {kind: bytes}}), memory_capacity_bytes_by_tier
+    # ({tier: bytes}) and memory_overflow_tiers
+    tiers: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)
 
     def to_json(self) -> dict[str, object]:
         return contract_json(self)

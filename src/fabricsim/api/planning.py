@@ -13,6 +13,7 @@ from fabricsim.api.training import train_result, training_options
 from fabricsim.api.training_simulated import simulated_train_result
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
+from fabricsim.errors import FabricsimError
 from fabricsim.metrics import (
     PlanEntry,
     PlanResult,
@@ -33,6 +34,7 @@ from fabricsim.specs.inputs import (
     TrainConstraints,
     edge,
 )
+from fabricsim.specs.memory_tier import OffloadSpec
 
 
 @edge
@@ -56,6 +58,8 @@ def plan_train(
     fp8_recipe: str | None = None,
     capacity_factor: PositiveFloat | None = None,
     moe_dispatcher: str | None = None,
+    search_offload: bool | None = None,
+    offload_tier: str | list[str] | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
 
@@ -64,6 +68,11 @@ def plan_train(
     in this model each overlap only subtracts hidden time (exposed = max(0, comm - compute) <= comm)
     and costs no memory, so "on" is never worse for any layout (``tests/planner`` checks it) and
     searching "off" could not change the ranking. Plans report the settings they ran with.
+
+    ``search_offload`` (default: on when the system lists a memory tier) also tries keeping the
+    optimizer, weights and/or activations on a memory tier (``offload_tier``: one name or a list,
+    default every tier of the system) for layouts that do not fit in HBM by themselves.
+
     ``objective``: ``tokens-per-s`` (same ranking as ``step-time`` at a fixed batch) or ``memory``.
     ``constraints`` limits dimensions with :func:`train`'s layout keywords, each one value or a
     list (``{"tp": [4, 8], "recompute": "full"}``); unset dimensions take every valid value.
@@ -87,10 +96,37 @@ def plan_train(
         free=True,
     )
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)
+    choices = _offload_choices(system_spec, search_offload, offload_tier)
     start = time.perf_counter()
-    search = planner.search_train(question, space, planner.PlanSettings(top, goal), on_progress)
+    search = planner.search_train(question, space, planner.PlanSettings(top, goal, choices), on_progress)
     search = planner.refine_search(question, search, refine, goal)
     return _train_plan_result(question, search, goal, time.perf_counter() - start)
+
+
+def _offload_choices(
+    system: SystemSpec, search_offload: bool | None, offload_tier: str | list[str] | None
+) -> tuple[OffloadSpec, ...]:
+    """The offload choices to search: none when ``search_offload`` is False, else every class set
+    on the allowed tiers (an error when asked for explicitly on a system without any tier)."""
+    if search_offload is not None and not isinstance(search_offload, bool):
+        raise FabricsimError("search-offload", f"must be true or false, got {search_offload!r}")
+    tiers = None if offload_tier is None else tuple(str_items(offload_tier))
+    if search_offload is False:
+        if tiers is not None:
+            raise FabricsimError("offload-tier", "given with --no-search-offload", "drop one of them")
+        return ()
+    choices = planner.offload_choices(system, tiers)
+    planner.check_offload_choices(choices, bool(search_offload) or tiers is not None)
+    return choices
+
+
+def str_items(value: str | list[str]) -> list[str]:
+    """``"host,cxl"`` or ``["host", "cxl"]`` -> ``["host", "cxl"]``."""
+    parts = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    items = [part.strip() for part in parts if part.strip()]
+    if not items:
+        raise FabricsimError("offload-tier", "is empty", "name host, grace or cxl")
+    return items
 
 
 def _train_plan_result(

@@ -22,6 +22,7 @@ from fabricsim.specs.inputs import (
     edge,
 )
 from fabricsim.specs.layout import long_names
+from fabricsim.specs.memory_tier import parse_offload
 from fabricsim.workload.training import FP8_RECIPES, MOE_DISPATCHERS, TrainingOptions
 
 # The framework settings train / plan train / sweeps accept, with Megatron-Core's defaults
@@ -118,8 +119,14 @@ def train(
     fp8_recipe: str | None = None,
     capacity_factor: PositiveFloat | None = None,
     moe_dispatcher: str | None = None,
+    offload: str | list[str] | None = None,
+    offload_tier: str | None = None,
 ) -> TrainResult:
     """Estimate one training step of ``model`` on ``gpus`` GPUs of ``system`` (analytic fidelity).
+
+    ``offload`` (``"optimizer,weights,activations"`` or a list) keeps those tensor classes on the
+    memory tier ``offload_tier`` (``host`` default, ``grace``, ``cxl``: one the system YAML lists
+    under ``memory_tiers``); the exposed transfers are ``time_breakdown_s.offload_s``.
 
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
@@ -143,7 +150,12 @@ def train(
         capacity_factor=capacity_factor,
         moe_dispatcher=moe_dispatcher,
     )
-    estimate = analytic.estimate_training(model_spec, system_spec, layout, global_batch, seq_len, options)
+    placement = parse_offload(offload, offload_tier)
+    if placement is not None:
+        system_spec.memory_tier(placement.tier)
+    estimate = analytic.estimate_training(
+        model_spec, system_spec, layout, global_batch, seq_len, options, offload=placement
+    )
     return attach_train(train_result(model_spec.name, system_spec.name, estimate, options), system_spec)
 
 
@@ -180,8 +192,27 @@ def train_result(
         memory_capacity_bytes=estimate.memory_capacity_bytes,
         memory_breakdown_bytes=tuple(estimate.memory.as_dict().items()),
         time_breakdown_s=tuple(estimate.time.as_dict().items()),
-        layout=tuple(estimate.layout.as_dict().items()),
+        layout=tuple(estimate.layout.as_dict().items()) + _offload_layout(estimate.tier),
         options=tuple((options or TrainingOptions()).as_dict().items()),
+        tiers=_tiers_json(estimate),
+    )
+
+
+def _offload_layout(tier: analytic.TierMemory | None) -> tuple[tuple[str, object], ...]:
+    """``offload`` (classes) and ``offload_tier`` layout keys of an offloaded estimate."""
+    return () if tier is None else tuple(tier.offload.as_dict().items())
+
+
+def _tiers_json(estimate: analytic.TrainingEstimate) -> tuple[tuple[str, object], ...]:
+    """Per-tier memory keys of an offloaded estimate (none without offload)."""
+    tier = estimate.tier
+    if tier is None:
+        return ()
+    name = tier.offload.tier.value
+    return (
+        ("memory_breakdown_bytes_by_tier", {"hbm": estimate.memory.as_dict(), name: tier.bytes.as_dict()}),
+        ("memory_capacity_bytes_by_tier", {"hbm": estimate.memory_capacity_bytes, name: tier.capacity_bytes}),
+        ("memory_overflow_tiers", list(estimate.overflow_tiers)),
     )
 
 

@@ -18,6 +18,8 @@ from fabricsim.errors import FabricsimError
 from fabricsim.metrics import SimulatedTrainResult, TrainResult
 from fabricsim.specs.inputs import Fidelity, SimFidelity, edge
 
+_ANALYTIC_ONLY = "drop --fidelity, --trace and the variability options"
+
 
 @edge
 def simulate_train(
@@ -39,6 +41,9 @@ def simulate_train(
     seeded stragglers, jitter and ECMP re-hashing and gives P50/P99 step times.
     ``layout`` takes :func:`train`'s keywords (tp, pp, dp, ..., and the framework settings).
     """
+    for key in ("offload", "offload_tier"):  # train's keywords, not the event-driven engine's
+        if layout.pop(key, None) is not None:
+            raise FabricsimError(key.replace("_", "-"), "is costed by the analytic fidelity only", _ANALYTIC_ONLY)
     if variability is not None:
         variability.validate()
     base = train(model, system, gpus, global_batch, seq_len, **layout)

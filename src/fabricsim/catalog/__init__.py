@@ -164,12 +164,19 @@ def load_system(name_or_path: str) -> SystemSpec:
         out["switch"] = load_switch(str(out["switch"]))
         out.setdefault("in_network_reduction", out["switch"].in_network_reduction)
         host = load_link(str(data["host_link"]))
+        tiers = _memory_tiers(data.get("memory_tiers") or {})
     except KeyError as exc:
         raise FabricsimError("system", f"{origin}: missing key {exc.args[0]!r}", "see the catalog systems") from None
     except (TypeError, AttributeError, ValueError):
         raise FabricsimError("system", f"{origin}: scale_up/scale_out must be mappings", "see the catalog") from None
     resolved = {**data, "device": device, "scale_up": up, "scale_out": out, "host_link": host, "sources": sources}
+    resolved["memory_tiers"] = tiers
     return _build(SystemSpec, resolved, "system", origin)
+
+
+def _memory_tiers(tiers: dict[str, Any]) -> dict[str, Any]:
+    """``memory_tiers`` of a system YAML with each tier's ``link`` name resolved to a link spec."""
+    return {kind: {**dict(tier), "link": load_link(str(tier["link"]))} for kind, tier in tiers.items()}
 
 
 _HF_ALIASES = {"n_layer": "num_hidden_layers", "n_embd": "hidden_size", "n_head": "num_attention_heads"}

@@ -19,6 +19,13 @@ app = typer.Typer(help="Find the best parallel layout for training or serving a 
 
 MAX_DAYS = 100_000  # the bound of goodput's --days (api.goodput)
 TRAIN_LISTS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "expert_tp")
+SEARCH_OFFLOAD = typer.Option(
+    None,
+    "--search-offload/--no-search-offload",
+    help="also try optimizer/weights/activations offload where a layout does not fit (default: on when the "
+    "system has a memory tier)",
+)
+OFFLOAD_TIERS = typer.Option(None, "--offload-tier", help="tiers to offload to: host,grace,cxl (default: all it has)")
 
 
 @app.command("train", no_args_is_help=True)
@@ -52,6 +59,8 @@ def train(
     fp8_recipe: str | None = ts.FP8_RECIPE_OPTION,
     capacity_factor: float | None = ts.CAPACITY_OPTION,
     moe_dispatcher: str | None = ts.DISPATCHER_OPTION,
+    search_offload: bool | None = SEARCH_OFFLOAD,
+    offload_tier: str | None = OFFLOAD_TIERS,
     as_json: bool = o.JSON,
 ) -> None:
     """Rank training layouts (TP, PP, DP, CP, EP, expert TP, vpp, micro-batch, ZeRO, recompute, SP,

@@ -7,10 +7,15 @@ is one parameter here and one keyword there.
 
 from __future__ import annotations
 
+import typer
+
 from fabricsim.cli import fidelity as fidelity_flags
 from fabricsim.cli import options as o
 from fabricsim.cli import train_settings as ts
 from fabricsim.cli.common import emit
+
+OFFLOAD = typer.Option(None, "--offload", help="tensor classes kept below HBM: optimizer,weights,activations")
+OFFLOAD_TIER = typer.Option(None, "--offload-tier", help="host | grace | cxl (default host)")
 
 
 def train(
@@ -39,6 +44,8 @@ def train(
     fp8_recipe: str | None = ts.FP8_RECIPE_OPTION,
     capacity_factor: float | None = ts.CAPACITY_OPTION,
     moe_dispatcher: str | None = ts.DISPATCHER_OPTION,
+    offload: str | None = OFFLOAD,
+    offload_tier: str | None = OFFLOAD_TIER,
     as_json: bool = o.JSON,
     fidelity: str = o.FIDELITY,
     trace: str | None = o.TRACE_OUT,

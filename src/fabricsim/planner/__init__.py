@@ -20,6 +20,8 @@ from fabricsim.planner.infer import (
     parse_infer_objective,
     search_infer,
 )
+from fabricsim.planner.offload import check_choices as check_offload_choices
+from fabricsim.planner.offload import offload_choices
 from fabricsim.planner.refine import refine_search
 from fabricsim.planner.space import TrainSpace, train_space
 from fabricsim.planner.split import DEFAULT_SLO_S, SplitPlan, SplitQuestion, search_splits
@@ -49,7 +51,9 @@ __all__ = [
     "TrainQuestion",
     "TrainSearch",
     "TrainSpace",
+    "check_offload_choices",
     "infer_space",
+    "offload_choices",
     "parse_infer_objective",
     "parse_train_objective",
     "refine_search",

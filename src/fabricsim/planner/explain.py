@@ -24,6 +24,7 @@ _PART_NAMES = {
     "pipeline_bubble_s": "pipeline bubble",
     "dp_comm_s": "exposed DP comm",
     "optimizer_s": "optimizer",
+    "offload_s": "exposed offload",
 }
 
 

@@ -22,7 +22,7 @@ from fabricsim.planner.train import (
     TrainSearch,
     explain_plans,
     figures_score,
-    layout_key,
+    plan_key,
 )
 from fabricsim.workload.training import TrainingOptions
 
@@ -33,7 +33,10 @@ def _no_network(run: int | None) -> None:
 
 
 def refine_plan(question: TrainQuestion, plan: TrainPlan) -> TrainPlan:
-    """``plan`` with its figures from one simulated step (no variability)."""
+    """``plan`` with its figures from one simulated step (no variability); an offloaded plan keeps
+    its analytic figures (the event-driven engine does not model offload transfers)."""
+    if plan.estimate.tier is not None:
+        return plan
     case = TrainingCase(
         question.model, question.system, plan.estimate.layout, question.global_batch, question.seq_len,
         question.options or TrainingOptions(),
@@ -50,6 +53,6 @@ def refine_search(question: TrainQuestion, search: TrainSearch, count: int, obje
     if count == 0 or not search.plans:
         return search
     refined = [refine_plan(question, plan) for plan in search.plans[:count]]
-    refined.sort(key=lambda p: (figures_score(objective, p.figures), layout_key(p.estimate.layout)))
+    refined.sort(key=lambda p: (figures_score(objective, p.figures), plan_key(p.estimate)))
     rest = [replace(p, reasons=()) for p in search.plans[count:]]
     return replace(search, plans=explain_plans(refined + rest))

@@ -16,8 +16,11 @@ groups of layouts sharing (tp, pp, cp, ep, dtype, sequence parallel, recompute).
    (the other terms -- bubble, p2p, exposed DP, optimizer -- are non-negative), a figure shared
    by every ZeRO/interleaving variant of a micro-batch size. When that bound is already slower
    than the K-th best plan found, the block's fitting layouts are not timed. Only the step-time
-   objective uses this bound.
-3. **Costing** with the analytic engine (:func:`estimate_training`, microseconds per layout; the
+   objective uses this bound; the memory objective skips timing a variant whose memory (known
+   before timing) exceeds the K-th best's.
+4. **Offload** (:mod:`fabricsim.planner.offload`): a layout that does not fit by itself is tried
+   with every offload choice that fits it in HBM and on the tier, each a variant timed like a layout.
+5. **Costing** with the analytic engine (:func:`estimate_training`, microseconds per layout; the
    per-(model, system) context and per-shape stage costs are cached by the engine).
 
 Ranking keeps the K best by (objective, canonical layout key): deterministic whatever the walk.
@@ -36,8 +39,10 @@ from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
 from fabricsim.planner import space as sp
 from fabricsim.planner.explain import PlanFigures, train_reasons
+from fabricsim.planner.offload import by_tier, cpu_can_beat_gpu, offload_key
 from fabricsim.planner.space import Group, TrainProblem, TrainSpace
 from fabricsim.specs import ModelSpec, ParallelLayout, SystemSpec
+from fabricsim.specs.memory_tier import OffloadSpec
 from fabricsim.transformer.flops import model_dims
 from fabricsim.workload.training import DTYPES, TrainingOptions
 
@@ -71,10 +76,12 @@ class TrainQuestion:
 
 @dataclass(frozen=True, slots=True)
 class PlanSettings:
-    """How many plans to return (``top``) and what ranks them."""
+    """How many plans to return (``top``), what ranks them, and the offload choices searched
+    (:func:`fabricsim.planner.offload.offload_choices`; empty: none)."""
 
     top: int = 5
     objective: TrainObjective = TrainObjective.TOKENS_PER_S
+    offload: tuple[OffloadSpec, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +119,8 @@ class TrainSearch:
     """The outcome: ranked plans and what the walk did.
 
     ``evaluated``: valid layouts assessed (every one either timed or rejected by a bound);
-    ``feasible``: those that fit in memory; ``costed``: those timed by the engine;
+    ``feasible``: those that fit in memory (by themselves or with an offload choice); ``costed``:
+    those timed by the engine (each with every offload choice that fits it);
     ``pruned_memory``: sized and too big; ``pruned_unsized``: larger micro-batches of a block where
     nothing fit, rejected without sizing; ``pruned_time``: fit but not timed (time bound);
     ``smallest_memory_bytes`` and ``smallest_memory_layout``: the least memory per GPU seen;
@@ -150,7 +158,9 @@ class _Walk:
     pruned_unsized: int = 0
     pruned_time: int = 0
     smallest: tuple[float, ParallelLayout | None] = (float("inf"), None)
-    unfit: tuple[float, ParallelLayout | None] = (float("inf"), None)  # best time bound that does not fit
+    unfit: list = field(default_factory=list)  # heap of (-bound, -key, layout): best time bounds that do not fit
+    offload_always: bool = False  # try offload on layouts that fit without it (see planner.offload)
+    offload_groups: tuple[tuple[OffloadSpec, ...], ...] = ()  # settings.offload grouped by tier
 
 
 _RECOMPUTE_INDEX = {r: i for i, r in enumerate(sp.RECOMPUTE_ORDER)}
@@ -179,11 +189,16 @@ def _neg_key(key: tuple) -> tuple:
     return tuple(-x for x in key)
 
 
+def plan_key(estimate: TrainingEstimate) -> tuple:
+    """Canonical order of plans: the layout's key, then the offload choice's (none first)."""
+    return (*layout_key(estimate.layout), *offload_key(estimate.tier.offload if estimate.tier else None))
+
+
 def _offer(walk: _Walk, estimate: TrainingEstimate) -> None:
     score = (estimate.step_time_s, estimate.memory.total)
     if walk.settings.objective is TrainObjective.MEMORY:
         score = (estimate.memory.total, estimate.step_time_s)
-    item = ((-score[0], -score[1]), _neg_key(layout_key(estimate.layout)), estimate)
+    item = ((-score[0], -score[1]), _neg_key(plan_key(estimate)), estimate)
     if len(walk.best) < walk.settings.top:
         heapq.heappush(walk.best, item)
     elif item[:2] > walk.best[0][:2]:
@@ -197,27 +212,45 @@ def _time_bound_beaten(walk: _Walk, bound_s: float) -> bool:
     return bound_s > -walk.best[0][0][0]
 
 
+def _memory_bound_beaten(walk: _Walk, memory_bytes: float) -> bool:
+    """True when, ranking by memory, a variant of ``memory_bytes`` cannot enter the K best (exact:
+    its memory is known before timing; a tie on memory still gets timed for the step tie-break)."""
+    if walk.settings.objective is not TrainObjective.MEMORY or len(walk.best) < walk.settings.top:
+        return False
+    return memory_bytes > -walk.best[0][0][0]
+
+
 def _note_memory(walk: _Walk, layout: ParallelLayout, memory_bytes: float) -> None:
     if memory_bytes < walk.smallest[0]:
         walk.smallest = (memory_bytes, layout)
 
 
-def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[ParallelLayout], ParallelLayout | None, int]:
-    """(layouts of the block that fit, its first layout that does not, block size): every
-    (ZeRO stage, virtual stages) variant of the block sized."""
+Variant = tuple[ParallelLayout, OffloadSpec | None, float]  # layout, offload choice, HBM bytes
+
+
+def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[Variant], ParallelLayout | None, int, int]:
+    """(variants of the block that fit, its first layout that does not fit in HBM by itself, block
+    size, layouts that fit some way): every (ZeRO stage, virtual stages) layout sized, then its
+    offload choices where they can help (:mod:`fabricsim.planner.offload`)."""
     q = walk.question
     zeros, virtual = _block_size(walk, group, micro_batch)
-    fitting, unfit = [], None
+    fitting: list[Variant] = []
+    unfit, feasible = None, 0
     for zero in zeros:
         for vpp in virtual:
             layout = group.layout(micro_batch, zero, vpp)
-            memory_bytes = walk.context.memory(layout, q.global_batch, q.seq_len).total
-            _note_memory(walk, layout, memory_bytes)
-            if memory_bytes <= walk.capacity_bytes:
-                fitting.append(layout)
-            elif unfit is None:
+            memory = walk.context.memory(layout, q.global_batch, q.seq_len)
+            _note_memory(walk, layout, memory.total)
+            fits = memory.total <= walk.capacity_bytes
+            variants: list[Variant] = [(layout, None, memory.total)] if fits else []
+            if walk.offload_groups and (not fits or walk.offload_always):
+                offloads = walk.context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups)
+                variants += [(layout, offload, hbm_bytes) for offload, hbm_bytes in offloads]
+            fitting += variants
+            feasible += bool(variants)
+            if not fits and unfit is None:
                 unfit = layout
-    return fitting, unfit, len(zeros) * len(virtual)
+    return fitting, unfit, len(zeros) * len(virtual), feasible
 
 
 def _block_size(walk: _Walk, group: Group, micro_batch: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -246,38 +279,67 @@ def _lower_bound_s(walk: _Walk, layout: ParallelLayout) -> float:
 def _search_group(walk: _Walk, group: Group) -> None:
     q = walk.question
     sizes = sp.micro_batches(walk.problem, walk.space, group)
-    for position, micro_batch in enumerate(sizes):
-        fitting, unfit, block = _sized(walk, group, micro_batch)
+    position = 0
+    while position < len(sizes):
+        micro_batch = sizes[position]
+        fitting, unfit, block, feasible = _sized(walk, group, micro_batch)
+        position += 1
         if block == 0:  # no (ZeRO, vpp) variant is allowed here, e.g. --vpp 2 where m is not a multiple of pp
             continue
         walk.evaluated += block
-        walk.pruned_memory += block - len(fitting)
-        walk.feasible += len(fitting)
-        bound_s = _lower_bound_s(walk, fitting[0] if fitting else unfit)  # type: ignore[arg-type]
-        if unfit is not None and bound_s < walk.unfit[0]:
-            walk.unfit = (bound_s, unfit)
+        walk.pruned_memory += block - feasible
+        walk.feasible += feasible
+        bound_s = _lower_bound_s(walk, fitting[0][0] if fitting else unfit)  # type: ignore[arg-type]
+        if unfit is not None:
+            _note_unfit(walk, bound_s, unfit)
         if not fitting:  # memory does not shrink with a larger micro-batch: neither do they fit
-            _prune_rest(walk, group, sizes[position + 1 :])
-            return
-        if _time_bound_beaten(walk, bound_s):
-            walk.pruned_time += len(fitting)
+            position = _skip_unfit(walk, group, sizes, position)
             continue
-        for layout in fitting:
-            _offer(walk, walk.context.estimate(layout, q.global_batch, q.seq_len))
-        walk.costed += len(fitting)
+        if _time_bound_beaten(walk, bound_s):
+            walk.pruned_time += feasible
+            continue
+        for layout, offload, memory_bytes in fitting:
+            if not _memory_bound_beaten(walk, memory_bytes):
+                _offer(walk, walk.context.estimate(layout, q.global_batch, q.seq_len, offload))
+        walk.costed += feasible  # layouts; with offload each may be timed with several choices
+
+
+def _skip_unfit(walk: _Walk, group: Group, sizes: tuple[int, ...], position: int) -> int:
+    """Prune the micro-batch sizes from ``position`` on; under offload search keep the size with a
+    single micro-batch per step (its gradients stream out: the one exception to monotone memory)."""
+    last = len(sizes)
+    single = walk.problem.global_batch // group.data_parallel
+    if walk.offload_groups and position < len(sizes) and sizes[-1] == single:
+        last -= 1
+    _prune_rest(walk, group, sizes[position:last])
+    return last
+
+
+UNFIT_KEPT = 8  # unfit layouts with the best time bounds kept for ``faster_unfit``
+
+
+def _note_unfit(walk: _Walk, bound_s: float, layout: ParallelLayout) -> None:
+    item = (-bound_s, _neg_key(layout_key(layout)), layout)
+    if len(walk.unfit) < UNFIT_KEPT:
+        heapq.heappush(walk.unfit, item)
+    elif item[:2] > walk.unfit[0][:2]:
+        heapq.heapreplace(walk.unfit, item)
 
 
 def _faster_unfit(walk: _Walk, plans: tuple[TrainPlan, ...]) -> TrainingEstimate | None:
-    """The sized layout with the best time bound among those that do not fit, costed, if it is
-    faster than the best plan: what memory costs (None otherwise, and for the memory objective)."""
-    bound_s, layout = walk.unfit
-    if layout is None or walk.settings.objective is TrainObjective.MEMORY:
-        return None
-    if plans and bound_s >= plans[0].figures.step_time_s:
+    """Among the sized layouts that do not fit in HBM by themselves, the first (by time bound) that,
+    costed without offload, is faster than the best plan: what memory costs (None otherwise, and for
+    the memory objective). Several are kept because a time bound is not the time."""
+    if walk.settings.objective is TrainObjective.MEMORY:
         return None
     q = walk.question
-    estimate = walk.context.estimate(layout, q.global_batch, q.seq_len)
-    return estimate if not plans or estimate.step_time_s < plans[0].figures.step_time_s else None
+    for negative_bound, _, layout in sorted(walk.unfit, reverse=True):
+        if plans and -negative_bound >= plans[0].figures.step_time_s:
+            return None
+        estimate = walk.context.estimate(layout, q.global_batch, q.seq_len)
+        if not plans or estimate.step_time_s < plans[0].figures.step_time_s:
+            return estimate
+    return None
 
 
 def train_problem(question: TrainQuestion) -> TrainProblem:
@@ -305,6 +367,11 @@ def search_train(
     capacity_bytes = question.system.device.hbm_capacity_bytes
     context = training_context(question.model, question.system, question.options)
     walk = _Walk(question, problem, space, settings, capacity_bytes, context)
+    if settings.offload:
+        hbm_Bps = min(walk.context.rates(dtype).hbm_Bps for dtype in sp.default_dtypes(question.system))
+        memory_goal = settings.objective is TrainObjective.MEMORY  # offload always lowers HBM bytes
+        walk.offload_always = memory_goal or cpu_can_beat_gpu(question.system, settings.offload, hbm_Bps)
+        walk.offload_groups = by_tier(settings.offload)
     groups = list(sp.train_groups(problem, space))
     step = max(1, len(groups) // 200)
     for index, group in enumerate(groups):

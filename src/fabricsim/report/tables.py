@@ -164,6 +164,10 @@ def train_table(result: dict[str, Any]) -> Any:
         memory.add_column(column, justify="left" if column == "part" else "right")
     for key, value in result["memory_breakdown_bytes"].items():
         memory.add_row(key, format_bytes(value))
+    for tier, parts in result.get("memory_breakdown_bytes_by_tier", {}).items():
+        if tier != "hbm":  # offload: the tier below HBM, its bytes of its capacity per GPU
+            capacity = format_bytes(result["memory_capacity_bytes_by_tier"][tier])
+            memory.add_row(f"{tier} (of {capacity})", format_bytes(sum(parts.values())))
     return Group(summary, times, memory)
 
 
@@ -211,6 +215,10 @@ def compact_layout(layout: dict[str, Any]) -> str:
         parts.append(str(layout["dtype"]))
     if layout.get("kv_dtype", layout.get("dtype", "bf16")) != layout.get("dtype", "bf16"):
         parts.append(f"kv:{layout['kv_dtype']}")
+    if layout.get("offload"):  # e.g. off:opt+w+act@host
+        short = {"optimizer": "opt", "weights": "w", "activations": "act"}
+        classes = "+".join(short.get(c, c) for c in layout["offload"])
+        parts.append(f"off:{classes}@{layout.get('offload_tier', 'host')}")
     return " ".join(parts)
 
 

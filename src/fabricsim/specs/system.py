@@ -11,6 +11,7 @@ from fabricsim.specs.base import FrozenSpec
 from fabricsim.specs.calibration import CollectiveFit
 from fabricsim.specs.device import DeviceSpec
 from fabricsim.specs.fabric import LinkSpec, ScaleOutSpec, ScaleUpSpec
+from fabricsim.specs.memory_tier import MemoryTierKind, MemoryTierSpec
 
 
 class CpuVendor(str, Enum):
@@ -34,6 +35,7 @@ class SystemSpec(FrozenSpec):
     host_link: LinkSpec
     cpu_vendor: CpuVendor = CpuVendor.INTEL
     max_gpus: PositiveInt = 100_000
+    memory_tiers: dict[MemoryTierKind, MemoryTierSpec] = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
     collective_fits: tuple[CollectiveFit, ...] = ()  # measured (nccl-tests) lines; see specs.calibration
 
@@ -59,6 +61,18 @@ class SystemSpec(FrozenSpec):
                 f"{gpus} GPUs is not a whole number of {node}-GPU nodes of {self.name}",
                 f"use a divisor of {node} or a multiple of {node}",
             )
+
+    def memory_tier(self, kind: MemoryTierKind) -> MemoryTierSpec:
+        """The tier ``kind`` of this system; FabricsimError naming ``offload-tier`` if it has none."""
+        tier = self.memory_tiers.get(kind)
+        if tier is None:
+            known = ", ".join(k.value for k in self.memory_tiers) or "none"
+            raise FabricsimError(
+                "offload-tier",
+                f"{self.name} has no {kind.value} memory tier (it has: {known})",
+                "pick another tier or add memory_tiers to the system YAML",
+            )
+        return tier
 
     def nodes(self, gpus: int) -> int:
         return max(1, -(-gpus // self.gpus_per_node))

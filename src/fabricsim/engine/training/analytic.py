@@ -22,12 +22,16 @@ Public entry points: :func:`training_context` then ``ctx.estimate`` / ``ctx.memo
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.training.memory import memory_breakdown, stage_activations, stage_parameters
+from fabricsim.engine.training.offload import offload_memory, offload_time, resident_bytes
 from fabricsim.engine.training.results import (
     MemoryBreakdown,
     StageEntry,
     StageWork,
+    TierMemory,
     TimeBreakdown,
     TrainingEstimate,
 )
@@ -45,8 +49,10 @@ from fabricsim.engine.training.step_time import (
     zero3_exposed_s,
 )
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs.memory_tier import OFFLOAD_ORDER, MemoryTierSpec, OffloadSpec
 from fabricsim.transformer.compute import DeviceRates, device_rates
 from fabricsim.transformer.flops import ModelDims, hardware_flops_per_step, model_dims, model_flops_per_step
+from fabricsim.transformer.memory_tiers import class_shifts
 from fabricsim.workload import training as work
 from fabricsim.workload.training import TrainingOptions
 
@@ -59,6 +65,7 @@ __all__ = [
     "MemoryBreakdown",
     "StageEntry",
     "StageWork",
+    "TierMemory",
     "TimeBreakdown",
     "TrainingContext",
     "TrainingEstimate",
@@ -174,11 +181,60 @@ class TrainingContext:
         entry = self.stage(layout, seq_len)
         return memory_breakdown(layout, entry, microbatches)
 
-    def estimate(self, layout: ParallelLayout, global_batch: int, seq_len: int) -> TrainingEstimate:
-        """Analytic estimate of one training step (see :func:`estimate_training`); the hot path."""
+    def offload_memory(
+        self, layout: ParallelLayout, global_batch: int, seq_len: int, offload: OffloadSpec
+    ) -> tuple[MemoryBreakdown, TierMemory]:
+        """(HBM bytes by kind, bytes on the offload tier) per GPU, for pruning offloaded layouts.
+
+        Raises ``FabricsimError`` for an invalid layout or a tier the system lacks.
+        """
+        microbatches = work.check_layout(self.dims, layout, layout.gpus, global_batch, seq_len)
+        entry = self.stage(layout, seq_len)
+        base = memory_breakdown(layout, entry, microbatches)
+        return offload_memory(layout, entry, base, microbatches, (offload, self.tier(offload)))
+
+    def fitting_offloads(
+        self, layout: ParallelLayout, base: MemoryBreakdown, global_batch: int, seq_len: int, choices: Offloads
+    ) -> list[tuple[OffloadSpec, float]]:
+        """(choice, HBM bytes) for the ``choices`` (grouped by tier) with which ``layout`` fits in HBM
+        and on the tier: the planner's memory check of offload variants. ``layout`` was checked and
+        sized by :meth:`memory` (``base``); each class's shift is computed once and summed per choice."""
+        microbatches = global_batch // (layout.data_parallel * layout.micro_batch_size)
+        shifts = class_shifts(resident_bytes(layout, self.stage(layout, seq_len), base, microbatches))
+        over = base.total - self.system.device.hbm_capacity_bytes
+        if over > sum(shift.hbm_freed for shift in shifts):
+            return []  # offloading everything does not fit in HBM: no choice does
+        fitting = []
+        for group in choices:
+            capacity = self.tier(group[0]).capacity_per_gpu_bytes
+            for choice in group:
+                freed = tier_bytes = 0.0
+                for index in _class_indices(choice):
+                    freed += shifts[index].hbm_freed
+                    tier_bytes += shifts[index].tier_bytes
+                if freed >= over and tier_bytes <= capacity:
+                    fitting.append((choice, base.total - freed))
+        return fitting
+
+    def tier(self, offload: OffloadSpec) -> MemoryTierSpec:
+        return self.system.memory_tier(offload.tier)
+
+    def estimate(
+        self, layout: ParallelLayout, global_batch: int, seq_len: int, offload: OffloadSpec | None = None
+    ) -> TrainingEstimate:
+        """Analytic estimate of one training step (see :func:`estimate_training`); the hot path.
+        ``offload``: tensor classes kept on a memory tier below HBM (:mod:`.offload`)."""
         microbatches = work.check_layout(self.dims, layout, layout.gpus, global_batch, seq_len)
         entry = self.stage(layout, seq_len)
         time = step_time(self, layout, entry, self.data_parallel_s(layout, entry), microbatches)
+        memory = memory_breakdown(layout, entry, microbatches)
+        tier = None
+        if offload is not None:
+            placed = (offload, self.tier(offload))
+            memory, tier = offload_memory(layout, entry, memory, microbatches, placed)
+            cost = offload_time(layout, entry, microbatches, placed, self.options.overlap_grad_reduce)
+            optimizer = time.optimizer_s if cost.optimizer_s is None else cost.optimizer_s
+            time = time._replace(optimizer_s=optimizer, offload_s=cost.exposed_s)
         model_flops, hardware_flops = self.flops(global_batch, seq_len, layout.recompute)
         return TrainingEstimate(
             layout=layout,
@@ -190,9 +246,19 @@ class TrainingContext:
             hardware_flops=hardware_flops,
             peak_flops_per_gpu=self.peak_flops(layout.dtype),
             time=time,
-            memory=memory_breakdown(layout, entry, microbatches),
+            memory=memory,
             memory_capacity_bytes=self.system.device.hbm_capacity_bytes,
+            tier=tier,
         )
+
+
+Offloads = tuple[tuple[OffloadSpec, ...], ...]  # offload choices grouped by tier
+
+
+@lru_cache(maxsize=64)
+def _class_indices(choice: OffloadSpec) -> tuple[int, ...]:
+    """Positions of ``choice``'s classes in OFFLOAD_ORDER (a pure function of a value: cached)."""
+    return tuple(OFFLOAD_ORDER.index(kind) for kind in choice.classes)
 
 
 _DEFAULT_OPTIONS = TrainingOptions()
@@ -254,6 +320,7 @@ def estimate_training(
     global_batch: int,
     seq_len: int,
     options: TrainingOptions | None = None,
+    offload: OffloadSpec | None = None,
 ) -> TrainingEstimate:
     """Analytic estimate of one training step (no I/O, no catalog look-ups), with a fresh context.
 
@@ -261,4 +328,4 @@ def estimate_training(
     result with ``fits`` False. One-off calls pay for the context's cold caches (~0.1-1 ms); a
     sweep reuses one :func:`training_context` and calls its ``estimate`` (~5-10 µs per layout).
     """
-    return training_context(model, system, options).estimate(layout, global_batch, seq_len)
+    return training_context(model, system, options).estimate(layout, global_batch, seq_len, offload)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from fabricsim.specs import ParallelLayout
+from fabricsim.specs.memory_tier import OffloadSpec
+from fabricsim.transformer.memory_tiers import TierBytes
 
 
 class TimeBreakdown(NamedTuple):
@@ -26,6 +28,7 @@ class TimeBreakdown(NamedTuple):
     pipeline_bubble_s: float
     dp_comm_s: float
     optimizer_s: float
+    offload_s: float = 0.0  # exposed transfers to and from a memory tier (train --offload)
 
     @property
     def total_s(self) -> float:
@@ -40,6 +43,7 @@ class TimeBreakdown(NamedTuple):
             + self.pipeline_bubble_s
             + self.dp_comm_s
             + self.optimizer_s
+            + self.offload_s
         )
 
     def as_dict(self) -> dict[str, float]:
@@ -63,6 +67,18 @@ class MemoryBreakdown(NamedTuple):
         return self._asdict()
 
 
+class TierMemory(NamedTuple):
+    """What a layout offloads, the bytes it puts on that tier per GPU and the tier's capacity per GPU."""
+
+    offload: OffloadSpec
+    bytes: TierBytes
+    capacity_bytes: float
+
+    @property
+    def fits(self) -> bool:
+        return self.bytes.total <= self.capacity_bytes
+
+
 class TrainingEstimate(NamedTuple):
     """Everything the analytic engine predicts for one (model, system, layout, batch, sequence)."""
 
@@ -77,6 +93,7 @@ class TrainingEstimate(NamedTuple):
     time: TimeBreakdown
     memory: MemoryBreakdown
     memory_capacity_bytes: float
+    tier: TierMemory | None = None  # the memory tier below HBM, when something is offloaded
 
     @property
     def gpus(self) -> int:
@@ -108,7 +125,15 @@ class TrainingEstimate(NamedTuple):
 
     @property
     def fits(self) -> bool:
-        return self.memory.total <= self.memory_capacity_bytes
+        return not self.overflow_tiers
+
+    @property
+    def overflow_tiers(self) -> tuple[str, ...]:
+        """Tiers whose capacity the layout exceeds: ``hbm`` and/or the offload tier's name."""
+        over = ("hbm",) if self.memory.total > self.memory_capacity_bytes else ()
+        if self.tier is not None and not self.tier.fits:
+            over += (self.tier.offload.tier.value,)
+        return over
 
 
 @dataclass(frozen=True, slots=True)
