@@ -54,3 +54,21 @@ def test_no_gemm_runs_above_the_guard_even_with_a_user_figure_at_peak() -> None:
 
     assert rates_claiming(0.99) == rates_claiming(kernels.MAX_GEMM_FRACTION)
     assert rates_claiming(0.99).efficiency(16384, 16384, 16384) <= kernels.MAX_GEMM_FRACTION
+
+
+def test_h200_kernels_are_h100_compute_with_faster_memory() -> None:
+    """H200 is the H100's GH100 die (same SMs, clocks and tensor peaks) with HBM3e at 4.8 TB/s: its
+    kernel figures must give the H100's GEMM and attention fractions and the same achieved share of
+    a larger HBM bandwidth. (No validation row runs on H200, so this is what guards its block.)"""
+    devices = {d.name: d for d in _devices()}
+    h100, h200 = devices["h100-sxm"], devices["h200"]
+    assert h200.kernels.sm_count == h100.kernels.sm_count
+    assert h200.kernels.tensor_clock_hz == pytest.approx(h100.kernels.tensor_clock_hz, rel=0.01)
+    for fmt in ("bf16", "fp8"):
+        rates = [kernels.gemm_rates(d, fmt) for d in (h100, h200)]
+        assert rates[1].efficiency(8192, 8192, 8192) == pytest.approx(rates[0].efficiency(8192, 8192, 8192), rel=0.05)
+    attention = [kernels.attention_rates(d) for d in (h100, h200)]
+    assert attention[1].forward_fraction == pytest.approx(attention[0].forward_fraction, rel=0.05)
+    assert attention[1].backward_fraction == pytest.approx(attention[0].backward_fraction, rel=0.05)
+    share = [d.kernels.hbm_achieved_Bps / d.hbm_bandwidth_Bps for d in (h100, h200)]
+    assert share[1] == pytest.approx(share[0], rel=0.05)

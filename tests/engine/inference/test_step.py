@@ -103,3 +103,26 @@ def test_uneven_pipeline_steps_at_the_pace_of_the_largest_stage():
     assert uneven.attention_s == pytest.approx(even.attention_s, rel=1e-12)
     assert uneven.communication_s == pytest.approx(even.communication_s, rel=1e-12)
     assert step_coefficients(model, H100, layout).stage_share == 32 / 126
+
+
+def test_collectives_carry_sixteen_bit_activations() -> None:
+    """Inference engines exchange hidden states in 16 bits (BF16/FP16) even with FP8 weights and KV
+    (TensorRT-LLM and vLLM all-reduce BF16 activations): each TP all-reduce of a decode step of
+    ``tokens`` tokens carries tokens x hidden x 2 bytes, and a pipeline hand-off the same."""
+    from fabricsim.catalog import load_model, load_system
+    from fabricsim.engine.inference.step import CommunicationModel, InferenceLayout
+
+    model, system = load_model("llama3-70b"), load_system("dgx-h100")
+    comm = CommunicationModel(system, InferenceLayout(8, 2, 1, "fp8", "fp8"), model)
+    calls = comm.calls(64)
+    assert calls and all(call.size_bytes == 64 * model.hidden_size * 2 for call in calls)
+    assert comm.p2p_bytes(64) == 64 * model.hidden_size * 2
+
+
+def test_framework_memory_is_the_documented_per_gpu_reserve() -> None:
+    """Every GPU keeps 3 GB outside the model: CUDA context, NCCL buffers and cuBLAS workspace
+    (1-2 GB measured for PyTorch + NCCL) plus allocator head-room, in training as in serving."""
+    from fabricsim import api
+
+    result = api.train("llama3-8b", "dgx-h100", 8, 8, 2048, tp=1).to_json()
+    assert result["memory_breakdown_bytes"]["framework"] == 3e9
