@@ -51,3 +51,24 @@ def test_versions_come_from_file_names():
     with pytest.raises(FabricsimError) as info:
         constants("2.21")
     assert "2.30" in info.value.fix
+
+
+def test_ring_plateau_and_collnet_serialization_are_nccls() -> None:
+    """Transcribed from NCCL 2.30.7 src/graph/tuning.cc (ncclTopoGetAlgoTime): a multi-node Ring
+    Simple all-reduce whose per-channel, per-rank chunk is >= 64 B pays its latency x1.4 on sm80+
+    (x1.9 before); CollNet serialises 0.4 us per extra local rank. The ring candidate of a 2-node
+    H100 all-reduce carries exactly that factor and threshold."""
+    from fabricsim.catalog import load_system
+    from fabricsim.collectives import CollectiveOp
+    from fabricsim.collectives.algorithms import ring
+    from fabricsim.collectives.candidate import Shape
+    from fabricsim.collectives.ops import Protocol
+    from fabricsim.collectives.placement import place_group
+
+    nccl = constants()
+    assert (nccl.ring_plateau_factor_sm80, nccl.ring_plateau_factor_older) == (1.4, 1.9)
+    assert nccl.collnet_arity_serialization_s == pytest.approx(0.4e-6)
+    group = place_group(load_system("dgx-h100"), 16)
+    simple = next(c for c in ring(CollectiveOp.ALL_REDUCE, group, nccl) if c.protocol is Protocol.SIMPLE)
+    assert simple.shape is Shape.RING_PLATEAU and simple.plateau_factor == 1.4
+    assert simple.plateau_bytes == 64.0 * 16 * group.channels

@@ -72,3 +72,26 @@ def test_h200_kernels_are_h100_compute_with_faster_memory() -> None:
     assert attention[1].backward_fraction == pytest.approx(attention[0].backward_fraction, rel=0.05)
     share = [d.kernels.hbm_achieved_Bps / d.hbm_bandwidth_Bps for d in (h100, h200)]
     assert share[1] == pytest.approx(share[0], rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("causal", "measured", "half"),
+    [
+        (False, (0.47, 0.63, 0.66), kernels.ATTENTION_SEQ_HALF),
+        (True, (0.30, 0.53, 0.62), kernels.ATTENTION_CAUSAL_SEQ_HALF),
+    ],
+)
+def test_attention_sequence_halves_are_the_least_squares_fit_of_fa3(causal, measured, half) -> None:
+    """FA3 forward on H100, d=128, at 512 / 2k / 16k tokens (kernel-efficiency.md A7): the
+    half-efficiency length is the least-squares fit of F x s / (s + S0), within 5%."""
+    seqs = (512.0, 2048.0, 16384.0)
+
+    def error(s0: float) -> float:
+        x = [s / (s + s0) for s in seqs]
+        f = sum(a * b for a, b in zip(x, measured, strict=True)) / sum(a * a for a in x)
+        return sum((f * a - b) ** 2 for a, b in zip(x, measured, strict=True))
+
+    best = min(range(20, 3000), key=error)
+    assert half == pytest.approx(best, rel=0.05)
+    assert kernels.attention_seq_factor(16384, causal) / kernels.attention_seq_factor(512, causal) == pytest.approx(
+        measured[2] / measured[0], rel=0.1)

@@ -71,13 +71,14 @@ KERNEL_FIXED_S = 5.0e-6
 memory-bound DeepGEMM rows at M=64/128 (G2, G4) take ~6 µs more than their bytes at achieved
 bandwidth. It replaces the launch overhead the layer model charged per GEMM."""
 
-ATTENTION_SEQ_HALF = 150.0
+ATTENTION_SEQ_HALF = 220.0
 """Sequence length at which a fused non-causal attention kernel runs at half its long-sequence
-efficiency. Fitted on FA3 H100 forward, d=128 (kernel-efficiency.md A7: 47 / 63 / 66 % at
-512 / 2k / 16k)."""
+efficiency: the least-squares fit of ``F x s/(s + S0)`` to FA3 H100 forward, d=128
+(kernel-efficiency.md A7: 47 / 63 / 66 % at 512 / 2k / 16k; S0 = 219, F = 0.68)."""
 
-ATTENTION_CAUSAL_SEQ_HALF = 600.0
-"""As :data:`ATTENTION_SEQ_HALF` under a causal mask (A7 causal: 30 / 53 / 62 % at 512 / 2k / 16k)."""
+ATTENTION_CAUSAL_SEQ_HALF = 560.0
+"""As :data:`ATTENTION_SEQ_HALF` under a causal mask (A7 causal: 30 / 53 / 62 % at 512 / 2k / 16k;
+least squares S0 = 559, F = 0.65)."""
 
 ATTENTION_HEAD_DIM_HALF = 60.0
 """Head dimension at which the fused kernel runs at half efficiency: FA3 H100 16k forward
