@@ -77,13 +77,14 @@ class DeviceRates:
 
 
 def device_rates(device: DeviceSpec, dtype: str, recipe: str | None = None) -> DeviceRates:
-    """Rates of ``device`` for training in ``dtype`` (FP8/FP4 under ``recipe``: delayed, current,
-    block, mxfp8; None = per-tensor delayed scaling, Megatron-Core's default)."""
+    """Sustained rates of ``device`` for training in ``dtype`` (FP8/FP4 under ``recipe``: delayed,
+    current, block, mxfp8; None = per-tensor delayed scaling, Megatron-Core's default): a step keeps
+    the GPU at its power limit, so compute runs at the sustained clock (:mod:`.kernels`)."""
     sixteen = "fp16" if dtype == "fp16" else "bf16"
     return DeviceRates(
-        gemm=gemm_rates(device, gemm_format(dtype, recipe)),
-        gemm16=gemm_rates(device, sixteen),
-        attention=attention_rates(device),
+        gemm=gemm_rates(device, gemm_format(dtype, recipe), sustained=True),
+        gemm16=gemm_rates(device, sixteen, sustained=True),
+        attention=attention_rates(device, sustained=True),
         hbm_Bps=hbm_achieved_Bps(device),
         quantize_bytes=quantize_bytes_per_element(dtype, recipe),
     )
