@@ -102,11 +102,11 @@ k-blocks deep so the partial-sum reduction stays small. Assumed."""
 MAX_GEMM_FRACTION = 0.95
 """No GEMM sustains more of the datasheet peak than this (CUTLASS 3.8 Blackwell 'at power' best
 cases are 88-98 %, G37): a guard for user-supplied benchmark figures."""
-DEFAULT_GEMM_K = 12672.0
+DEFAULT_GEMM_K = 8192.0
 
 # Generation defaults for a device YAML without ``kernels`` (a user's own device, or a device held
 # out by ``validate``): the medians of the catalog's kernel figures as bursts (BF16 GEMM fraction
-# 0.803 at median K 12,672; inverted attention fraction 0.811 forward and backward, in-step figures
+# 0.803 at median K 8,576; inverted attention fraction 0.811 forward and backward, in-step figures
 # divided by their device's sustained fraction; achieved HBM 0.888 of the datasheet), rounded;
 # tests/transformer/test_kernel_defaults.py keeps them within 5%. Fractions of the datasheet peak /
 # HBM bandwidth.
@@ -306,13 +306,20 @@ def attention_rates(device: DeviceSpec, sustained: bool = False) -> AttentionRat
 # * nvfp4 (1x16 blocks, E4M3 scales, random Hadamard transform on the wgrad operands): read 2 B,
 #   write two 4-bit copies + scales (1.1 B), RHT read + write of the wgrad copy (2 + 0.5 B) -> 5.6 B.
 # Weights are quantised once per step (cached across micro-batches) and are not charged per GEMM.
+# The per-tensor figures are Hopper's, whose FP8 GEMMs take the TN layout only; on Blackwell (SM 10.x)
+# TE writes no transposed copy (``nvte_is_non_tn_fp8_gemm_supported``, kernel-efficiency.md S13):
+# :data:`TRANSPOSE_COPY_BYTES` less.
 QUANTIZE_BYTES = {"delayed": 4.0, "current": 6.0, "block": 4.1, "mxfp8": 4.1, "nvfp4": 5.6}
+PER_TENSOR_RECIPES = ("delayed", "current")
+TRANSPOSE_COPY_BYTES = 1.0
 
 
-def quantize_bytes_per_element(dtype: str, recipe: str | None) -> float:
-    """HBM bytes per quantised element of an FP8/FP4 recipe (0 for 16-bit training)."""
+def quantize_bytes_per_element(dtype: str, recipe: str | None, generation: Generation = Generation.HOPPER) -> float:
+    """HBM bytes per quantised element of an FP8/FP4 recipe on a GPU of ``generation`` (0 for 16-bit)."""
     if dtype == "fp8":
-        return QUANTIZE_BYTES.get(recipe or "delayed", QUANTIZE_BYTES["delayed"])
+        recipe = recipe if recipe in QUANTIZE_BYTES else "delayed"
+        no_transpose = recipe in PER_TENSOR_RECIPES and generation is Generation.BLACKWELL
+        return QUANTIZE_BYTES[recipe] - (TRANSPOSE_COPY_BYTES if no_transpose else 0.0)
     if dtype == "fp4":
         return QUANTIZE_BYTES["nvfp4"]
     return 0.0

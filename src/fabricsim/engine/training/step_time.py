@@ -147,6 +147,26 @@ def expert_comm_s(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSize
     return passes * per_pass
 
 
+def paired_a2a_s(comm_s: float, times: LayerTimes, passes: int) -> float:
+    """Exposed seconds of one MoE layer's token exchange (``comm_s`` over ``passes`` passes) under
+    1F1B A2A overlap (Megatron-Core ``--overlap-moe-expert-parallel-comm``, DeepSeek-V3's DualPipe
+    pairing, arXiv 2412.19437 fig. 4): the forward of one micro-batch runs beside the backward of
+    another, and each exchange hides only under the compute block it is paired with -- backward
+    combine under forward attention, forward dispatch under backward MLP, backward dispatch under
+    forward MLP, forward combine under backward attention -- slowing that block by the SMs the
+    exchange holds. Dispatch and combine take half of a pass each; a recomputed forward's exchange
+    is not paired. Warm-up and cool-down micro-batches are not treated apart."""
+    per_pass = comm_s / passes
+    half = per_pass / 2.0
+    mlp_forward = times.mlp_linear_s
+    attention_forward = times.total_s - mlp_forward
+    mlp_backward = 2.0 * mlp_forward
+    attention_backward = times.backward_s - mlp_backward
+    paired = (attention_forward, mlp_backward, mlp_forward, attention_backward)
+    exposed = sum(overlapped_s(half, compute, A2A_OVERLAP_SM_SHARE) for compute in paired)
+    return exposed + (passes - 2) * per_pass
+
+
 def _layer_comm_s(
     ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, times: LayerTimes
 ) -> tuple[float, float]:
@@ -191,13 +211,10 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
         tp += count * tp_layer
         cp += count * cp_layer
         if moe:
-            ep += count * expert_comm_s(ctx, layout, sizes)
-    if ctx.options.a2a_overlap and ep:
-        # 1F1B A2A overlap (Megatron-Core --overlap-moe-expert-parallel-comm, DualPipe-style): the
-        # token exchange of one micro-batch runs under the other micro-batch's compute in the steady
-        # state (warm-up/cool-down micro-batches are not modelled apart), slowing the compute it
-        # overlaps by the SMs the communication kernels hold
-        ep = overlapped_s(ep, forward + backward, A2A_OVERLAP_SM_SHARE)
+            layer_ep = expert_comm_s(ctx, layout, sizes)
+            if ctx.options.a2a_overlap and layer_ep:
+                layer_ep = paired_a2a_s(layer_ep, times, 3 if layout.recompute is Recompute.FULL else 2)
+            ep += count * layer_ep
     logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
     share = 1.0
     if layout.pipeline_parallel > 1:  # the last stage has floor(L/pp) layers plus the output layer
