@@ -52,8 +52,17 @@ def collective(
 
     kind = parse_choice("fidelity", fidelity, CollectiveFidelity)
     if kind == CollectiveFidelity.ANALYTIC:
-        network = {"--topology": topology, "--routing": routing, "--seed": seed, "--cc": cc, "--lossless": lossless,
-                   "--buffer": buffer, "--trace": trace, "--spray": spray or None, "--cc-param": cc_param or None}
+        network = {
+            "--topology": topology,
+            "--routing": routing,
+            "--seed": seed,
+            "--cc": cc,
+            "--lossless": lossless,
+            "--buffer": buffer,
+            "--trace": trace,
+            "--spray": spray or None,
+            "--cc-param": cc_param or None,
+        }
         given = [name for name, value in network.items() if value is not None]
         if given:
             raise FabricsimError("fidelity", f"{', '.join(given)} need --fidelity flow or packet")

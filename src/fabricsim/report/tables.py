@@ -483,9 +483,9 @@ def network_collective_table(result: dict[str, Any]) -> Table:
         queues = ", ".join(
             f"{k} p99 {format_bytes(v['p99'])} max {format_bytes(v['max'])}" for k, v in result["queue_bytes"].items()
         )
+        flow = f"{format_seconds(result['flow_time_s'])} (packet / flow {result['packet_over_flow']:.3f})"
         rows += [
-            ("flow-fidelity time", f"{format_seconds(result['flow_time_s'])} (packet / flow "
-                                   f"{result['packet_over_flow']:.3f})"),  # fmt: skip
+            ("flow-fidelity time", flow),
             ("transport", f"cc {result['cc']}, lossless {result['lossless']}"),
             ("PFC pause", f"{format_seconds(result['pause_s'])} in {result['pause_frames']} frames"),
             ("ECN marked", f"{result['ecn_marked_fraction']:.3f} of packets"),
