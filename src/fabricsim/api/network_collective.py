@@ -286,7 +286,8 @@ def network_collective(spec: NetworkCollectiveSpec) -> NetworkCollective:
     policy = Routing.SPRAY if spec.spray else parse_routing(spec.routing)
     packet = fidelity is NetworkFidelity.PACKET
     if packet:
-        cc, lossless = parse_cc(spec.cc or "none"), parse_lossless(spec.lossless or "pfc")
+        cc = parse_cc("none" if spec.cc is None else spec.cc)
+        lossless = parse_lossless("pfc" if spec.lossless is None else spec.lossless)
         params = _params(spec)
     placed = _placed(spec)
     request = ScheduleRequest(op, algo, spec.gpus, float(size_bytes), placed.ranks_per_node)

@@ -83,10 +83,22 @@ def _network(kind, what, how, trace, as_json) -> None:
     if trace is not None and kind == CollectiveFidelity.PACKET:
         check_output_path(trace, "trace")  # before the run, not after it
     spec = NetworkCollectiveSpec(
-        op=op, system=system, gpus=gpus, size=size, algorithm=algorithm, fidelity=kind.value, topology=topology,
-        routing=routing or "ecmp", seed=0 if seed is None else seed, cc=cc, lossless=lossless, spray=spray,
-        cc_params=cc_params, buffer=buffer, trace=trace is not None,
-    )  # fmt: skip
+        op=op,
+        system=system,
+        gpus=gpus,
+        size=size,
+        algorithm=algorithm,
+        fidelity=kind.value,
+        topology=topology,
+        routing="ecmp" if routing is None else routing,
+        seed=0 if seed is None else seed,
+        cc=cc,
+        lossless=lossless,
+        spray=spray,
+        cc_params=cc_params,
+        buffer=buffer,
+        trace=trace is not None,
+    )
     out = network_collective(spec)
     if trace is not None:
         from fabricsim.io.collective_trace import write_collective_trace
