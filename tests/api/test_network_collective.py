@@ -108,3 +108,21 @@ def test_bad_inputs_name_the_field(kw, field):
     with pytest.raises(FabricsimError) as err:
         _run("all-reduce", size="1MiB", **args)
     assert err.value.field == field
+
+
+def test_trace_sampling_fits_the_memory_budget(monkeypatch):
+    from fabricsim.api import network_collective as nc
+    from fabricsim.api.topologies import build_topology
+    from fabricsim.network.base import make_flows
+    from fabricsim.network.packet.model import _sample_rows
+
+    topo = build_topology(LEAF_SPINE)
+    flows = make_flows([0, 1, 2], [1, 2, 0], 8e6)
+    row_bytes = 8 * (2 * flows.count + topo.links)
+    monkeypatch.setattr(nc, "TRACE_SERIES_BYTES", 100 * row_bytes)
+    dt = nc._sample_dt(flows, topo, 1e-9)  # 1 ns would need far more than 100 rows
+    assert dt > 1e-9 and _sample_rows(dt, flows, topo.line_rate_Bps) <= 100
+    assert nc._sample_dt(flows, topo, 1e-4) == 1e-4  # coarse enough already
+    monkeypatch.setattr(nc, "TRACE_SERIES_BYTES", 10 * row_bytes)
+    with pytest.raises(FabricsimError, match="trace"):
+        nc._sample_dt(flows, topo, 1e-6)

@@ -40,7 +40,7 @@ from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
 from fabricsim.network.base import FlowSet, make_flows
 from fabricsim.network.flow import FlowNetwork
-from fabricsim.network.packet.model import MAX_SAMPLES, PacketNetwork, PacketRun
+from fabricsim.network.packet.model import PacketNetwork, PacketRun, _sample_rows
 from fabricsim.network.packet.params import PacketParams, RunOptions, parse_cc, parse_cc_params, parse_lossless
 from fabricsim.network.packet.summary import LINK_CLASSES
 from fabricsim.specs.inputs import SEED_LIMIT
@@ -235,16 +235,18 @@ def _check_size(unique: list[tuple[FlowSet, int]], mtu_bytes: float | None) -> N
 
 
 def _sample_dt(flows: FlowSet, topo: Topology, target_dt_s: float) -> float:
-    """``target_dt_s``, coarsened so that one step's time series stays under TRACE_SERIES_BYTES (the
-    kernel keeps rows = min(MAX_SAMPLES, horizon / dt + 2), horizon as in the packet model)."""
-    horizon = float(flows.start_s.max()) + 4.0 * float(flows.size_bytes.sum()) / topo.line_rate_Bps + 1e-3
+    """``target_dt_s``, coarsened so that the time series the packet model allocates for one step
+    (:func:`~fabricsim.network.packet.model._sample_rows` rows x (2 flows + links) x 8 B) stays
+    under TRACE_SERIES_BYTES (rows go as 1 / interval)."""
     row_bytes = 8 * (2 * flows.count + topo.links)
-    rows = TRACE_SERIES_BYTES // row_bytes
-    if rows < 16:
+    budget = TRACE_SERIES_BYTES // row_bytes
+    if budget < 16:
         raise FabricsimError("trace", f"{flows.count} flows per step are too many to trace",
                              "drop --trace, or use fewer --gpus")  # fmt: skip
-    rows = min(rows, MAX_SAMPLES)
-    return max(target_dt_s, horizon / (rows - 2))
+    dt = target_dt_s
+    while (rows := _sample_rows(dt, flows, topo.line_rate_Bps)) > budget:  # a capped count under-states: repeat
+        dt *= rows / (budget - 2)
+    return dt
 
 
 def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> dict[str, object]:
