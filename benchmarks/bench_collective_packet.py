@@ -38,7 +38,7 @@ def _case(op: str, gpus: int, size: str, topology: str, extra: dict) -> None:
     out = network_collective(spec).result.to_json()
     wall = time.perf_counter() - wall
     flow_wall = time.perf_counter()
-    network_collective(replace(spec, fidelity="flow"))
+    network_collective(replace(spec, fidelity="flow", cc=None, lossless=None, buffer=None, spray=False, cc_params=()))
     flow_wall = time.perf_counter() - flow_wall
     label = ", ".join(f"{k}={v}" for k, v in extra.items()) or "cc=none"
     print(
