@@ -85,6 +85,8 @@ BAD: dict[str, list[str]] = {
 
 NEEDS_PACKET = {"cc", "lossless", "cc_param", "buffer", "load", "duration", "trace"}
 """traffic options read only at packet fidelity: their bad values are tried with ``--fidelity packet``."""
+COLLECTIVE_NETWORK = NEEDS_PACKET | {"topology", "routing", "seed"}
+"""collective options read only at flow or packet fidelity: their bad values are tried with ``--fidelity packet``."""
 
 # ---------------------------------------------------------------------------------------------
 # Per command: a small valid invocation (parameter name -> value; a list for a variadic argument;
@@ -131,7 +133,9 @@ KINDS: dict[str, dict[str, str]] = {
     "calibrate nccl-tests": {"logs": "input", "system": "catalog", "out": "output", "op": "enum"},
     "catalog list": {"kind": "enum"},
     "catalog show": {"kind": "enum", "name": "catalog"},
-    "collective": {"op": "enum", "system": "catalog", "gpus": "count", "size": "size", "algorithm": "enum"},
+    "collective": {"op": "enum", "system": "catalog", "gpus": "count", "size": "size", "algorithm": "enum",
+                   "fidelity": "enum", "topology": "topology", "routing": "enum", "seed": "natural", "cc": "enum",
+                   "lossless": "enum", "cc_param": "cc_param", "buffer": "size", "trace": "output"},
     "cost": {"system": "catalog", "gpus": "count", "topology": "topology", "optics": "enum", "cooling": "enum",
              "load": "enum", "nic": "catalog", "switch": "catalog", "prices": "input"},
     "goodput": {**MODEL_SYSTEM, **LAYOUT, "days": "positive", "global_batch": "count", "seq_len": "count",
@@ -174,6 +178,7 @@ NO_BAD_VALUE: dict[str, dict[str, str]] = {
                    "search_offload": "an on/off flag pair: takes no value", **SWITCHES},
     "train": {"sequence_parallel": "an on/off flag pair: takes no value", "ecmp_rehash": "a flag", **SWITCHES},
     "traffic": {"spray": "a flag: takes no value"},
+    "collective": {"spray": "a flag: takes no value"},
     "report": {"title": "any text is a title (it is escaped in the page)"},
     "sweep": {"address": "read only by --executor ray (ray is optional and absent in CI)"},
 }
@@ -183,6 +188,7 @@ FIELD_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("replay", "trace_out"): ("trace",),  # the flag is --trace
     ("cost", "topology"): ("topology", "k", "gbps", "dims"),  # a builder string's own keys
     ("traffic", "topology"): ("topology", "k", "gbps", "dims"),
+    ("collective", "topology"): ("topology", "k", "gbps", "dims"),
 }
 """Words an error may use to name a parameter besides its own name (``seq_len`` / ``seq-len``)."""
 
@@ -374,6 +380,8 @@ def test_bad_value_exits_2_with_one_line(command: str, param: str, arena: dict[s
         if command not in HTML_FREE:
             values["html"] = "{out}/page.html"
         if command == "traffic" and param in NEEDS_PACKET:
+            values["fidelity"] = "packet"
+        if command == "collective" and param in COLLECTIVE_NETWORK:
             values["fidelity"] = "packet"
         values[param] = [bad] if isinstance(values.get(param), list) else bad
         argv = argv_of(command, values, arena)

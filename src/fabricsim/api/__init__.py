@@ -43,6 +43,8 @@ _HOMES: dict[str, str] = {
     "replay_chakra": "replay",
     "PacketTrafficSpec": "packet_traffic",
     "packet_traffic": "packet_traffic",
+    "NetworkCollectiveSpec": "network_collective",
+    "network_collective": "network_collective",
     "FIDELITIES": "training",
     "simulate_train": "training_simulated",
     "train": "training",
@@ -52,6 +54,7 @@ _HOMES: dict[str, str] = {
 __all__ = [
     "FIDELITIES",
     "Fidelity",
+    "NetworkCollectiveSpec",
     "PacketTrafficSpec",
     "calibrate_nccl_tests",
     "catalog_list",
@@ -63,6 +66,7 @@ __all__ = [
     "goodput",
     "infer",
     "measure",
+    "network_collective",
     "packet_traffic",
     "plan_goodput",
     "plan_infer",
@@ -115,6 +119,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from fabricsim.api.goodput_plan import plan_goodput
     from fabricsim.api.inference import infer, serve, simulate_infer
     from fabricsim.api.measure import measure, size_sweep
+    from fabricsim.api.network_collective import NetworkCollectiveSpec, network_collective
     from fabricsim.api.packet_traffic import PacketTrafficSpec, packet_traffic
     from fabricsim.api.planning import plan_infer, plan_train
     from fabricsim.api.replay import replay_chakra

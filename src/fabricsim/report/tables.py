@@ -464,3 +464,32 @@ def _failure_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         ("failed cables", str(result["failed_links"])),
         ("healthy (no failures)", f"mean {healthy['throughput_fraction_mean']:.3f}, completion {completion}"),
     ]
+
+
+def network_collective_table(result: dict[str, Any]) -> Table:
+    """``fabricsim collective --fidelity flow|packet``: time, bandwidths, and for packet what queues cost."""
+    algorithm = f"{result['algorithm']} ({'auto' if result['algorithm_choice'] == 'auto' else 'as given'})"
+    rows = [
+        ("size", format_bytes(result["size_bytes"])),
+        ("algorithm", algorithm),
+        ("network", f"{result['topology']} ({result['routing']}, seed {result['seed']})"),
+        ("time", format_seconds(result["time_s"])),
+        ("algbw", f"{result['algbw_GBps']:.2f} GB/s"),
+        ("busbw", f"{result['busbw_GBps']:.2f} GB/s"),
+        ("steps", f"{result['steps']} ({result['simulated_steps']} simulated, {result['events']:,} events)"),
+        ("fidelity", result["fidelity"]),
+    ]
+    if result["fidelity"] == "packet":
+        queues = ", ".join(
+            f"{k} p99 {format_bytes(v['p99'])} max {format_bytes(v['max'])}" for k, v in result["queue_bytes"].items()
+        )
+        flow = f"{format_seconds(result['flow_time_s'])} (packet / flow {result['packet_over_flow']:.3f})"
+        rows += [
+            ("flow-fidelity time", flow),
+            ("transport", f"cc {result['cc']}, lossless {result['lossless']}"),
+            ("PFC pause", f"{format_seconds(result['pause_s'])} in {result['pause_frames']} frames"),
+            ("ECN marked", f"{result['ecn_marked_fraction']:.3f} of packets"),
+            ("queues", queues or "none"),
+            ("drops", str(result["drops"])),
+        ]
+    return key_value_table(f"{result['op']} on {result['gpus']} GPUs", rows)

@@ -180,10 +180,12 @@ def _spray_offsets(routes, seed: int) -> np.ndarray:
 
 
 def _sample_rows(dt_s: float, flows: FlowSet, line_Bps: float) -> int:
-    """Rows for the time series: enough for the ideal makespan x 4, capped."""
+    """Rows for the time series: enough for 4 x the busiest endpoint's bytes (sent or received) at
+    line rate after the last start, + 1 ms, capped (the kernel stops sampling when they are full)."""
     if dt_s <= 0:
         return 0
-    horizon = float(flows.start_s.max()) + 4.0 * float(flows.size_bytes.sum()) / line_Bps + 1e-3
+    busiest = max(np.bincount(flows.src, flows.size_bytes).max(), np.bincount(flows.dst, flows.size_bytes).max())
+    horizon = float(flows.start_s.max()) + 4.0 * float(busiest) / line_Bps + 1e-3
     return int(min(MAX_SAMPLES, horizon / dt_s + 2))
 
 
