@@ -64,6 +64,8 @@ BASES: dict[str, list[str]] = {
               "--arrival-rate", "5", "--requests", "20", "--input-len", "100", "--output-len", "8", "--seed", "1"],
     "traffic": ["traffic", "permutation", "--topology", "fat-tree:k=4", "--seed", "1", "--size", "1MiB"],
     "collective": ["collective", "all-reduce", "--system", "dgx-h100", "--gpus", "8", "--size", "1MiB"],
+    "collective-net": ["collective", "all-reduce", "--system", "dgx-h100", "--gpus", "8", "--size", "1MiB",
+                       "--fidelity", "packet", "--topology", "fat-tree:k=4"],
     "plan-train": ["plan", "train", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8",
                    "--global-batch", "16", "--seq-len", "1024", "--tp", "8", "--top", "2"],
     "plan-infer": ["plan", "infer", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8",
@@ -86,6 +88,9 @@ OPTIONS: dict[str, dict[str, str]] = {
     "traffic": {"--topology": "t", "--seed": "n", "--size": "n", "--hosts": "n", "--fail-links": "n",
                 "--fail-fraction": "n", "--routing": "w"},
     "collective": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--system": "p", "--html": "p"},
+    "collective-net": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--fidelity": "w", "--topology": "t",
+                       "--routing": "w", "--seed": "n", "--cc": "w", "--lossless": "w", "--cc-param": "w",
+                       "--buffer": "w", "--trace": "p"},
     "plan-train": {"--gpus": "n", "--global-batch": "n", "--seq-len": "n", "--top": "n", "--tp": "w", "--pp": "w",
                    "--vpp": "w", "--zero": "w", "--recompute": "w", "--dtype": "w", "--refine": "n"},
     "plan-infer": {"--gpus": "n", "--input-len": "n", "--output-len": "n", "--top": "n", "--tp": "w",
@@ -181,7 +186,7 @@ def test_fuzz_fast_commands(command: str, fuzz_env: Path, capsys: pytest.Capture
     case()
 
 
-@pytest.mark.parametrize("command", ["serve", "traffic", "plan-train", "plan-infer", "goodput"])
+@pytest.mark.parametrize("command", ["serve", "traffic", "collective-net", "plan-train", "plan-infer", "goodput"])
 def test_fuzz_search_commands(command: str, fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     @SLOW
     @given(invocations(command, fuzz_env))
