@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def push(ht, hk, hs, meta, t, key):
     """Schedule event ``key`` at time ``t`` (the caller keeps ``meta[0] < ht.size``)."""
     i = meta[0]
@@ -37,7 +37,7 @@ def push(ht, hk, hs, meta, t, key):
     hs[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def pop(ht, hk, hs, meta):
     """Remove and return the earliest (time, key)."""
     t0, key0 = ht[0], hk[0]
