@@ -7,7 +7,8 @@ the heap) is compiled with ``inline="always"``: numba then types one function bo
 calls that pass a dozen arrays each (each array is unpacked into its fields and reference
 counted on entry and exit; the compiled IR holds hundreds of NRT incref/decref calls). That was
 most of the time per event: the sprayed k=8 fat-tree runs at about 1.9 M events/s instead of
-1.2 M; compile time grows a few seconds (once per machine, then cached). Rare events (pause, credit, CNP, ACK, wake-up) stay ordinary calls.
+1.2 M; compile time grows a few seconds (once per machine, then cached). Rare events (pause,
+credit, CNP, ACK, wake-up) stay ordinary calls.
 """
 
 from __future__ import annotations
