@@ -113,7 +113,7 @@ BASES: dict[str, dict[str, object]] = {
     "train": {**GPU8, "global_batch": "8", "seq_len": "1024", "trace": "{out}/train.json", "as_json": True},
     "validate": {"suite": "collectives", "as_json": True},
 }
-HTML_FREE = {"report", "measure collective"}  # they print no result payload: --html is checked, never written
+HTML_FREE = {"report", "measure collective"}  # they print no result payload: --html is refused (exit 2)
 
 LAYOUT = {"tp": "count", "pp": "count", "dp": "count", "cp": "count", "ep": "count", "vpp": "count",
           "micro_batch": "count", "zero": "zero_stage", "recompute": "enum", "dtype": "enum"}
@@ -371,7 +371,8 @@ def test_bad_value_exits_2_with_one_line(command: str, param: str, arena: dict[s
     failures = []
     for bad in BAD[kind]:
         values = {k: v for k, v in BASES[command].items() if k not in DROP_WITH.get((command, param), ())}
-        values["html"] = "{out}/page.html"
+        if command not in HTML_FREE:
+            values["html"] = "{out}/page.html"
         if command == "traffic" and param in NEEDS_PACKET:
             values["fidelity"] = "packet"
         values[param] = [bad] if isinstance(values.get(param), list) else bad

@@ -102,6 +102,8 @@ def test_prices_must_be_a_regular_file(tmp_path):
         ({"topology": "rail-onl"}, "topology"),
         ({"load": "busy"}, "load"),
         ({"nic": "nvlink4"}, "nic"),
+        ({"nic": "ib-nd"}, "nic"),  # unknown: named as the NIC, not as a link
+        ({"switch": "spectrum"}, "switch"),
         ({"switch": "nvswitch-gen3"}, "switch"),
     ],
 )

@@ -125,3 +125,16 @@ def test_validation_suite_names_are_escaped():
     }
     html = render_report([result], ["v"])
     assert EVIL not in html and 'data-key="0.suites.0.mean_abs_error"' in html
+
+
+@pytest.mark.parametrize(
+    "command", [["report", "r.json", "--out", "a.html"], ["measure", "collective", "--ranks", "2"]]
+)
+def test_html_option_is_refused_where_no_result_is_printed(command, tmp_path, capsys, monkeypatch):
+    """report and measure print no result payload: --html exits 2 naming the option, writes nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r.json").write_text("{}")
+    assert main([*command, "--html", "b.html"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "html" in err and "--out" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]

@@ -30,6 +30,32 @@ def test_defaults_are_the_catalog_medians() -> None:
     assert kernels.DEFAULT_ATTENTION_FRACTION[1] == pytest.approx(
         statistics.median(a.backward_fraction for a in attention), rel=0.05)
     assert pytest.approx(hbm, rel=0.05) == kernels.DEFAULT_HBM_FRACTION
+    measured = [kernels.sustained_fraction(d) for d in devices if d.kernels.sustained_clock_hz is not None]
+    assert len(measured) >= 2
+    assert pytest.approx(statistics.median(measured), rel=0.01) == kernels.DEFAULT_SUSTAINED_FRACTION
+
+
+def test_sustained_rates_run_at_the_sustained_clock_and_in_step_figures_are_not_scaled_twice() -> None:
+    """Compute-bound rates of a sustained run are the burst rates x sustained/datasheet clock; an
+    attention figure timed inside a training step is already sustained (burst = it / the fraction);
+    HBM-bound time does not change (memory has its own clock)."""
+    devices = {d.name: d for d in _devices()}
+    a100, h100 = devices["a100-80gb"], devices["h100-sxm"]
+    assert kernels.sustained_fraction(a100) == pytest.approx(1305 / 1410)
+    assert kernels.sustained_fraction(h100) == pytest.approx(1600 / 1830)
+    for device in (a100, h100):
+        clock = kernels.sustained_fraction(device)
+        burst, sustained = kernels.gemm_rates(device, "bf16"), kernels.gemm_rates(device, "bf16", sustained=True)
+        assert sustained.efficiency(8192, 8192, 8192) == pytest.approx(clock * burst.efficiency(8192, 8192, 8192))
+        assert sustained.hbm_Bps == burst.hbm_Bps
+    a100_bench, h100_bench = a100.kernels.attention, h100.kernels.attention
+    assert not a100_bench.in_step and h100_bench.in_step
+    clock = kernels.sustained_fraction(h100)
+    assert kernels.attention_rates(h100, sustained=True).forward_fraction == pytest.approx(
+        clock * kernels.attention_rates(h100).forward_fraction)
+    in_step = kernels.attention_rates(h100, sustained=True)
+    shape = kernels.attention_seq_factor(h100_bench.seq_len, True) * kernels.attention_head_factor(128)
+    assert in_step.forward_fraction * in_step.peak * shape == pytest.approx(h100_bench.forward_flops_per_s)
 
 
 def test_a_device_without_kernel_data_runs_on_the_defaults() -> None:

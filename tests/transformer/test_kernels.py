@@ -120,3 +120,18 @@ def test_unknown_fp8_recipe_is_refused_naming_the_field() -> None:
     assert set(FP8_RECIPES) == set(kernels.RECIPE_FORMAT)
     with pytest.raises(FabricsimError, match="fp8_recipe"):
         TrainingOptions(fp8_recipe="fp7")
+
+
+def test_quantisation_bytes_follow_the_recipe_and_the_gemm_layouts_of_the_generation() -> None:
+    """Per-tensor FP8 writes a transposed copy for Hopper's TN-only FP8 GEMMs and none on Blackwell
+    (TE nvte_is_non_tn_fp8_gemm_supported, kernel-efficiency.md S13); block-scaled recipes keep both
+    orientations everywhere; 16-bit training quantises nothing."""
+    from fabricsim.specs import Generation
+    from fabricsim.transformer.kernels import quantize_bytes_per_element as qb
+
+    hopper, blackwell = Generation.HOPPER, Generation.BLACKWELL
+    assert qb("fp8", "current", hopper) == 6.0 and qb("fp8", "current", blackwell) == 5.0
+    assert qb("fp8", None, hopper) == qb("fp8", "delayed", hopper) == 4.0
+    assert qb("fp8", "delayed", blackwell) == 3.0
+    assert qb("fp8", "mxfp8", hopper) == qb("fp8", "mxfp8", blackwell) == 4.1
+    assert qb("fp4", None, blackwell) == 5.6 and qb("bf16", None, blackwell) == 0.0

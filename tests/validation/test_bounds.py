@@ -34,16 +34,16 @@ BOUNDS = {
     # ~12-14 GB/s (NCCL's P2P_PER_CHANNEL_NET_BW = 14); not modelled yet.
     "collectives": Bound(row_max=0.30, mean_abs=0.16, bias=(-0.02, 0.16), rows=15),
     # Megatron SC'21 Table 1 + Korthikanti 2022 + the Megatron README row. Out-of-sample since issue 10
-    # (A100 compute from a 2025 cuBLAS benchmark, nothing fitted on these rows): optimistic by 10-16%.
-    "training": Bound(row_max=0.22, mean_abs=0.14, bias=(0.03, 0.09), rows=20),
+    # (A100 compute from a 2025 cuBLAS benchmark at the sustained clock, nothing fitted on these rows).
+    "training": Bound(row_max=0.15, mean_abs=0.09, bias=(0.0, 0.05), rows=20),
     # NVIDIA dgxc-benchmarking / Megatron-Bridge runs on H100, B200, GB200 (issue 10), out-of-sample:
-    # optimistic, most on GB200; two 405B rows with pp*vpp > layers are not expressible (skipped).
-    "training-public": Bound(row_max=0.45, mean_abs=0.25, bias=(0.05, 0.12), rows=24, skipped=2),
+    # optimistic on GB200 and MXFP8; two 405B rows with pp*vpp > layers are not expressible (skipped).
+    "training-public": Bound(row_max=0.30, mean_abs=0.13, bias=(0.02, 0.08), rows=24, skipped=2),
     # Public GEMM / attention microbenchmarks not used for calibration (issue 10).
     "kernels": Bound(row_max=0.28, mean_abs=0.10, bias=(-0.04, 0.02), rows=42),
     # TRT-LLM H100 offline throughput: 30 dense Llama rows + 7 Qwen3-235B-A22B MoE rows; 15 Llama 4 rows
-    # skipped (interleaved MoE / chunked attention not modelled). Over-predicts on average.
-    "inference": Bound(row_max=0.30, mean_abs=0.12, bias=(0.0, 0.12), rows=37, skipped=15),
+    # skipped (interleaved MoE / chunked attention not modelled).
+    "inference": Bound(row_max=0.25, mean_abs=0.07, bias=(-0.03, 0.04), rows=37, skipped=15),
 }
 
 EXPECTED_MISSES = {
@@ -52,6 +52,10 @@ EXPECTED_MISSES = {
     # model at 128 MiB (the larger sizes are within +26%), not a warm-up artefact.
     "nccl-a100x8-sendrecv-134217728": "NCCL uses 8 p2p channels at 128 MiB, 16 from 256 MiB (calcP2pChunkSize); "
     "not modelled",
+    # +37.6% with the recipe's own settings (DeepEP dispatcher, 1F1B A2A overlap): the paired overlap
+    # hides most of the token exchange, while NVIDIA's GB200 optimisation log found the same overlap a
+    # net loss there; MoE permutation, the MTP layer and node-limited routing are not modelled.
+    "mb2509-h100-deepseek-v3-fp8-1024gpu": "DeepSeek-V3 on 1,024 H100: the A2A-overlapped MoE step is optimistic",
 }
 
 SUITE_NAMES = sorted(SUITES)

@@ -25,7 +25,7 @@ from fabricsim.cost.spec import Cluster, Cooling, CostCatalog, Load, Optics
 from fabricsim.errors import FabricsimError, parse_choice, unknown_name
 from fabricsim.metrics import InferResult, ServeResult, TrainResult
 from fabricsim.specs import SystemSpec
-from fabricsim.specs.fabric import LinkKind
+from fabricsim.specs.fabric import LinkKind, LinkSpec
 from fabricsim.topology.builders import LinkParams, RailSpec, rail_optimized
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.inventory import count_inventory
@@ -103,13 +103,25 @@ class CostChoices:
     switch: str | None = None
 
 
+def _scale_out_nic(name: str) -> LinkSpec:
+    """The catalog link ``name`` as a NIC; an unknown name is reported as ``nic`` with the scale-out
+    links (InfiniBand, RoCE) as the choices ("" is refused too)."""
+    try:
+        return catalog.load_link(name)
+    except FabricsimError as exc:
+        if exc.field != "link":
+            raise
+        scale_out = [n for n in catalog.names("links") if n.startswith(("ib-", "roce-"))]
+        raise unknown_name("nic", name, scale_out) from None
+
+
 def _cluster(system: SystemSpec, gpus: int, choices: CostChoices, costs: CostCatalog) -> Cluster:
     """The cluster to price: the scale-out fabric built and counted, components named.
 
     Tiers above the leaves are packed into boxes of the switch radix for the system fabrics
     (rail-optimized, rail-only, fat-tree); a builder string is counted as built."""
     out = system.scale_out
-    nic = catalog.load_link(choices.nic) if choices.nic is not None else out.nic  # "" is refused
+    nic = _scale_out_nic(choices.nic) if choices.nic is not None else out.nic
     if nic.kind not in (LinkKind.INFINIBAND, LinkKind.ROCE):
         raise FabricsimError("nic", f"{nic.name} is a {nic.kind.value} link, not a scale-out NIC", "e.g. --nic ib-xdr")
     switch = catalog.load_switch(choices.switch) if choices.switch is not None else out.switch

@@ -96,6 +96,13 @@ def _command() -> Any:
     return typer.main.get_command(app)
 
 
+# Commands whose output is not a result payload: --html is refused rather than silently ignored.
+HTML_FREE = {
+    "report": "report writes its HTML with --out PATH",
+    "measure": "measure writes its nccl-tests text with --out PATH; turn it into a result with 'calibrate nccl-tests'",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the app and maps every user error to one stderr line and exit 2.
     ``--html PATH`` works on every command (cli/html_option.py)."""
@@ -104,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         args, html = split_html_option(sys.argv[1:] if argv is None else list(argv))
         if html is not None:  # checked before the command runs, so a bad --html leaves no other output behind
             from fabricsim.io.results import check_output_path
+
+            if args and args[0] in HTML_FREE:
+                raise FabricsimError("html", f"'{args[0]}' prints no result to report", HTML_FREE[args[0]])
 
             check_output_path(html, "html")
         token = HTML_TARGET.set(html)

@@ -59,16 +59,20 @@ class AttentionBenchmark(FrozenSpec):
     seq_len: PositiveInt
     head_dim: PositiveInt
     causal: bool
+    in_step: bool = False  # timed inside a running training step (sustained clock), not in isolation
 
 
 class KernelSpec(FrozenSpec):
     """Kernel-level measurements of a device that the compute model is calibrated on (never an
     end-to-end run). ``gemm`` keys are GEMM formats: bf16, fp16, tf32, fp8 (per-tensor scaled),
     fp8_block (1x128 / 128x128 block scaled), mxfp8, nvfp4. ``hbm_achieved_Bps``: a streaming
-    kernel's achieved HBM bandwidth."""
+    kernel's achieved HBM bandwidth. ``tensor_clock_hz``: the clock of the datasheet peak;
+    ``sustained_clock_hz``: the SM clock measured at the power limit under sustained dense tensor
+    work (None: not measured, the generation default applies)."""
 
     sm_count: PositiveInt
     tensor_clock_hz: PositiveFloat
+    sustained_clock_hz: PositiveFloat | None = None
     gemm: dict[str, GemmBenchmark]
     attention: AttentionBenchmark
     hbm_achieved_Bps: PositiveFloat

@@ -77,15 +77,16 @@ class DeviceRates:
 
 
 def device_rates(device: DeviceSpec, dtype: str, recipe: str | None = None) -> DeviceRates:
-    """Rates of ``device`` for training in ``dtype`` (FP8/FP4 under ``recipe``: delayed, current,
-    block, mxfp8; None = per-tensor delayed scaling, Megatron-Core's default)."""
+    """Sustained rates of ``device`` for training in ``dtype`` (FP8/FP4 under ``recipe``: delayed,
+    current, block, mxfp8; None = per-tensor delayed scaling, Megatron-Core's default): a step keeps
+    the GPU at its power limit, so compute runs at the sustained clock (:mod:`.kernels`)."""
     sixteen = "fp16" if dtype == "fp16" else "bf16"
     return DeviceRates(
-        gemm=gemm_rates(device, gemm_format(dtype, recipe)),
-        gemm16=gemm_rates(device, sixteen),
-        attention=attention_rates(device),
+        gemm=gemm_rates(device, gemm_format(dtype, recipe), sustained=True),
+        gemm16=gemm_rates(device, sixteen, sustained=True),
+        attention=attention_rates(device, sustained=True),
         hbm_Bps=hbm_achieved_Bps(device),
-        quantize_bytes=quantize_bytes_per_element(dtype, recipe),
+        quantize_bytes=quantize_bytes_per_element(dtype, recipe, device.generation),
     )
 
 
@@ -130,6 +131,7 @@ class LayerTimes:
     elementwise_s: float
     attention_backward_s: float
     elementwise_backward_s: float
+    mlp_linear_s: float = 0.0  # the (dense or MoE) MLP's share of linear_s
 
     @property
     def total_s(self) -> float:
@@ -236,10 +238,11 @@ def _elementwise_s(
 def layer_forward_times(dims: ModelDims, rates: DeviceRates, shape: ShardShape, moe: bool) -> LayerTimes:
     """Forward seconds of one (dense or MoE) layer for one micro-batch on one GPU."""
     tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
-    linear = _attention_linear_s(dims, rates, shape, tokens) + _mlp_linear_s(dims, rates, shape, tokens, moe)
+    mlp = _mlp_linear_s(dims, rates, shape, tokens, moe)
+    linear = _attention_linear_s(dims, rates, shape, tokens) + mlp
     attention_fwd, attention_bwd = _attention_core_s(dims, rates, shape)
     elementwise_fwd, elementwise_bwd = _elementwise_s(dims, rates, shape, tokens, moe)
-    return LayerTimes(linear, attention_fwd, elementwise_fwd, attention_bwd, elementwise_bwd)
+    return LayerTimes(linear, attention_fwd, elementwise_fwd, attention_bwd, elementwise_bwd, mlp)
 
 
 def logits_times_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> tuple[float, float]:

@@ -37,6 +37,17 @@ larger under a causal mask (diagonal blocks half empty, unequal work per query b
 
 **Memory-bound kernels**: bytes / achieved HBM bandwidth (a streaming benchmark of the device).
 
+**Sustained vs burst** (``sustained=True``, what training and serving get): the GEMM and most
+attention benchmarks time short bursts -- the MAMF finder behind the cuBLAS figures runs each shape
+for 150 iterations (~20-85 ms) with a 256 MiB cache flush between them, so the GPU computes only
+~60-70 % of the time (kernel-efficiency.md S1) and the clock has no time to settle at the power
+limit (NVIDIA's CUTLASS methodology guide: GPC clocks oscillate for ~3 s of back-to-back GEMMs
+before settling, S2). A training step or a serving run keeps the tensor cores busy for hours at
+the power limit, where the SM clock settles lower: compute-bound rates are scaled by
+``sustained_clock_hz / tensor_clock_hz`` (:func:`sustained_fraction`). HBM-bound work is not
+(memory runs on its own clock). An attention figure timed inside a training step (``in_step``) is
+already sustained; for a burst prediction (the ``kernels`` validation suite) it is scaled up.
+
 The constants below are fitted on kernel-level sweeps only (sources inline).
 """
 
@@ -94,14 +105,21 @@ cases are 88-98 %, G37): a guard for user-supplied benchmark figures."""
 DEFAULT_GEMM_K = 8192.0
 
 # Generation defaults for a device YAML without ``kernels`` (a user's own device, or a device held
-# out by ``validate``): the medians of the catalog's kernel figures (BF16 GEMM fraction 0.803 at
-# median K 8,576; inverted attention fraction 0.712, forward and backward; achieved HBM 0.888 of
-# the datasheet), rounded; tests/transformer/test_kernel_defaults.py keeps them within 5%.
-# Fractions of the datasheet peak / HBM bandwidth.
+# out by ``validate``): the medians of the catalog's kernel figures as bursts (BF16 GEMM fraction
+# 0.803 at median K 8,576; inverted attention fraction 0.811 forward and backward, in-step figures
+# divided by their device's sustained fraction; achieved HBM 0.888 of the datasheet), rounded;
+# tests/transformer/test_kernel_defaults.py keeps them within 5%. Fractions of the datasheet peak /
+# HBM bandwidth.
 DEFAULT_SM_COUNT = {Generation.VOLTA: 80, Generation.AMPERE: 108, Generation.HOPPER: 132, Generation.BLACKWELL: 148}
 DEFAULT_GEMM_FRACTION = 0.80
-DEFAULT_ATTENTION_FRACTION = (0.71, 0.71)
+DEFAULT_ATTENTION_FRACTION = (0.81, 0.81)
 DEFAULT_HBM_FRACTION = 0.85
+DEFAULT_SUSTAINED_FRACTION = 0.874
+"""Sustained over datasheet clock for a device without a measured ``sustained_clock_hz``: the
+median of the catalog's measured figures (A100 0.926; H100, H200, H800 0.874). Blackwell has no
+published sustained-clock measurement (kernel-efficiency.md S8), so B200/GB200 use this default:
+an assumption, not a measurement (their GEMMs are power-limited too: B200 systems capped at 750 W
+run the same FP8 GEMMs ~1.4x slower than GB200 at 1200 W, S7)."""
 
 # GEMM format by training dtype and FP8/FP4 recipe. A format missing from a device's benchmarks
 # falls back along FORMAT_FALLBACK (e.g. no MXFP8 figure -> the per-tensor FP8 one).
@@ -198,9 +216,19 @@ def format_peak(device: DeviceSpec, fmt: str) -> float:
 FORMAT_BYTES = {"bf16": 2.0, "fp16": 2.0, "tf32": 4.0, "fp8": 1.0, "fp8_block": 1.0, "mxfp8": 1.0, "nvfp4": 0.5}
 
 
-def gemm_rates(device: DeviceSpec, fmt: str) -> GemmRates:
+def sustained_fraction(device: DeviceSpec) -> float:
+    """Sustained SM clock at the power limit over the datasheet clock (at most 1): the device's
+    measured ``sustained_clock_hz``, else :data:`DEFAULT_SUSTAINED_FRACTION`."""
+    kernels = device.kernels
+    if kernels is None or kernels.sustained_clock_hz is None:
+        return DEFAULT_SUSTAINED_FRACTION
+    return min(1.0, kernels.sustained_clock_hz / kernels.tensor_clock_hz)
+
+
+def gemm_rates(device: DeviceSpec, fmt: str, sustained: bool = False) -> GemmRates:
     """The :class:`GemmRates` of ``device`` for GEMM format ``fmt``, with ``F`` inverted from its
-    benchmark (falling back along :data:`FORMAT_FALLBACK`; generation defaults without kernel data).
+    benchmark (falling back along :data:`FORMAT_FALLBACK`; generation defaults without kernel data);
+    ``sustained``: at the sustained clock (module docstring), else as the burst benchmark ran.
 
     The fraction of a fallback format is the fraction measured for the format it falls back to
     (e.g. no FP8 figure: FP8 GEMMs reach the fraction of their peak that BF16 GEMMs reach)."""
@@ -214,6 +242,8 @@ def gemm_rates(device: DeviceSpec, fmt: str) -> GemmRates:
         fraction, k_ref = min(MAX_GEMM_FRACTION, bench.flops_per_s / format_peak(device, found)), float(bench.k)
     # the benchmark's own K factor is divided out so that efficiency(m_b, n_b, k_b) = F
     fraction /= k_ref / (k_ref + k0[0])
+    if sustained:
+        fraction *= sustained_fraction(device)
     return GemmRates(peak, fraction, sm_count, k0, k_ref, hbm_achieved_Bps(device), FORMAT_BYTES.get(fmt, 2.0))
 
 
@@ -248,15 +278,20 @@ class AttentionRates:
         return fraction * attention_seq_factor(seq_len, causal) * attention_head_factor(head_dim)
 
 
-def attention_rates(device: DeviceSpec) -> AttentionRates:
-    """Forward/backward asymptotic fractions inverted from the device's attention benchmark."""
+def attention_rates(device: DeviceSpec, sustained: bool = False) -> AttentionRates:
+    """Forward/backward asymptotic fractions inverted from the device's attention benchmark, at the
+    sustained clock or as a burst (module docstring: an ``in_step`` figure is already sustained)."""
     peak = device.peak("bf16")
     bench: AttentionBenchmark | None = device.kernels.attention if device.kernels else None
+    wanted = sustained_fraction(device) if sustained else 1.0  # clock fraction to predict at
     if bench is None:
-        return AttentionRates(peak, *DEFAULT_ATTENTION_FRACTION, "default")
+        forward, backward = DEFAULT_ATTENTION_FRACTION  # burst medians
+        return AttentionRates(peak, forward * wanted, backward * wanted, "default")
+    timed_at = sustained_fraction(device) if bench.in_step else 1.0  # clock fraction of the figure
+    scale = wanted / timed_at
     shape = attention_seq_factor(bench.seq_len, bench.causal) * attention_head_factor(bench.head_dim)
-    forward = min(1.0, bench.forward_flops_per_s / (peak * shape))
-    backward = min(1.0, bench.backward_flops_per_s / (peak * shape))
+    forward = min(1.0, scale * bench.forward_flops_per_s / (peak * shape))
+    backward = min(1.0, scale * bench.backward_flops_per_s / (peak * shape))
     return AttentionRates(peak, forward, backward, bench.kernel)
 
 
@@ -271,13 +306,20 @@ def attention_rates(device: DeviceSpec) -> AttentionRates:
 # * nvfp4 (1x16 blocks, E4M3 scales, random Hadamard transform on the wgrad operands): read 2 B,
 #   write two 4-bit copies + scales (1.1 B), RHT read + write of the wgrad copy (2 + 0.5 B) -> 5.6 B.
 # Weights are quantised once per step (cached across micro-batches) and are not charged per GEMM.
+# The per-tensor figures are Hopper's, whose FP8 GEMMs take the TN layout only; on Blackwell (SM 10.x)
+# TE writes no transposed copy (``nvte_is_non_tn_fp8_gemm_supported``, kernel-efficiency.md S13):
+# :data:`TRANSPOSE_COPY_BYTES` less.
 QUANTIZE_BYTES = {"delayed": 4.0, "current": 6.0, "block": 4.1, "mxfp8": 4.1, "nvfp4": 5.6}
+PER_TENSOR_RECIPES = ("delayed", "current")
+TRANSPOSE_COPY_BYTES = 1.0
 
 
-def quantize_bytes_per_element(dtype: str, recipe: str | None) -> float:
-    """HBM bytes per quantised element of an FP8/FP4 recipe (0 for 16-bit training)."""
+def quantize_bytes_per_element(dtype: str, recipe: str | None, generation: Generation = Generation.HOPPER) -> float:
+    """HBM bytes per quantised element of an FP8/FP4 recipe on a GPU of ``generation`` (0 for 16-bit)."""
     if dtype == "fp8":
-        return QUANTIZE_BYTES.get(recipe or "delayed", QUANTIZE_BYTES["delayed"])
+        recipe = recipe if recipe in QUANTIZE_BYTES else "delayed"
+        no_transpose = recipe in PER_TENSOR_RECIPES and generation is Generation.BLACKWELL
+        return QUANTIZE_BYTES[recipe] - (TRANSPOSE_COPY_BYTES if no_transpose else 0.0)
     if dtype == "fp4":
         return QUANTIZE_BYTES["nvfp4"]
     return 0.0

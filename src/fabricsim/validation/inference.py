@@ -56,7 +56,8 @@ def trtllm_bench_settings(kv_tokens: int, isl: int, osl: int) -> tuple[int, int]
 
 CALIBRATION = (
     "out-of-sample: no constant fitted on these rows; H100 compute from kernel benchmarks (cuBLAS "
-    "BF16/FP8 GEMMs G20/G22, FlashAttention-3 in a training step A17, HBM B7) and kernel-level sweeps"
+    "BF16/FP8 GEMMs G20/G22, FlashAttention-3 in a training step A17, HBM B7) and kernel-level sweeps, "
+    "compute at the H100's sustained clock (S5)"
 )
 
 

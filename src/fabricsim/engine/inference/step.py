@@ -186,7 +186,7 @@ def step_coefficients(model: ModelSpec, system: SystemSpec, layout: InferenceLay
     """
     tp = layout.tensor_parallel
     share = stage_share(model, layout.pipeline_parallel)
-    attention = attention_rates(system.device)
+    attention = attention_rates(system.device, sustained=True)  # serving keeps the GPU at its power limit
     return StepCoefficients(
         costs=token_costs(model),
         tp=tp,
@@ -194,7 +194,7 @@ def step_coefficients(model: ModelSpec, system: SystemSpec, layout: InferenceLay
         dp=layout.attention_data_parallel,
         stage_gpus=layout.stage_gpus,
         stage_share=share,
-        gemm=gemm_rates(system.device, gemm_format(layout.weight_dtype)),
+        gemm=gemm_rates(system.device, gemm_format(layout.weight_dtype), sustained=True),
         attention_peak_flops=attention.peak,
         attention_efficiency=attention.forward_fraction * attention_head_factor(model.head_size),
         hbm_Bps=hbm_achieved_Bps(system.device),

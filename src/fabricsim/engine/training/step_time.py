@@ -47,6 +47,12 @@ GRAD_BUCKET_PARAMS = 40.0e6
 # runs its dispatch/combine on 20 of the H800's 132 SMs (arXiv 2412.19437 sec. 3.2.2); DeepEP's
 # normal kernels use 20-24 (deepseek-ai/DeepEP README). Compute under the exchange runs that much slower.
 A2A_OVERLAP_SM_SHARE = 20.0 / 132.0
+# Slowdown of compute kernels while an overlapped collective (tensor-parallel userbuffers, data-parallel
+# gradient reduction and parameter gathers, context-parallel exchange) runs beside them: 18.9% on
+# average over GPT/LLaMA kernels on A100 and H100 (Lee et al., arXiv 2507.03114; kernel-efficiency.md
+# S9). Its size matches the SMs NVIDIA's recipes hand the communication kernels: NeMo's userbuffers
+# configs reserve 24 of the H100's 132 SMs (18%) and 32 of the B200's 148 (22%) (S10).
+OVERLAP_COMPUTE_SLOWDOWN = 0.189
 
 AR, AG, RS, A2A = CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL
 
@@ -61,6 +67,14 @@ class StepContext(Protocol):
     system: SystemSpec
 
     def rates(self, dtype: str) -> DeviceRates: ...
+
+
+def overlapped_s(comm_s: float, compute_s: float, slowdown: float | None = None) -> float:
+    """Seconds a collective of ``comm_s`` adds when it runs under ``compute_s`` of compute: the part
+    that does not fit under the compute, plus the compute's slowdown while the two run together
+    (``slowdown`` None: :data:`OVERLAP_COMPUTE_SLOWDOWN`)."""
+    hidden = min(comm_s, compute_s)
+    return comm_s - hidden + (OVERLAP_COMPUTE_SLOWDOWN if slowdown is None else slowdown) * hidden
 
 
 def shard_shape(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> ShardShape:
@@ -133,6 +147,26 @@ def expert_comm_s(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSize
     return passes * per_pass
 
 
+def paired_a2a_s(comm_s: float, times: LayerTimes, passes: int) -> float:
+    """Exposed seconds of one MoE layer's token exchange (``comm_s`` over ``passes`` passes) under
+    1F1B A2A overlap (Megatron-Core ``--overlap-moe-expert-parallel-comm``, DeepSeek-V3's DualPipe
+    pairing, arXiv 2412.19437 fig. 4): the forward of one micro-batch runs beside the backward of
+    another, and each exchange hides only under the compute block it is paired with -- backward
+    combine under forward attention, forward dispatch under backward MLP, backward dispatch under
+    forward MLP, forward combine under backward attention -- slowing that block by the SMs the
+    exchange holds. Dispatch and combine take half of a pass each; a recomputed forward's exchange
+    is not paired. Warm-up and cool-down micro-batches are not treated apart."""
+    per_pass = comm_s / passes
+    half = per_pass / 2.0
+    mlp_forward = times.mlp_linear_s
+    attention_forward = times.total_s - mlp_forward
+    mlp_backward = 2.0 * mlp_forward
+    attention_backward = times.backward_s - mlp_backward
+    paired = (attention_forward, mlp_backward, mlp_forward, attention_backward)
+    exposed = sum(overlapped_s(half, compute, A2A_OVERLAP_SM_SHARE) for compute in paired)
+    return exposed + (passes - 2) * per_pass
+
+
 def _layer_comm_s(
     ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, times: LayerTimes
 ) -> tuple[float, float]:
@@ -146,12 +180,12 @@ def _layer_comm_s(
     tp = passes * per_pass
     if ctx.options.overlap_tp_comm and t <= ctx.system.scale_up.domain_gpus:
         # Transformer Engine's userbuffers overlap needs the TP group inside one NVLink domain
-        tp = max(0.0, tp - passes * times.linear_s)
+        tp = overlapped_s(tp, passes * times.linear_s)
     cp_fwd = comm.time_s(AG, sizes.context_kv_bytes, layout.context_parallel, t)
     cp_bwd = cp_fwd + comm.time_s(RS, sizes.context_kv_bytes, layout.context_parallel, t)
-    cp = max(0.0, cp_fwd - times.attention_s) + max(0.0, cp_bwd - 2.0 * times.attention_s)
+    cp = overlapped_s(cp_fwd, times.attention_s) + overlapped_s(cp_bwd, 2.0 * times.attention_s)
     if layout.recompute is Recompute.FULL:
-        cp += max(0.0, cp_fwd - times.attention_s)
+        cp += overlapped_s(cp_fwd, times.attention_s)
     return tp, cp
 
 
@@ -177,14 +211,10 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
         tp += count * tp_layer
         cp += count * cp_layer
         if moe:
-            ep += count * expert_comm_s(ctx, layout, sizes)
-    if ctx.options.a2a_overlap and ep:
-        # 1F1B A2A overlap (Megatron-Core --overlap-moe-expert-parallel-comm, DualPipe-style): the
-        # token exchange of one micro-batch runs under the other micro-batch's compute in the steady
-        # state (warm-up/cool-down micro-batches are not modelled apart), slowing the compute it
-        # overlaps by the SMs the communication kernels hold
-        hidden_under = forward + backward
-        ep = max(0.0, ep - hidden_under) + A2A_OVERLAP_SM_SHARE * min(ep, hidden_under)
+            layer_ep = expert_comm_s(ctx, layout, sizes)
+            if ctx.options.a2a_overlap and layer_ep:
+                layer_ep = paired_a2a_s(layer_ep, times, 3 if layout.recompute is Recompute.FULL else 2)
+            ep += count * layer_ep
     logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
     share = 1.0
     if layout.pipeline_parallel > 1:  # the last stage has floor(L/pp) layers plus the output layer
@@ -210,13 +240,12 @@ def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, par
         gather_s = comm.time_s(AG, dense * WEIGHT_BYTES, dp, stride)
         gather_s += comm.time_s(AG, expert * WEIGHT_BYTES, edp, expert_stride)
     if ctx.options.overlap_param_gather:  # gathered bucket by bucket under the next forward
-        gather_s = max(0.0, gather_s - stage.forward_s)
+        gather_s = overlapped_s(gather_s, stage.forward_s)
     if not ctx.options.overlap_grad_reduce:
         return reduce_s + gather_s
     total = dense + expert
-    tail = reduce_s * min(1.0, GRAD_BUCKET_PARAMS / total) if total else 0.0
-    exposed = max(tail, reduce_s - stage.backward_s - stage.recompute_s)
-    return exposed + gather_s
+    tail = reduce_s * min(1.0, GRAD_BUCKET_PARAMS / total) if total else 0.0  # the last bucket waits
+    return tail + overlapped_s(reduce_s - tail, stage.backward_s + stage.recompute_s) + gather_s
 
 
 def zero3_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, params: tuple[float, float]) -> float:
@@ -227,7 +256,7 @@ def zero3_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, 
     gather = ctx.comm.time_s(AG, params[0] * WEIGHT_BYTES, layout.data_parallel, stride)
     expert_stride = layout.expert_tp * layout.expert_parallel
     gather += ctx.comm.time_s(AG, params[1] * WEIGHT_BYTES, layout.expert_data_parallel, expert_stride)
-    return max(0.0, gather - stage.forward_s) + max(0.0, gather - stage.backward_s - stage.recompute_s)
+    return overlapped_s(gather, stage.forward_s) + overlapped_s(gather, stage.backward_s + stage.recompute_s)
 
 
 def optimizer_s(ctx: StepContext, layout: ParallelLayout, params: tuple[float, float]) -> float:
