@@ -60,3 +60,67 @@ def test_dcqcn_rate_limit_caps_a_lone_flow():
     flows = make_flows([1], 0, 2e6, 0.0)
     run = simulate(topo, flows, "dcqcn", "pfc", rate_limit_Bps=topo.line_rate_Bps / 4)
     assert run.finish_s[0] == pytest.approx(4 * 2e6 / topo.line_rate_Bps, rel=0.02)
+
+
+def _dcqcn_state(**overrides):
+    """One flow's DCQCN tables at line rate 100 Gb/s with the NVIDIA defaults (plus overrides)."""
+    from fabricsim.network.packet import layout as L  # noqa: N812
+    from fabricsim.network.packet.params import CongestionControl, Lossless, RunOptions, kernel_vector
+
+    opts = RunOptions(CongestionControl.DCQCN, Lossless.PFC, 100e9 / 8, 0.0, 0)
+    P = kernel_vector(PacketParams(**overrides), opts)
+    FF, FI = np.zeros((1, L.FF_COLS)), np.zeros((1, L.FI_COLS), dtype=np.int64)
+    FF[0, L.FF_RC] = FF[0, L.FF_RT] = opts.line_Bps
+    FF[0, L.FF_ALPHA], FF[0, L.FF_LAST_DEC] = P[L.P_ALPHA0], -1.0
+    return FF, FI, P, L
+
+
+@pytest.mark.parametrize("clamp_after_timer", [1.0, 0.0])
+def test_dcqcn_target_rate_follows_a_byte_counter_increase(clamp_after_timer):
+    """A cut after a byte-counter increase sets Rt to the current rate with or without
+    CLAMP_TGT_RATE_AFTER_TIME_INC (the DCQCN authors' ns-3, rpr_cnm_received); a cut with no
+    increase since the previous one keeps Rt."""
+    from fabricsim.network.packet.reaction import dcqcn_cnp, dcqcn_sent
+
+    FF, FI, P, L = _dcqcn_state(clamp_target_after_timer=clamp_after_timer)
+    dcqcn_cnp(FF, FI, P, 0, 0.0)  # first cut: Rt <- line rate
+    dcqcn_cnp(FF, FI, P, 0, 10e-6)  # no increase in between: Rt stays at the line rate
+    assert FF[0, L.FF_RT] == pytest.approx(100e9 / 8)
+    dcqcn_sent(FF, FI, P, 0, P[L.P_BYTE_RESET])  # one byte-counter expiry raises Rc
+    before = FF[0, L.FF_RC]
+    dcqcn_cnp(FF, FI, P, 0, 20e-6)
+    assert FF[0, L.FF_RT] == pytest.approx(before)
+    assert FF[0, L.FF_RC] < before
+
+
+def test_dcqcn_target_rate_follows_a_timer_increase_only_with_the_flag():
+    from fabricsim.network.packet.reaction import dcqcn_cnp, dcqcn_timer
+
+    for flag, clamped in ((1.0, True), (0.0, False)):
+        FF, FI, P, L = _dcqcn_state(clamp_target_after_timer=flag)
+        dcqcn_cnp(FF, FI, P, 0, 0.0)
+        dcqcn_cnp(FF, FI, P, 0, 10e-6)
+        dcqcn_timer(FF, FI, P, 0, 10e-6 + P[L.P_TIMER])  # one timer expiry raises Rc
+        before = FF[0, L.FF_RC]
+        dcqcn_cnp(FF, FI, P, 0, 20e-6 + P[L.P_TIMER])
+        assert bool(FF[0, L.FF_RT] == pytest.approx(before)) is clamped
+
+
+def test_dcqcn_increase_stages_fast_recovery_additive_then_hyper():
+    """Expiry counted first (F = 2 here): T=1 fast recovery (Rt unchanged); T=2 additive
+    (min(T, BC) < F); T=2, BC=2 hyper with i = min - F + 1 = 1."""
+    from fabricsim.network.packet.reaction import dcqcn_cnp, dcqcn_sent, dcqcn_timer
+
+    FF, FI, P, L = _dcqcn_state(fast_recovery_steps=2.0)
+    dcqcn_cnp(FF, FI, P, 0, 0.0)
+    rt = FF[0, L.FF_RT]
+    dcqcn_cnp(FF, FI, P, 0, 10e-6)  # Rc well below Rt, so Rt caps nothing below
+    dcqcn_timer(FF, FI, P, 0, 10e-6 + P[L.P_TIMER])
+    assert FF[0, L.FF_RT] == rt  # fast recovery
+    FF[0, L.FF_RT] = rt = 50e9 / 8  # room to grow below the line rate
+    dcqcn_timer(FF, FI, P, 0, 10e-6 + 2 * P[L.P_TIMER])
+    assert FF[0, L.FF_RT] == pytest.approx(rt + P[L.P_RAI])  # additive: BC = 0 < F
+    dcqcn_sent(FF, FI, P, 0, P[L.P_BYTE_RESET])  # BC = 1 < F: additive again
+    assert FF[0, L.FF_RT] == pytest.approx(rt + 2 * P[L.P_RAI])
+    dcqcn_sent(FF, FI, P, 0, P[L.P_BYTE_RESET])  # BC = 2 = F = T: hyper, i = 1
+    assert FF[0, L.FF_RT] == pytest.approx(rt + 2 * P[L.P_RAI] + P[L.P_RHAI])

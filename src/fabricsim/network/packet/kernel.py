@@ -84,12 +84,12 @@ _CC_DCQCN, _CC_HPCC = 1, 2
 _PFC, _CREDIT = 1, 2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _key(kind, arg):
     return (arg << EV_BITS) | kind
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _alloc(PI, meta):
     p = meta[2]
     meta[2] = PI[p, PI_NEXT]
@@ -97,14 +97,14 @@ def _alloc(PI, meta):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _free(PI, meta, p):
     PI[p, PI_NEXT] = meta[2]
     meta[2] = p
     meta[3] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _start_tx(LI, LF, PI, PF, lk, p, t, H):
     """Put packet ``p`` on the wire of link ``lk`` at ``t``; record its INT if it leaves a switch."""
     size = PI[p, PI_SIZE]
@@ -124,7 +124,7 @@ def _start_tx(LI, LF, PI, PF, lk, p, t, H):
     heap.push(H[0], H[1], H[2], H[3], t + size / LF[lk, LF_CAP], _key(EV_TXDONE, lk))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mark(LF, P, lk):
     """ECN decision for a packet joining egress ``lk`` (RED-like, DCQCN's Kmin/Kmax/Pmax)."""
     q = LF[lk, LF_QBYTES]
@@ -136,7 +136,7 @@ def _mark(LF, P, lk):
     return 1 if np.random.random() < prob else 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _try_switch_tx(LI, LF, PI, PF, P, lk, t, H):
     """Start the next queued packet of switch egress ``lk`` if it is free, unpaused and has credit."""
     if LI[lk, LI_BUSY] or LI[lk, LI_PAUSED] or LI[lk, LI_QHEAD] < 0:
@@ -156,7 +156,7 @@ def _try_switch_tx(LI, LF, PI, PF, P, lk, t, H):
     _start_tx(LI, LF, PI, PF, lk, p, t, H)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _eligible_at(FF, FI, P, f, t):
     """Earliest time flow ``f`` may send its next packet (inf: blocked until an ACK)."""
     if FF[f, FF_RETX] <= 0.0 and FF[f, FF_SENT] >= FF[f, FF_SIZE]:
@@ -176,7 +176,7 @@ def _eligible_at(FF, FI, P, f, t):
     return min(te, next_timer)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pick_flow(FI, FF, P, hosts, h, t):
     """Round-robin choice of host ``h``'s next sendable flow; (-1, earliest wake) if none now."""
     act_ptr, act_n, act, rr = hosts

@@ -61,7 +61,7 @@ FI_TCOUNT = 4  # DCQCN timer stage count
 FI_BCOUNT = 5  # DCQCN byte-counter stage count
 FI_STAGE = 6  # HPCC incStage
 FI_HOPS = 7  # switch hops with INT records in the last ACK (0: none yet)
-FI_TIMER_INC = 8  # DCQCN: 1 if the timer raised the rate since the last cut
+FI_INC = 8  # DCQCN: bit 0 the timer, bit 1 the byte counter raised the rate since the last cut
 FI_CUTS = 9  # DCQCN: rate cuts so far
 FI_COLS = 10
 

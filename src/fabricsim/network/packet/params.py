@@ -10,7 +10,8 @@ Defaults and their sources (see ``shared/reference/congestion-control.md``):
   INITIAL_ALPHA_VALUE 1023/1024, MIN_TIME_BETWEEN_CNPS 4 us; RPG_BYTE_RESET read in 64 B units
   (32,767 x 64 B = 2.1 MB; a test generator's DCQCN profile defaults its byte reset to 2 MB);
   CLAMP_TGT_RATE 0 and CLAMP_TGT_RATE_AFTER_TIME_INC 1 (Mellanox community "DCQCN Parameters"
-  page) [unverified in the reference file].
+  page; public ``mlxconfig query`` dumps show False(0) / True(1) next to RPG_BYTE_RESET 32767);
+  what the flags do is in :mod:`reaction` (the DCQCN authors' ns-3 semantics).
 * ECN at the switch: the HPCC repository's DCQCN setting (``simulation/run.py``):
   Kmin = 100 KB x bw/25, Kmax = 400 KB x bw/25 (bw in Gb/s), Pmax = 0.2.
 * Switch buffer: HPCC repository, 16 MB x bw/50 per switch (32 MB at 100 Gb/s).

@@ -6,11 +6,18 @@ Rt <- Rc, Rc <- Rc (1 - alpha * GD_FACTOR) (GD_FACTOR = 1024 / 2^RPG_GD = 1/2 by
 below Rc * MIN_DEC nor MIN_RATE; alpha is updated once per alpha period,
 alpha <- (1 - g) alpha + g if a CNP arrived in it, else (1 - g) alpha (applied lazily when the next
 CNP arrives; a flow's first CNP starts from INITIAL_ALPHA_VALUE). The target rate Rt takes
-Rc at a cut only if CLAMP_TGT_RATE is set, or CLAMP_TGT_RATE_AFTER_TIME_INC is set and the
-timer raised the rate since the previous cut (NVIDIA defaults 0 and 1), and at a flow's first
-cut. The rate rises on timer expiries (every TIMER s) and byte-counter expiries (every
-BYTE_RESET bytes): fast recovery while max(T, BC) < F (Rc <- (Rt + Rc) / 2), additive increase
-(Rt += R_AI) until both exceed F, then hyper increase (Rt += i R_HAI, i = min(T, BC) - F).
+Rc at a cut (a) always if CLAMP_TGT_RATE is set, (b) if the byte counter raised the rate since
+the previous cut (QCN's rule, kept with either flag), (c) if CLAMP_TGT_RATE_AFTER_TIME_INC is set
+and the timer raised it, and (d) at a flow's first cut. NVIDIA defaults: 0 and 1, so Rt follows
+Rc whenever *any* increase happened since the last cut. Source: the DCQCN authors' ns-3
+(bobzhuyb/ns3-rdma, ``QbbNetDevice::rpr_cnm_received``) and the firmware's own description
+("the target rate should be updated if the transmission rate was increased due to the timer, and
+not only due to the byte counter"); reading (c) as "only timer increases clamp" left Rt stale at
+line rate between timer expiries and made byte-counter recoveries rate-proportional (unfair).
+The rate rises on timer expiries (every TIMER s) and byte-counter expiries (every BYTE_RESET
+bytes), counting the expiry first: fast recovery while max(T, BC) < F (Rc <- (Rt + Rc) / 2),
+additive increase (Rt += R_AI) while min(T, BC) < F, then hyper increase (Rt += i R_HAI,
+i = min(T, BC) - F + 1), as ``rpr_active_select`` / ``rpr_hyper_increase`` of the same code.
 
 HPCC (Li et al., SIGCOMM'19, Algorithm 1): each ACK carries per-hop INT (queue length, txBytes,
 timestamp, capacity, link); u_j = min(q, q_prev) / (B T) + txRate / B, U is an EWMA of the largest u
@@ -43,9 +50,9 @@ from fabricsim.network.packet.layout import (
     FI_BCOUNT,
     FI_CUTS,
     FI_HOPS,
+    FI_INC,
     FI_STAGE,
     FI_TCOUNT,
-    FI_TIMER_INC,
     INT_FIELDS,
     MAX_HOPS,
     P_ALPHA_PERIOD,
@@ -73,6 +80,8 @@ from fabricsim.network.packet.layout import (
     PI_SIZE,
 )
 
+_INC_TIMER, _INC_BYTES = 1, 2  # FI_INC bits: the timer / the byte counter raised the rate since the last cut
+
 
 @njit(cache=True)
 def max_rate(P):
@@ -97,9 +106,10 @@ def dcqcn_cnp(FF, FI, P, f, t):
     if t - FF[f, FF_LAST_DEC] < P[P_RRMP]:
         return
     rc = FF[f, FF_RC]
-    if P[P_CLAMP] > 0 or (P[P_CLAMP_ATI] > 0 and FI[f, FI_TIMER_INC]) or FI[f, FI_CUTS] == 0:
+    inc = FI[f, FI_INC]
+    if P[P_CLAMP] > 0 or inc & _INC_BYTES or (P[P_CLAMP_ATI] > 0 and inc & _INC_TIMER) or FI[f, FI_CUTS] == 0:
         FF[f, FF_RT] = rc
-    FI[f, FI_TIMER_INC] = 0
+    FI[f, FI_INC] = 0
     FI[f, FI_CUTS] += 1
     cut = rc * (1.0 - FF[f, FF_ALPHA] * P[P_GD_FACTOR])
     FF[f, FF_RC] = max(cut, rc * P[P_MIN_DEC], P[P_MIN_RATE])
@@ -116,8 +126,8 @@ def _increase(FF, FI, P, f):
     top = max_rate(P)
     if max(tc, bc) < F:
         pass  # fast recovery: Rt stays
-    elif min(tc, bc) > F:
-        FF[f, FF_RT] = min(top, FF[f, FF_RT] + (min(tc, bc) - F) * P[P_RHAI])
+    elif min(tc, bc) >= F:
+        FF[f, FF_RT] = min(top, FF[f, FF_RT] + (min(tc, bc) - F + 1) * P[P_RHAI])
     else:
         FF[f, FF_RT] = min(top, FF[f, FF_RT] + P[P_RAI])
     FF[f, FF_RC] = min(top, 0.5 * (FF[f, FF_RT] + FF[f, FF_RC]))
@@ -134,7 +144,7 @@ def dcqcn_timer(FF, FI, P, f, t):
             break
         FF[f, FF_TIMER_T] += period
         FI[f, FI_TCOUNT] += 1
-        FI[f, FI_TIMER_INC] = 1
+        FI[f, FI_INC] |= _INC_TIMER
         _increase(FF, FI, P, f)
     return FF[f, FF_TIMER_T] + period
 
@@ -146,6 +156,7 @@ def dcqcn_sent(FF, FI, P, f, size):
     while FF[f, FF_BYTE_CTR] >= P[P_BYTE_RESET]:
         FF[f, FF_BYTE_CTR] -= P[P_BYTE_RESET]
         FI[f, FI_BCOUNT] += 1
+        FI[f, FI_INC] |= _INC_BYTES
         _increase(FF, FI, P, f)
 
 
