@@ -212,15 +212,15 @@ def _params(spec: NetworkCollectiveSpec) -> PacketParams:
 
 def _step_flows(steps: tuple[Step, ...], placement: np.ndarray) -> list[tuple[FlowSet, int]]:
     """The flow set of every distinct step (a step equal to the previous one folds into it) and the
-    number of schedule steps it stands for. A flow carries whole bytes: the schedule's chunk (e.g.
-    S / p) rounded up, at most one byte more per flow (the packet kernel moves whole bytes)."""
+    number of schedule steps it stands for (the packet fidelity rounds a fractional chunk, e.g.
+    S / p, up to a whole byte)."""
     out: list[tuple[FlowSet, int]] = []
     for i, step in enumerate(steps):
         if i and step.same_as(steps[i - 1]):
             out[-1] = (out[-1][0], out[-1][1] + 1)
             continue
         start = 0.0 if step.start_s is None else step.start_s
-        out.append((make_flows(placement[step.src], placement[step.dst], np.ceil(step.size_bytes), start), 1))
+        out.append((make_flows(placement[step.src], placement[step.dst], step.size_bytes, start), 1))
     return out
 
 

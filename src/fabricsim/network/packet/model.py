@@ -9,7 +9,7 @@ finish times and per-link pause, queue and credit figures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -83,10 +83,13 @@ class PacketNetwork:
         return NetworkResult(out.finish_s, first, out.link_tx_bytes, busy, out.events, self.fidelity)
 
     def simulate(self, flows: FlowSet) -> PacketRun:
+        """Run ``flows`` to completion. Packets carry whole bytes, so a fractional flow size (a
+        collective's S/p) is rounded up to the next byte, here, once, for the run and its summary."""
         if np.any(flows.src == flows.dst):
             raise FabricsimError("flows", "the packet fidelity needs src != dst for every flow")
         if flows.count == 0:
             raise FabricsimError("flows", "no flows to simulate")
+        flows = replace(flows, size_bytes=np.ceil(flows.size_bytes))
         routes = self.routes(flows).incidence.tocsc()
         params = resolved(self.params, self.opts.line_Bps)
         topo = self.table.topology
