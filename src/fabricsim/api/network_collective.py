@@ -32,7 +32,7 @@ import numpy as np
 
 from fabricsim import catalog
 from fabricsim.api.communication import message_size
-from fabricsim.api.packet_traffic import MAX_PACKETS
+from fabricsim.api.packet_traffic import MAX_PACKETS, packet_params
 from fabricsim.api.topologies import build_topology
 from fabricsim.collectives.ops import Algorithm, CollectiveOp, bus_factor, parse_algorithm, parse_op
 from fabricsim.collectives.schedules import ScheduleRequest, Step, schedule_on
@@ -41,13 +41,13 @@ from fabricsim.limits import check_cap
 from fabricsim.network.base import FlowSet, make_flows
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.packet.model import PacketNetwork, PacketRun, _sample_rows
-from fabricsim.network.packet.params import PacketParams, RunOptions, parse_cc, parse_cc_params, parse_lossless
+from fabricsim.network.packet.params import RunOptions, parse_cc, parse_lossless
 from fabricsim.network.packet.summary import LINK_CLASSES
 from fabricsim.specs.inputs import SEED_LIMIT
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table
 from fabricsim.topology.system import build_system_topology
-from fabricsim.units import parse_size, to_GBps
+from fabricsim.units import to_GBps
 
 # endpoints one run may place ranks on: the packet kernel simulates every packet (a 512-rank direct
 # all-to-all of 64 MiB is ~8 M packets, about a minute); the flow model's cost grows with flows
@@ -200,16 +200,6 @@ def _algorithm(spec: NetworkCollectiveSpec, op: CollectiveOp) -> tuple[Algorithm
     return algo, "given"
 
 
-def _params(spec: NetworkCollectiveSpec) -> PacketParams:
-    overrides = parse_cc_params(spec.cc_params)
-    if spec.buffer is not None:
-        buffer_bytes = parse_size(spec.buffer, "buffer")
-        if buffer_bytes <= 0:
-            raise FabricsimError("buffer", "must be positive", "e.g. --buffer 32MB")
-        overrides["buffer_bytes"] = float(buffer_bytes)
-    return PacketParams().with_overrides(overrides)
-
-
 def _step_flows(steps: tuple[Step, ...], placement: np.ndarray) -> list[tuple[FlowSet, int]]:
     """The flow set of every distinct step (a step equal to the previous one folds into it) and the
     number of schedule steps it stands for (the packet fidelity rounds a fractional chunk, e.g.
@@ -290,7 +280,7 @@ def network_collective(spec: NetworkCollectiveSpec) -> NetworkCollective:
     if packet:
         cc = parse_cc("none" if spec.cc is None else spec.cc)
         lossless = parse_lossless("pfc" if spec.lossless is None else spec.lossless)
-        params = _params(spec)
+        params = packet_params(spec.cc_params, spec.buffer)
     placed = _placed(spec)
     request = ScheduleRequest(op, algo, spec.gpus, float(size_bytes), placed.ranks_per_node)
     schedule = schedule_on(request, placed.topology, np.arange(spec.gpus))

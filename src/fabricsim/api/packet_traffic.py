@@ -84,10 +84,12 @@ def _flows(spec: PacketTrafficSpec, topo: Topology, count: int) -> tuple[FlowSet
     return pattern_flows(kind, count, float(size_bytes), spec.seed), kind.value, size_bytes
 
 
-def _params(spec: PacketTrafficSpec) -> PacketParams:
-    overrides = parse_cc_params(spec.cc_params)
-    if spec.buffer is not None:
-        buffer_bytes = parse_size(spec.buffer, "buffer")
+def packet_params(cc_params: tuple[str, ...], buffer: str | None) -> PacketParams:
+    """Packet parameters with the ``--cc-param NAME=VALUE`` overrides and the ``--buffer`` size
+    (shared by ``traffic`` and ``collective`` at packet fidelity)."""
+    overrides = parse_cc_params(cc_params)
+    if buffer is not None:
+        buffer_bytes = parse_size(buffer, "buffer")
         if buffer_bytes <= 0:
             raise FabricsimError("buffer", "must be positive", "e.g. --buffer 32MB")
         overrides["buffer_bytes"] = float(buffer_bytes)
@@ -126,7 +128,7 @@ def packet_traffic(spec: PacketTrafficSpec) -> PacketTraffic:
     _check_numbers(spec)
     cc, lossless = parse_cc(spec.cc), parse_lossless(spec.lossless)
     policy = Routing.SPRAY if spec.spray else parse_routing(spec.routing)
-    params = _params(spec)
+    params = packet_params(spec.cc_params, spec.buffer)
     topo = build_topology(spec.topology)
     count = topo.hosts if spec.hosts is None else spec.hosts
     if not 2 <= count <= topo.hosts:
