@@ -27,12 +27,12 @@ class Bound:
 
 
 BOUNDS = {
-    # nccl-tests: 8xH100 all-reduce (NVLS) 16 MiB-16 GiB within 7%. A100 send/recv >= 256 MiB: the model sends
-    # at NCCL's effective NVLink rate (topo.h 20 GB/s per NVLink3 x 12 = 240 GB/s), measured 188.6-195.1 GB/s,
-    # +23%..+26%. Mechanism (issue 10, validation/collectives.py): NCCL splits a send/recv of an 8-rank
-    # communicator over 8 channels at 128 MiB and 16 from 256 MiB (enqueue.cc calcP2pChunkSize), each
-    # ~12-14 GB/s (NCCL's P2P_PER_CHANNEL_NET_BW = 14); not modelled yet.
-    "collectives": Bound(row_max=0.30, mean_abs=0.16, bias=(-0.02, 0.16), rows=15),
+    # nccl-tests: 8xH100 all-reduce (NVLS) 16 MiB-16 GiB within 7%. A100 send/recv (issue 10): NCCL 2.30's
+    # channel rule (collectives/p2p.py, enqueue.cc addP2pToPlan) x 14 GB/s per channel (paths.cc
+    # P2P_PER_CHANNEL_NET_BW): 128 MiB on 8 channels +0.1%, 256 MiB on 16 +17.6%; 512 MiB and 1 GiB run on
+    # 32 channels under NCCL 2.30's rule, so NVLink (240 GB/s) is the limit again: +23.9%, +22.7%
+    # (NCCL <= 2.19 clamped an 8-rank send/recv to 16 channels; the run's NCCL version is not published).
+    "collectives": Bound(row_max=0.26, mean_abs=0.08, bias=(0.0, 0.08), rows=15),
     # Megatron SC'21 Table 1 + Korthikanti 2022 + the Megatron README row. Out-of-sample since issue 10
     # (A100 compute from a 2025 cuBLAS benchmark at the sustained clock, nothing fitted on these rows).
     "training": Bound(row_max=0.15, mean_abs=0.09, bias=(0.0, 0.05), rows=20),
@@ -47,11 +47,6 @@ BOUNDS = {
 }
 
 EXPECTED_MISSES = {
-    # 110.8 GB/s measured vs ~235 predicted. The source log shows the in-place repeat at the same size
-    # at ~111 GB/s too, and nccl-tests warms up before timing, so this is a reproducible miss of the
-    # model at 128 MiB (the larger sizes are within +26%), not a warm-up artefact.
-    "nccl-a100x8-sendrecv-134217728": "NCCL uses 8 p2p channels at 128 MiB, 16 from 256 MiB (calcP2pChunkSize); "
-    "not modelled",
     # +37.6% with the recipe's own settings (DeepEP dispatcher, 1F1B A2A overlap): the paired overlap
     # hides most of the token exchange, while NVIDIA's GB200 optimisation log found the same overlap a
     # net loss there; MoE permutation, the MTP layer and node-limited routing are not modelled.

@@ -15,6 +15,7 @@ import math
 from fabricsim.collectives.candidate import Candidate, Shape
 from fabricsim.collectives.nccl import NcclConstants
 from fabricsim.collectives.ops import Algorithm, CollectiveOp, Protocol
+from fabricsim.collectives.p2p import channel_rule
 from fabricsim.collectives.placement import Group
 
 AR, AG, RS = CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER
@@ -178,9 +179,13 @@ def _direct_bytes(op: CollectiveOp, group: Group) -> tuple[float, float]:
 def direct(op: CollectiveOp, group: Group, nccl: NcclConstants) -> tuple[Candidate, ...]:
     """Every rank sends straight to each peer (NCCL grouped send/recv; pairwise exchange, Thakur
     2005): NVLink and NIC transfers overlap, so time is the larger of the two. Latency: one hop per
-    tier used plus NCCL's 0.4 us per-peer serialization for each extra peer."""
+    tier used plus NCCL's 0.4 us per-peer serialization for each extra peer. A send/recv inside a
+    domain also moves at most nChannels x NCCL's per-channel rate, nChannels by NCCL's rule for the
+    size and the communicator (:mod:`fabricsim.collectives.p2p`; LL carries half its bytes as
+    flags, so an LL channel moves half as much data); across domains the NIC stays the limit."""
     up_bytes, out_bytes = _direct_bytes(op, group)
     peers = 1 if op is P2P else group.ranks - 1
+    rule = channel_rule(group, nccl) if op is P2P else None
     out = []
     for protocol in protocols(group, with_ll128=False):
         intra, inter = _ring_hops(group, nccl, protocol)
@@ -191,5 +196,10 @@ def direct(op: CollectiveOp, group: Group, nccl: NcclConstants) -> tuple[Candida
             cap = ll_cap_Bps(group, nccl)
             up_Bps, out_Bps = min(cap, 0.5 * up_Bps), min(cap, 0.5 * out_Bps)
         s_per_byte = max(up_bytes / up_Bps, out_bytes / out_Bps)
-        out.append(Candidate(Algorithm.DIRECT, protocol, Shape.LINEAR, latency, s_per_byte))
+        if rule is None:
+            out.append(Candidate(Algorithm.DIRECT, protocol, Shape.LINEAR, latency, s_per_byte))
+            continue
+        channel_Bps = nccl.p2p_per_channel_Bps * (0.5 if protocol is LL else 1.0)
+        out.append(Candidate(Algorithm.DIRECT, protocol, Shape.CHANNELS, latency, s_per_byte,
+                             channels=rule, channel_Bps=channel_Bps))
     return tuple(out)

@@ -52,6 +52,12 @@ class NcclConstants:
     ring_plateau_factor_older: float
     collnet_arity_serialization_s: float
     tree_correction: MappingProxyType
+    p2p_chunk_bytes: MappingProxyType  # comm->p2pChunkSize by scale-up hardware (nvlink | pci), bytes
+    p2p_min_part_divisor: int
+    p2p_max_part_multiple: int
+    p2p_channels_per_nvlink: int
+    p2p_max_channels: int
+    p2p_per_channel_Bps: float
 
     def tree_correction_factor(self, protocol: str, size_bytes: float) -> float:
         """NCCL's treeCorrectionFactor[protocol][log2(S/64)], linearly interpolated in log2(S) so
@@ -115,6 +121,7 @@ def constants(version: str = DEFAULT_VERSION) -> NcclConstants:
     plateau = raw["ring_plateau_latency_factor"]
     overhead = raw["net_overhead_us"]
     channels = raw["channel_count"]
+    p2p = raw["p2p"]
     return NcclConstants(
         version=str(raw["version"]),
         base_latency_s=_freeze(raw["base_latency_us"], _US),
@@ -140,4 +147,12 @@ def constants(version: str = DEFAULT_VERSION) -> NcclConstants:
         tree_correction=MappingProxyType(
             {k: tuple(float(x) for x in v) for k, v in raw["tree_correction_factor"].items() if k != "source"}
         ),
+        p2p_chunk_bytes=MappingProxyType(
+            {"nvlink": int(_value(p2p, "nvl_chunk_bytes")), "pci": int(_value(p2p, "pci_chunk_bytes"))}
+        ),
+        p2p_min_part_divisor=int(_value(p2p, "min_part_divisor")),
+        p2p_max_part_multiple=int(_value(p2p, "max_part_multiple")),
+        p2p_channels_per_nvlink=int(_value(p2p, "channels_per_nvlink")),
+        p2p_max_channels=int(_value(p2p, "max_channels")),
+        p2p_per_channel_Bps=float(_value(p2p, "per_channel_GBps")) * _GBPS,
     )
