@@ -6,29 +6,32 @@ public sendrecv_perf run on 8 A100. Each row runs on the catalog system of its G
 global NCCL constants; busbw is predicted as nccl-tests defines it. Rows whose busbw rounds to 0
 (8 B) are compared on time instead.
 
-The A100 send/recv rows are over-predicted (+23% to +26% at >= 256 MiB; +112% at 128 MiB). The
-mechanism is in NCCL's p2p scheduler (NVIDIA/nccl src/enqueue.cc ``scheduleP2pTasksToPlan`` and
-``calcP2pChunkSize``, read at v2.18.1-1; the same logic at HEAD 5067397): a send/recv is split over
-a number of channels -- one CTA each -- that depends on the message size and on the communicator:
+The A100 send/recv rows were over-predicted (+112% at 128 MiB, +23% to +26% at >= 256 MiB) while
+the model sent at NVLink's rate. The mechanism is NCCL's p2p scheduler, now modelled in
+:mod:`fabricsim.collectives.p2p` from NCCL 2.30.7's source (NVIDIA/nccl @ 5067397c: src/enqueue.cc
+``scheduleP2pTasksToPlan`` and ``addP2pToPlan``, src/graph/paths.cc ``ncclTopoGetNchannels`` and
+``ncclTopoComputeP2pChannels``, src/init.cc ``P2P_NVL_CHUNKSIZE``): a send/recv is split over a
+number of channels -- one CTA each -- that depends on the message size and on the communicator:
 
-* ``p2pnChannelsPerPeer`` = next power of two of ``2 x NVLinks`` to the peer (``ncclTopoGetNchannels``,
-  src/graph/paths.cc: 2 x 12 = 24 -> 32 on a DGX A100), ``p2pnChannels`` = next power of two of the
-  collective channel count (32);
-* ``nChannelsMin`` halves ``p2pnChannelsPerPeer`` until ``nChannelsMin x nRanks <= p2pnChannels``
-  (8 ranks: 4), ``nChannelsMax`` until ``<= 4 x p2pnChannels`` (16);
-* ``calcP2pChunkSize`` starts from ``size / nChannelsMin`` and doubles the channels while the
-  per-channel chunk exceeds ``32 x NCCL_P2P_NVL_CHUNKSIZE`` (32 x 512 KiB = 16 MiB, single node).
+* ``p2pnChannelsPerPeer`` = next power of two of ``2 x NVLinks`` to the peer (2 x 12 = 24 -> 32 on a
+  DGX A100), ``p2pnChannels`` = next power of two of the collective channel count (24 -> 32);
+* ``nChannelsMax = p2pnChannelsPerPeer`` (32); ``nChannelsMin`` halves it until
+  ``nChannelsMin x nRanks <= p2pnChannels`` (8 ranks: 4; 2 ranks: 16);
+* a send starts on ``nChannelsMin`` channels and doubles them while its per-channel part exceeds
+  ``32 x P2P_NVL_CHUNKSIZE`` (32 x 512 KiB = 16 MiB, single node) and ``nChannels <= nChannelsMax/2``.
 
-For sendrecv_perf on 8 GPUs that gives 8 channels at 128 MiB and 16 channels from 256 MiB up: the
-measured 110.8 GB/s at 128 MiB is 13.9 GB/s per channel, 188.6-195.1 GB/s at 256 MiB-1 GiB is
-11.8-12.2 GB/s per channel -- the per-CTA copy rate that NCCL itself assumes for a p2p channel
-(``NCCL_P2P_PER_CHANNEL_NET_BW`` = 14 GB/s, paths.cc). So the rows are not suspect: send/recv on an
-8-rank communicator is limited by channels x ~12-14 GB/s, below NVLink's 240 GB/s. (A100 is also the
-one generation where NCCL moves p2p data with reads, ``ncclTopoCheckP2p``: "Enable P2P Read for
-Ampere/NVLink only".) Not modelled yet: the channel count makes time non-monotonic in size (as in
-NCCL: 128 MiB + 1 B runs on twice the channels of 128 MiB), which the collective model's contract
-(and its property test) excludes; fabricsim's own send/recv (pipeline stages) runs on 2-rank groups,
-where ``nChannelsMin = p2pnChannels / 2`` and NVLink, not the channels, is the limit.
+Each channel moves at most NCCL's ``P2P_PER_CHANNEL_NET_BW`` = 14 GB/s (paths.cc), capped by NVLink
+as before; nothing is fitted on these rows. For sendrecv_perf on 8 GPUs that gives 8 channels at
+128 MiB (112 GB/s; measured 110.8, +0.1%), 16 at 256 MiB (224 GB/s; measured 188.6, +17.6%) and 32
+from 512 MiB, where NVLink's 240 GB/s is the limit again (+23.9%, +22.7%). The measured 188.6-195.1
+GB/s at 256 MiB-1 GiB are 11.8-12.2 GB/s per channel on 16 channels: NCCL <= 2.19 also clamped
+``nChannelsMax`` until ``nChannelsMax x nRanks <= 4 x p2pnChannels`` (16 for 8 ranks; "Avoid
+overloading channels with 8+ operations", removed in 2.20): it would keep 512 MiB-1 GiB on 16
+channels (224 GB/s, +16%), as flat as the measured rows; the run's NCCL version is not published,
+and fabricsim models 2.30. (A100 is also the one generation
+where NCCL moves p2p data with reads, ``ncclTopoCheckP2p``: "Enable P2P Read for Ampere/NVLink only".)
+The channel count makes time non-monotonic in size at a step, as in NCCL (128 MiB + 1 B runs on
+twice the channels of 128 MiB); the property test allows exactly that drop.
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ def predict(row: dict[str, Any], source: SpecSource) -> ValidationEntry:
 
 CALIBRATION = (
     "out-of-sample: NCCL constants read from the NCCL 2.30 source (tuning tables, per-link NVLink "
-    "bandwidth, NVLS structure); no constant fitted on these rows (a fit of the NVLS step overhead "
+    "bandwidth, NVLS structure, the send/recv channel rule and its 14 GB/s per channel); no constant "
+    "fitted on these rows (a fit of the NVLS step overhead "
     "to the H100 sweep is only a check). No kernel-level compute involved: nothing to hold out"
 )
 
