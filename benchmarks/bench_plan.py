@@ -104,7 +104,7 @@ def _run_refine(count: int) -> None:
 
 def _run_infer() -> None:
     wall, cpu = time.perf_counter(), time.process_time()
-    result = api.plan_infer("deepseek-v3", "h800", 64, 1024, 256, slo_s=(0.05, None), top=3)
+    result = api.plan_infer("deepseek-v3", "h800", 64, 1024, 256, slo_tpot_s=0.05, top=3)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     payload = result.to_json()
     best = payload["plans"][0]
