@@ -7,7 +7,8 @@ x1.25) and runs the model's tests against that copy; a mutation that leaves ever
 listed, so new or renamed constants are checked without editing this file:
 
 * Python: module-level ``UPPER_CASE = <number | tuple of numbers>`` in the packages of
-  ``PYTHON_PACKAGES`` (names starting with ``_`` are unit conversions and are skipped);
+  ``PYTHON_PACKAGES`` (names starting with ``_`` are unit conversions and are skipped, and so are
+  the caps listed in ``NOT_MODEL``);
 * YAML: each top-level group holding numbers in the files of ``YAML_FILES`` (transcribed tables
   such as NCCL's tuning constants are perturbed as a group: per-generation cells that no catalog
   system uses cannot be observed by any test, and are facts copied from a source, not assumptions),
@@ -34,12 +35,14 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-PYTHON_PACKAGES = ("fabricsim/transformer", "fabricsim/collectives")
+PYTHON_PACKAGES = ("fabricsim/transformer", "fabricsim/collectives", "fabricsim/engine/training")
 # (file pattern, top-level keys to perturb; None = every group holding numbers)
 YAML_FILES = (("fabricsim/collectives/data/*.yaml", None), ("fabricsim/catalog/data/devices/*.yaml", ("kernels",)))
 TESTS = ("tests/transformer", "tests/collectives", "tests/engine", "tests/validation", "tests/properties",
          "tests/planner", "tests/workload")
 FACTOR = 1.25
+# Upper-case numbers that are not model constants, with why (a wrong value changes no prediction).
+NOT_MODEL = {"simulate.MAX_UNFOLDED_REPLICAS": "a cap on simulation size: replicas beyond it are folded"}
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,8 @@ def _python_mutations() -> list[Mutation]:
                 def apply(source: str, start: int = start, end: int = end, new: str = new) -> str:
                     return source[:start] + new + source[end:]
 
-                found.append(Mutation(f"{path.stem}.{name}", str(path.relative_to(SRC)), apply))
+                if f"{path.stem}.{name}" not in NOT_MODEL:
+                    found.append(Mutation(f"{path.stem}.{name}", str(path.relative_to(SRC)), apply))
     return found
 
 

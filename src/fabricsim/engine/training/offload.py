@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from fabricsim.engine.training.results import MemoryBreakdown, StageEntry, StageWork, TierMemory
-from fabricsim.engine.training.step_time import GRAD_BUCKET_PARAMS
+from fabricsim.engine.training.step_time import grad_bucket_params
 from fabricsim.specs import ParallelLayout
 from fabricsim.specs.memory_tier import MemoryTierSpec, OffloadClass, OffloadSpec
 from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE
@@ -78,7 +78,7 @@ def resident_bytes(
         stored_activation_bytes=max(0.0, stored),
         layer_weight_bytes=WEIGHT_BYTES * params / layers,
         layer_activation_bytes=entry.activation_per_microbatch / layers,
-        bucket_gradient_bytes=grad * min(params, GRAD_BUCKET_PARAMS),
+        bucket_gradient_bytes=grad * min(params, grad_bucket_params(layout.data_parallel)),
         microbatches=microbatches,
     )
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from fabricsim.engine.simulate import CommTimer, SimulationResult, simulate
 from fabricsim.engine.training import analytic
-from fabricsim.engine.training.analytic import GRAD_BUCKET_PARAMS, StageWork, TrainingEstimate
+from fabricsim.engine.training.analytic import StageWork, TrainingEstimate
+from fabricsim.engine.training.step_time import grad_bucket_params
 from fabricsim.engine.variability import TailResult, TimerFactory, Variability, monte_carlo
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param
@@ -131,7 +132,7 @@ def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple
     for params, group in ((dense, (dp, stride)), (expert, expert_group)):
         if params <= 0 or group[0] <= 1:
             continue
-        count = max(1, math.ceil(params / v / GRAD_BUCKET_PARAMS))
+        count = max(1, math.ceil(params / v / grad_bucket_params(group[0])))
         total_s = ctx.comm.time_s(analytic.RS if op != "all-reduce" else analytic.AR, params * grad, *group)
         payload = _payload(case, op, params * grad / v / count, group)
         buckets += [Transfer(total_s / v / count, f"dp-{op}", payload, 1, Stream.DP_COMM)] * count

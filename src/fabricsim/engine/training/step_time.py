@@ -41,8 +41,16 @@ from fabricsim.workload import training as work
 from fabricsim.workload.pipeline import bubble_stage_times, p2p_transfers_per_microbatch
 from fabricsim.workload.training import TrainingOptions
 
-# Megatron-LM DistributedDataParallelConfig default bucket: 40M parameters (max(40M, 1M x dp)).
+# Megatron-Core's default gradient bucket: max(40M, 1M x dp) parameters (DistributedDataParallel:
+# ``bucket_size = max(40000000, 1000000 * data_parallel_group.size())``).
 GRAD_BUCKET_PARAMS = 40.0e6
+GRAD_BUCKET_PARAMS_PER_DP_RANK = 1.0e6
+
+
+def grad_bucket_params(data_parallel: int) -> float:
+    """Parameters per gradient bucket of a data-parallel group of ``data_parallel`` ranks."""
+    return max(GRAD_BUCKET_PARAMS, GRAD_BUCKET_PARAMS_PER_DP_RANK * data_parallel)
+
 # Share of the SMs an overlapped expert all-to-all takes from the compute it hides behind: DeepSeek-V3
 # runs its dispatch/combine on 20 of the H800's 132 SMs (arXiv 2412.19437 sec. 3.2.2); DeepEP's
 # normal kernels use 20-24 (deepseek-ai/DeepEP README). Compute under the exchange runs that much slower.
@@ -244,7 +252,7 @@ def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, par
     if not ctx.options.overlap_grad_reduce:
         return reduce_s + gather_s
     total = dense + expert
-    tail = reduce_s * min(1.0, GRAD_BUCKET_PARAMS / total) if total else 0.0  # the last bucket waits
+    tail = reduce_s * min(1.0, grad_bucket_params(dp) / total) if total else 0.0  # the last bucket waits for backward
     return tail + overlapped_s(reduce_s - tail, stage.backward_s + stage.recompute_s) + gather_s
 
 
