@@ -37,7 +37,7 @@ from fabricsim.errors import FabricsimError
 app = typer.Typer(
     name="fabricsim",
     help="Predict, explain and plan training and serving of very large models on GPU clusters."
-    " Every command also takes --html PATH: write a self-contained HTML report of its result.",
+    " Every command that prints a result also takes --html PATH: a self-contained HTML report of it.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -105,7 +105,7 @@ HTML_FREE = {
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the app and maps every user error to one stderr line and exit 2.
-    ``--html PATH`` works on every command (cli/html_option.py)."""
+    ``--html PATH`` works on every command that prints a result (cli/html_option.py; not report, measure)."""
     token = None
     try:
         args, html = split_html_option(sys.argv[1:] if argv is None else list(argv))
