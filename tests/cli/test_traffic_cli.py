@@ -116,5 +116,6 @@ def test_console_script_unroutable_failures_exit_2():
     assert exe, "fabricsim console script not installed"
     argv = [exe, "traffic", "permutation", "--topology", "fat-tree:k=4", "--fail-links", "30"]
     proc = subprocess.run(argv, capture_output=True, text=True)
-    assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "--fail-links" in proc.stderr and proc.stdout == ""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stderr.count("\n") == 1 and "--fail-links" in proc.stderr and proc.stdout == "", (
+        proc.stderr[-2000:], proc.stdout[-500:])
