@@ -123,7 +123,8 @@ LAYOUT_LISTS = {"tp": "count_list", "pp": "count_list", "dp": "count_list", "cp"
                 "vpp": "count_list", "micro_batch": "count_list", "zero": "stage_list", "recompute": "enum_list",
                 "dtype": "enum_list"}
 MODEL_SYSTEM = {"model": "catalog", "system": "catalog", "gpus": "count"}
-SETTINGS = {"fp8_recipe": "enum", "capacity_factor": "positive", "moe_dispatcher": "enum"}  # train / plan train
+SETTINGS = {  # train / plan train
+    "fp8_recipe": "enum", "capacity_factor": "positive", "moe_dispatcher": "enum", "cross_entropy": "enum"}
 SWITCHES = {name: "an on/off flag pair: takes no value" for name in (
     "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "a2a_overlap")}
 VARIABILITY = {"fidelity": "enum", "trace": "output", "seeds": "count", "straggler": "straggler",

@@ -76,9 +76,11 @@ def test_train_tasks_take_every_framework_setting():
     case |= {"tp": 2, "pp": 8, "dp": 32, "ep": 64, "expert_tp": 1, "recompute": "fine-grained", "a2a_overlap": True}
     case |= {"overlap_grad_reduce": True, "overlap_param_gather": True, "tp_comm_overlap": True}
     case |= {"flash_attention": True, "fp8_recipe": "block", "dtype": "fp8", "moe_dispatcher": "deepep"}
+    case["cross_entropy"] = "te"
     runners = api.sweep_runners()
     (task,) = expand(parse_spec({"tasks": [{"kind": "train", "list": [case]}]}), runners)
     outcome = run_task(runners, task)
     assert outcome.status == "ok", outcome.error
     result = json.loads(outcome.result_json or "{}")
     assert result["options"]["moe_dispatcher"] == "deepep" and result["layout"]["expert_tp"] == 1
+    assert result["options"]["cross_entropy"] == "te"

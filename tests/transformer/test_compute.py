@@ -4,11 +4,14 @@ import dataclasses
 
 from fabricsim.catalog import load_model, load_system
 from fabricsim.transformer.compute import (
+    CROSS_ENTROPY_IMPLS,
     ShardShape,
     device_rates,
     gemm_efficiency,
     gemm_time_s,
     layer_forward_times,
+    logits_times_s,
+    permutation_bytes,
 )
 from fabricsim.transformer.flops import model_dims
 
@@ -70,3 +73,36 @@ def test_rope_is_charged_only_to_rope_models() -> None:
     extra = with_rope.elementwise_s - without.elementwise_s
     assert abs(extra - (rotated_bytes / rates.hbm_Bps + 5e-6)) < 1e-9
     assert model_dims(load_model("gpt3-175b")).rope_dim == 0
+
+
+def test_moe_token_permutation_moves_every_routed_copy() -> None:
+    """DeepSeek-V3 (k = 8, h = 7168) at tp 2 with sequence parallelism, ep 64, expert TP 1: each
+    GPU permutes its 2,048 tokens into 16,384 routed copies and back (2 x (2,048 + 16,384) x h x
+    2 B per pass); the alltoall dispatcher also sorts the pairs it receives by local expert (4
+    experts per GPU) after the exchange and back, which DeepEP's layout does not need."""
+    dims = model_dims(load_model("deepseek-v3"))
+    rates = device_rates(H100, "bf16")
+    alltoall = ShardShape(1, 4096, 2, 1, 64, True, True, expert_tensor_parallel=1)
+    deepep = dataclasses.replace(alltoall, sort_chunks=False)
+    moved, kernels = permutation_bytes(dims, deepep, 4096.0)
+    assert moved == 2 * (2048 + 16384) * 7168 * 2.0 and kernels == 2.0
+    sorted_moved, _ = permutation_bytes(dims, alltoall, 4096.0)
+    assert sorted_moved - moved == 4 * 16384 * 7168 * 2.0
+    dense = layer_forward_times(dims, rates, deepep, False)
+    with_sort = layer_forward_times(dims, rates, alltoall, True)
+    without_sort = layer_forward_times(dims, rates, deepep, True)
+    assert with_sort.elementwise_s > without_sort.elementwise_s > dense.elementwise_s
+    assert with_sort.elementwise_backward_s - without_sort.elementwise_backward_s > 0
+
+
+def test_cross_entropy_implementations_in_order_of_bytes() -> None:
+    """Unfused (fp32 copies in six kernels) > native (four fused kernels) > Transformer Engine's
+    one-read Triton kernel, forward; backward the fp32 ones also cast the gradient back."""
+    dims = model_dims(load_model("llama3-8b"))
+    rates = device_rates(H100, "bf16")
+    base = ShardShape(1, 8192, 1, 1, 1, False, True)
+    times = {i: logits_times_s(dims, rates, dataclasses.replace(base, cross_entropy=i)) for i in CROSS_ENTROPY_IMPLS}
+    assert times["unfused"][0] > times["native"][0] > times["te"][0]
+    assert times["unfused"][1] == times["native"][1] > times["te"][1]
+    logits = 8192 * dims.vocab
+    assert abs((times["unfused"][0] - times["te"][0]) - 36.0 * logits / rates.hbm_Bps - 4 * 5e-6) < 1e-9

@@ -58,12 +58,13 @@ def plan_train(
     fp8_recipe: str | None = None,
     capacity_factor: PositiveFloat | None = None,
     moe_dispatcher: str | None = None,
+    cross_entropy: str | None = None,
     search_offload: bool | None = None,
     offload_tier: str | list[str] | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
 
-    The framework settings are :func:`train`'s (``flash_attention`` ... ``moe_dispatcher``). An
+    The framework settings are :func:`train`'s (``flash_attention`` ... ``cross_entropy``). An
     overlap left unset is free to choose, and the planner chooses it on:
     in this model each overlap only subtracts hidden time (exposed = max(0, comm - compute) <= comm)
     and costs no memory, so "on" is never worse for any layout (``tests/planner`` checks it) and
@@ -93,6 +94,7 @@ def plan_train(
         fp8_recipe=fp8_recipe,
         capacity_factor=capacity_factor,
         moe_dispatcher=moe_dispatcher,
+        cross_entropy=cross_entropy,
         free=True,
     )
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)

@@ -23,6 +23,7 @@ from fabricsim.specs.inputs import (
 )
 from fabricsim.specs.layout import long_names
 from fabricsim.specs.memory_tier import parse_offload
+from fabricsim.transformer.compute import CROSS_ENTROPY_IMPLS
 from fabricsim.workload.training import FP8_RECIPES, MOE_DISPATCHERS, TrainingOptions
 
 # The framework settings train / plan train / sweeps accept, with Megatron-Core's defaults
@@ -46,6 +47,7 @@ def training_options(
     fp8_recipe: str | None = None,
     capacity_factor: float | None = None,
     moe_dispatcher: str | None = None,
+    cross_entropy: str | None = None,
     free: bool | None = None,
 ) -> TrainingOptions:
     """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
@@ -69,6 +71,8 @@ def training_options(
         raise unknown_name("fp8-recipe", str(fp8_recipe), FP8_RECIPES)
     if moe_dispatcher is not None and moe_dispatcher not in MOE_DISPATCHERS:
         raise unknown_name("moe-dispatcher", str(moe_dispatcher), MOE_DISPATCHERS)
+    if cross_entropy is not None and cross_entropy not in CROSS_ENTROPY_IMPLS:
+        raise unknown_name("cross-entropy", str(cross_entropy), CROSS_ENTROPY_IMPLS)
     if capacity_factor is not None:
         if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, (int, float)):
             raise FabricsimError("capacity-factor", f"must be a number, got {capacity_factor!r}")
@@ -82,12 +86,13 @@ def training_options(
         fp8_recipe=fp8_recipe,
         capacity_factor=capacity_factor,
         moe_dispatcher=moe_dispatcher or "alltoall",
+        cross_entropy=cross_entropy or "unfused",
     )
     options.validate()
     return options
 
 
-SETTINGS = (*OPTION_FLAGS, "fp8_recipe", "capacity_factor", "moe_dispatcher")
+SETTINGS = (*OPTION_FLAGS, "fp8_recipe", "capacity_factor", "moe_dispatcher", "cross_entropy")
 """The keywords of :func:`training_options` (the framework settings), apart from the layout's."""
 
 
@@ -119,6 +124,7 @@ def train(
     fp8_recipe: str | None = None,
     capacity_factor: PositiveFloat | None = None,
     moe_dispatcher: str | None = None,
+    cross_entropy: str | None = None,
     offload: str | list[str] | None = None,
     offload_tier: str | None = None,
 ) -> TrainResult:
@@ -131,7 +137,7 @@ def train(
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
     sequence parallelism when tp > 1, bf16, expert TP = tp where it fits else 1). Framework
-    settings (``flash_attention`` ... ``moe_dispatcher``) default as Megatron-Core does (see
+    settings (``flash_attention`` ... ``cross_entropy``) default as Megatron-Core does (see
     :func:`training_options`). Every argument is checked at this edge
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
@@ -149,6 +155,7 @@ def train(
         fp8_recipe=fp8_recipe,
         capacity_factor=capacity_factor,
         moe_dispatcher=moe_dispatcher,
+        cross_entropy=cross_entropy,
     )
     placement = parse_offload(offload, offload_tier)
     if placement is not None:

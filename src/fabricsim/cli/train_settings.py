@@ -28,6 +28,7 @@ SETTING_KEYS = (
     "fp8_recipe",
     "capacity_factor",
     "moe_dispatcher",
+    "cross_entropy",
 )
 """The framework-setting parameters (the api keywords of the same names)."""
 FLASH_OPTION = typer.Option(
@@ -70,3 +71,9 @@ DISPATCHER_OPTION = typer.Option(
     None, "--moe-dispatcher", help="alltoall | deepep: MoE token dispatch (default alltoall, as Megatron-Core)"
 )
 
+CROSS_ENTROPY_OPTION = typer.Option(
+    None,
+    "--cross-entropy",
+    help="unfused | native | te: loss kernels (default unfused, as Megatron-Core without "
+    "--cross-entropy-loss-fusion; te: --cross-entropy-fusion-impl te)",
+)

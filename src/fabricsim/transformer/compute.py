@@ -3,9 +3,10 @@
 Each GEMM takes the time of :mod:`fabricsim.transformer.kernels` (tile/wave quantisation over the
 device's SMs, per-tile overhead, the device's achievable fraction *for the GEMM format*, a memory
 roofline for skinny shapes and a fixed per-kernel time). Element-wise kernels (LayerNorm,
-bias-dropout-add, GeLU/SwiGLU, softmax, cross entropy) are bandwidth bound: bytes moved / the
-device's achieved HBM bandwidth. Attention is either *flash* (one fused kernel; no s x s matrix in
-HBM; causal blocks skipped; efficiency by sequence length, head dim and causality from the device's
+bias-dropout-add, GeLU/SwiGLU, softmax, the MoE token permutation, cross entropy in the
+framework's implementation: unfused, fused native or Transformer Engine's) are bandwidth bound:
+bytes moved / the device's achieved HBM bandwidth. Attention is either *flash* (one fused kernel;
+no s x s matrix in HBM; causal blocks skipped; efficiency by sequence length, head dim and causality from the device's
 FlashAttention-2/3 or Blackwell kernel benchmark, forward and backward separately) or *unfused*
 (two batched GEMMs and a fused scale-mask-softmax + dropout over the s x s score matrix in HBM, as
 Megatron-LM ran in 2021-22).
@@ -47,7 +48,26 @@ GELU_BYTES = (4.0, 6.0)  # fwd read + write the 4h intermediate; bwd read x and 
 SWIGLU_BYTES = (6.0, 10.0)  # fwd read gate and up, write product; bwd read gate, up, dy, write two grads
 SOFTMAX_DROPOUT_BYTES = (9.0, 11.0)  # scale-mask-softmax + dropout: fwd r/w + mask; bwd dropout (5) + softmax (6)
 ROPE_BYTES = (4.0, 4.0)  # fwd read + write each rotated q/k element (16-bit); bwd the same on the gradients
-CROSS_ENTROPY_BYTES = (10.0, 6.0)  # fwd read 16-bit logits, write and read fp32 softmax; bwd read softmax, write grad
+# Vocabulary-parallel cross entropy over the 16-bit logits: (forward, backward) bytes per logit and
+# kernels, by implementation (Megatron-Core ``--cross-entropy-loss-fusion`` and
+# ``--cross-entropy-fusion-impl``; kernel-efficiency.md S15):
+# * unfused (Megatron-Core's default, and Megatron-LM 2021-22): cast to fp32 (2 + 4), max (4),
+#   subtract (4 + 4), exp (4 + 4), sum (4), divide (4 + 4) = 38 in 6 kernels; backward multiply by
+#   the loss gradient (4 + 4) and cast back (4 + 2) = 14 in 2.
+# * native (fused, TorchScript): cast + max (2 + 4), subtract + exp (4 + 4), sum (4), divide (4 + 4)
+#   = 26 in 4; backward as unfused.
+# * te (Transformer Engine's Triton kernels): one online-softmax read (2); backward reads the logits
+#   again and writes the gradient in place (2 + 2).
+CROSS_ENTROPY_IMPLS = ("unfused", "native", "te")
+CROSS_ENTROPY_BYTES = {"unfused": (38.0, 14.0), "native": (26.0, 14.0), "te": (2.0, 4.0)}
+CROSS_ENTROPY_KERNELS = {"unfused": (6.0, 2.0), "native": (4.0, 2.0), "te": (2.0, 1.0)}
+# MoE token permutation (Megatron-Core's fused permute/unpermute, ``--moe-permute-fusion``): per pass
+# the permute reads each local token and writes one copy per routed expert, the unpermute reads the
+# expert outputs and writes the weighted sums back (16-bit); the alltoall dispatcher also sorts the
+# received chunks by local expert after the exchange and back before it (``sort_chunks_by_idxs``,
+# when a GPU holds more than one expert). Megatron-Core token_dispatcher.py; kernel-efficiency.md S16.
+PERMUTE_KERNELS = 2.0
+SORT_CHUNKS_KERNELS = 2.0
 FLASH_BACKWARD_FACTOR = 2.5  # backward matmuls over forward matmuls of fused attention
 
 
@@ -120,6 +140,8 @@ class ShardShape:
     flash_attention: bool
     expert_tensor_parallel: int = 0  # 0: the tensor-parallel size (Megatron-Core's default)
     capacity_factor: float = 1.0  # expert load over the mean (padded to capacity); 1 = dropless, balanced
+    cross_entropy: str = "unfused"  # CROSS_ENTROPY_IMPLS
+    sort_chunks: bool = True  # the alltoall dispatcher re-sorts received tokens by local expert
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,23 +236,42 @@ def _quantised_elements(dims: ModelDims, shape: ShardShape, tokens: float, moe: 
     return forward, backward
 
 
+def permutation_bytes(dims: ModelDims, shape: ShardShape, tokens: float) -> tuple[float, float]:
+    """(bytes, kernels) of one pass of an MoE layer's token permutation on one GPU (the
+    ``PERMUTE_KERNELS`` comment): permute + unpermute over the local tokens and their routed copies,
+    and the alltoall dispatcher's chunk sorts over the received (token, expert) pairs."""
+    t = shape.tensor_parallel
+    local = tokens / t if shape.sequence_parallel else tokens
+    parallel = (t, shape.expert_parallel, shape.expert_tensor_parallel or t)
+    ex = expert_shard(tokens, dims.experts, dims.experts_per_token, dims.expert_ffn, parallel, shape.capacity_factor)
+    routed = local * dims.experts_per_token * shape.capacity_factor
+    moved = 2.0 * (local + routed) * dims.hidden * ACTIVATION_BYTES
+    kernels = PERMUTE_KERNELS
+    if shape.sort_chunks and ex.local_experts > 1:
+        moved += 2.0 * 2.0 * ex.pairs * dims.hidden * ACTIVATION_BYTES
+        kernels += SORT_CHUNKS_KERNELS
+    return moved, kernels
+
+
 def _elementwise_s(
     dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float, moe: bool
 ) -> tuple[float, float]:
     """(forward, backward) seconds of LayerNorms, bias-dropout-adds, the MLP activation, rotary
-    embeddings of q and k (RoPE models) and (FP8/FP4 recipes) the quantisation kernels."""
+    embeddings of q and k (RoPE models), (FP8/FP4 recipes) the quantisation kernels and (MoE) the
+    token permutation."""
     t = shape.tensor_parallel
     replicated_tokens = tokens / t if shape.sequence_parallel else tokens
     width = (dims.experts_per_token + dims.shared_experts) * dims.expert_ffn if moe else dims.ffn
     act_bytes = SWIGLU_BYTES if dims.gated else GELU_BYTES
     quantised = _quantised_elements(dims, shape, tokens, moe) if rates.quantize_bytes else (0.0, 0.0)
     rotated = tokens * (dims.heads + (1 if dims.mla else dims.kv_heads)) / t * dims.rope_dim
+    permuted, permute_kernels = permutation_bytes(dims, shape, tokens) if moe else (0.0, 0.0)
     times = []
     for i in (0, 1):
         per_token_hidden = 2.0 * LAYERNORM_BYTES[i] + 2.0 * BIAS_DROPOUT_ADD_BYTES[i]
         moved = replicated_tokens * per_token_hidden * dims.hidden + tokens * act_bytes[i] * width / t
-        moved += rates.quantize_bytes * quantised[i] + ROPE_BYTES[i] * rotated
-        kernels = 5.0 + (4.0 if rates.quantize_bytes else 0.0) + (1.0 if dims.rope_dim else 0.0)
+        moved += rates.quantize_bytes * quantised[i] + ROPE_BYTES[i] * rotated + permuted
+        kernels = 5.0 + (4.0 if rates.quantize_bytes else 0.0) + (1.0 if dims.rope_dim else 0.0) + permute_kernels
         times.append(memory_time_s(rates, moved, kernels=kernels))
     return times[0], times[1]
 
@@ -250,6 +291,7 @@ def logits_times_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> tu
     tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
     vocab_local = dims.vocab / shape.tensor_parallel
     gemm = gemm_time_s(rates, tokens, vocab_local, dims.hidden, wide=True)  # the output layer stays 16-bit
-    forward = gemm + memory_time_s(rates, CROSS_ENTROPY_BYTES[0] * tokens * vocab_local, kernels=3.0)
-    backward = 2.0 * gemm + memory_time_s(rates, CROSS_ENTROPY_BYTES[1] * tokens * vocab_local, kernels=1.0)
+    moved, kernels = CROSS_ENTROPY_BYTES[shape.cross_entropy], CROSS_ENTROPY_KERNELS[shape.cross_entropy]
+    forward = gemm + memory_time_s(rates, moved[0] * tokens * vocab_local, kernels=kernels[0])
+    backward = 2.0 * gemm + memory_time_s(rates, moved[1] * tokens * vocab_local, kernels=kernels[1])
     return forward, backward

@@ -6,8 +6,9 @@ nothing in fabricsim was fitted on them. Every row runs with the same global con
 settings the source publishes (layout, micro-batch, virtual stages, FSDP, FP8 recipe) plus the
 defaults of current Megatron-Core recipes applied to all rows alike: flash attention, overlapped
 gradient reduction, tensor-parallel communication overlap, sequence parallelism with tp > 1,
-ZeRO-1 distributed optimizer (FSDP rows: ZeRO-3), no activation recomputation; a row whose recipe
-sets an option otherwise says so in ``settings`` (with its source).
+ZeRO-1 distributed optimizer (FSDP rows: ZeRO-3), no activation recomputation, the fused cross
+entropy of the row's framework (:data:`CROSS_ENTROPY_BY_FRAMEWORK`); a row whose recipe sets an
+option otherwise says so in ``settings`` (with its source).
 
 Besides the per-row errors the suite reports held-out errors of the kernel calibration:
 
@@ -49,6 +50,20 @@ CALIBRATION = (
 )
 
 
+# Loss kernels by the framework that published the row. NeMo 2 (the dgxc-benchmarking rows):
+# ``GPTConfig.cross_entropy_loss_fusion = True`` with Megatron-Core's default implementation (native).
+# Megatron-Bridge performance recipes (the MB rows): ``cross_entropy_loss_fusion: true`` and
+# ``cross_entropy_fusion_impl: te`` (scripts/performance dry-run configs, e.g.
+# dryrun_configs/deepseek/deepseek_v3_pretrain_h100_fp8_sc_v1.yaml @ a9497c6; the perf helper
+# ``_benchmark_common(cross_entropy_impl="te")``).
+CROSS_ENTROPY_BY_FRAMEWORK = {"dgxc": "native", "mb": "te"}
+
+
+def row_framework(row: dict[str, Any]) -> str:
+    """``dgxc`` (NeMo 2, dgxc-benchmarking) or ``mb`` (Megatron-Bridge) from the row id."""
+    return "dgxc" if str(row["id"]).startswith("dgxc") else "mb"
+
+
 def row_layout(row: dict[str, Any]) -> ParallelLayout:
     """The published layout of a row (data parallel = GPUs / (tp·pp·cp))."""
     tp, pp, cp = int(row["tp"]), int(row["pp"]), int(row["cp"])
@@ -58,6 +73,7 @@ def row_layout(row: dict[str, Any]) -> ParallelLayout:
         context_parallel=cp,
         data_parallel=int(row["gpus"]) // (tp * pp * cp),
         expert_parallel=int(row.get("ep", 1)),
+        expert_tensor_parallel=int(row["etp"]) if "etp" in row else None,
         virtual_stages=int(row.get("vp", 1)),
         micro_batch_size=int(row["mbs"]),
         zero_stage=3 if int(row.get("fsdp", 0)) else 1,
@@ -70,7 +86,8 @@ def row_layout(row: dict[str, Any]) -> ParallelLayout:
 def row_options(row: dict[str, Any]) -> TrainingOptions:
     """The suite's defaults (module docstring) with what the row's recipe sets otherwise (``settings``,
     e.g. the DeepEP dispatcher; sourced in ``settings_source``)."""
-    defaults = {"flash_attention": True, "overlap_grad_reduce": True, "overlap_tp_comm": True}
+    defaults: dict[str, Any] = {"flash_attention": True, "overlap_grad_reduce": True, "overlap_tp_comm": True}
+    defaults["cross_entropy"] = CROSS_ENTROPY_BY_FRAMEWORK[row_framework(row)]
     return TrainingOptions(**{**defaults, **row.get("settings", {})}, fp8_recipe=row.get("recipe"))
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.transformer.compute import CROSS_ENTROPY_IMPLS
 from fabricsim.transformer.flops import ModelDims
 
 DTYPES = ("bf16", "fp16", "fp8", "fp4")  # fp4: NVFP4 recipe on Blackwell
@@ -55,6 +56,9 @@ class TrainingOptions:
     GEMMs and dispatch carry c x the mean (c < 1 would drop work the model FLOPs still count, so it
     is refused). ``moe_dispatcher``: :data:`MOE_DISPATCHERS` (default alltoall, as Megatron-Core);
     deepep sends a token once per remote NVLink domain (:mod:`fabricsim.collectives.dispatch`).
+    ``cross_entropy``: the loss kernels (:data:`~fabricsim.transformer.compute.CROSS_ENTROPY_IMPLS`):
+    unfused (Megatron-Core's default, ``--cross-entropy-loss-fusion`` off), native
+    (``--cross-entropy-loss-fusion``) or te (``--cross-entropy-fusion-impl te``).
     """
 
     flash_attention: bool = True
@@ -65,6 +69,7 @@ class TrainingOptions:
     fp8_recipe: str | None = None  # None: delayed, Megatron-Core's default
     capacity_factor: float | None = None
     moe_dispatcher: str = "alltoall"
+    cross_entropy: str = "unfused"
 
     def __post_init__(self) -> None:
         if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
@@ -83,6 +88,7 @@ class TrainingOptions:
             "fp8_recipe": self.fp8_recipe or "delayed",
             "capacity_factor": self.capacity_factor,
             "moe_dispatcher": self.moe_dispatcher,
+            "cross_entropy": self.cross_entropy,
         }
 
     def validate(self) -> None:
@@ -91,6 +97,9 @@ class TrainingOptions:
         if self.moe_dispatcher not in MOE_DISPATCHERS:
             problem = f"unknown dispatcher {self.moe_dispatcher!r}"
             raise FabricsimError("moe-dispatcher", problem, f"use {' | '.join(MOE_DISPATCHERS)}")
+        if self.cross_entropy not in CROSS_ENTROPY_IMPLS:
+            problem = f"unknown implementation {self.cross_entropy!r}"
+            raise FabricsimError("cross-entropy", problem, f"use {' | '.join(CROSS_ENTROPY_IMPLS)}")
         cf = self.capacity_factor
         if cf is not None and (isinstance(cf, bool) or not isinstance(cf, (int, float)) or not 1.0 <= cf <= 64.0):
             raise FabricsimError("capacity-factor", f"must be a number in [1, 64], got {cf!r}", "or omit it (dropless)")

@@ -97,6 +97,8 @@ def shard_shape(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> Shard
         flash_attention=ctx.options.flash_attention,
         expert_tensor_parallel=layout.expert_tp,
         capacity_factor=ctx.options.capacity_factor or 1.0,
+        cross_entropy=ctx.options.cross_entropy,
+        sort_chunks=ctx.options.moe_dispatcher == "alltoall",
     )
 
 
