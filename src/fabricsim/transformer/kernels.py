@@ -116,10 +116,9 @@ DEFAULT_ATTENTION_FRACTION = (0.81, 0.81)
 DEFAULT_HBM_FRACTION = 0.85
 DEFAULT_SUSTAINED_FRACTION = 0.874
 """Sustained over datasheet clock for a device without a measured ``sustained_clock_hz``: the
-median of the catalog's measured figures (A100 0.926; H100, H200, H800 0.874; B200 0.849). GB200
-has no published sustained-clock measurement (kernel-efficiency.md S8) and uses this default: an
-assumption, not a measurement (its GEMMs are power-limited too, at up to 1200 W against the B200's
-1000 W: B200 systems capped at 750 W run the same FP8 GEMMs ~1.4x slower than GB200, S7)."""
+median of the catalog's figures (A100 0.926; H100, H200, H800 0.874; B200 0.849). GB200 has no
+published sustained-clock measurement (kernel-efficiency.md S8): its catalog entry assumes the
+B200's fraction (same die), as H200 and H800 take H100's."""
 
 # GEMM format by training dtype and FP8/FP4 recipe. A format missing from a device's benchmarks
 # falls back along FORMAT_FALLBACK (e.g. no MXFP8 figure -> the per-tensor FP8 one).

@@ -63,12 +63,16 @@ def test_expert_optimizer_state_shards_over_the_expert_data_parallel_group() -> 
     assert narrow["optimizer_states"] == pytest.approx(wide["optimizer_states"], rel=1e-9)
 
 
-def test_deepep_dispatch_is_cheaper_across_nodes_and_in_fp8() -> None:
+def test_deepep_dispatch_is_cheaper_across_nodes_and_16_bit_in_fp8_runs() -> None:
+    """DeepEP sends a token once per remote node; Megatron-Core hands it the BF16 hidden states in
+    FP8 runs too (fused_a2a.FusedDispatch: FP8 quantisation happens inside the expert GEMMs), so
+    the exchange costs the same in FP8 as in BF16."""
     alltoall = api.train(*DSV3, **NVIDIA_512, recompute="fine-grained")
     deepep = api.train(*DSV3, **NVIDIA_512, recompute="fine-grained", moe_dispatcher="deepep")
     fp8 = api.train(*DSV3, **NVIDIA_512, recompute="fine-grained", moe_dispatcher="deepep", dtype="fp8")
     ep_s = [dict(r.time_breakdown_s)["ep_comm_s"] for r in (alltoall, deepep, fp8)]
-    assert ep_s[0] > ep_s[1] > ep_s[2] > 0.5 * ep_s[1]  # FP8 dispatch, BF16 combine: about 3/4
+    assert ep_s[0] > ep_s[1] > 0
+    assert ep_s[2] == pytest.approx(ep_s[1], rel=1e-9)
 
 
 def test_a2a_overlap_hides_dispatch_behind_the_other_micro_batch() -> None:

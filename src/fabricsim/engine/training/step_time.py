@@ -145,10 +145,9 @@ def expert_comm_s(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSize
         tokens = sizes.expert_bytes / (k * token_bytes)  # tokens each rank dispatches (x capacity factor)
         latency_s = ctx.comm.time_s(A2A, 1.0, ep, etp)  # the same launch/hop latency as the all-to-all
         group = place_group(ctx.system, ep, etp)
-        # DeepEP dispatches FP8 (1 B + an fp32 scale per 128 channels) in FP8 runs, combines in BF16
-        dispatch_bytes = ctx.dims.hidden * (1.0 + 4.0 / 128.0) if layout.dtype == "fp8" else token_bytes
-        per_pass = deepep_dispatch_s(group, tokens, k, dispatch_bytes, latency_s)
-        per_pass += deepep_dispatch_s(group, tokens, k, token_bytes, latency_s)
+        # Megatron-Core hands DeepEP the 16-bit hidden states in FP8 runs too (fused_a2a.FusedDispatch;
+        # FP8 quantisation happens inside the expert GEMMs after the exchange): dispatch and combine alike
+        per_pass = 2.0 * deepep_dispatch_s(group, tokens, k, token_bytes, latency_s)
     else:
         per_pass = 2.0 * ctx.comm.time_s(A2A, sizes.expert_bytes, ep, etp)
     if sizes.expert_tp_bytes:
