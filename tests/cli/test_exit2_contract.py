@@ -124,7 +124,8 @@ LAYOUT_LISTS = {"tp": "count_list", "pp": "count_list", "dp": "count_list", "cp"
                 "dtype": "enum_list"}
 MODEL_SYSTEM = {"model": "catalog", "system": "catalog", "gpus": "count"}
 SETTINGS = {  # train / plan train
-    "fp8_recipe": "enum", "capacity_factor": "positive", "moe_dispatcher": "enum", "cross_entropy": "enum"}
+    "fp8_recipe": "enum", "capacity_factor": "positive", "moe_dispatcher": "enum", "cross_entropy": "enum",
+    "mtp_layers": "natural"}
 SWITCHES = {name: "an on/off flag pair: takes no value" for name in (
     "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "a2a_overlap")}
 VARIABILITY = {"fidelity": "enum", "trace": "output", "seeds": "count", "straggler": "straggler",

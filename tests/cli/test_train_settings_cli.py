@@ -25,6 +25,7 @@ DEFAULTS = {
     "capacity_factor": None,
     "moe_dispatcher": "alltoall",
     "cross_entropy": "unfused",
+    "mtp_layers": 0,
 }
 
 
@@ -78,6 +79,7 @@ def test_moe_settings_on_train(capsys) -> None:
         (["--capacity-factor", "0.2"], "capacity-factor"),
         (["--moe-dispatcher", "nccl"], "moe-dispatcher"),
         (["--cross-entropy", "fused"], "cross-entropy"),
+        (["--mtp-layers", "-1"], "mtp-layers"),
         (["--expert-tp", "2"], "expert-tp"),
         (["--recompute", "partial"], "recompute"),
     ],

@@ -23,6 +23,7 @@ from fabricsim.metrics import (
 from fabricsim.specs import SystemSpec
 from fabricsim.specs.inputs import (
     Batch,
+    Depth,
     Duration,
     Gpus,
     InferConstraints,
@@ -59,12 +60,13 @@ def plan_train(
     capacity_factor: PositiveFloat | None = None,
     moe_dispatcher: str | None = None,
     cross_entropy: str | None = None,
+    mtp_layers: Depth | None = None,
     search_offload: bool | None = None,
     offload_tier: str | list[str] | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
 
-    The framework settings are :func:`train`'s (``flash_attention`` ... ``cross_entropy``). An
+    The framework settings are :func:`train`'s (``flash_attention`` ... ``mtp_layers``). An
     overlap left unset is free to choose, and the planner chooses it on:
     in this model each overlap only subtracts hidden time (exposed = max(0, comm - compute) <= comm)
     and costs no memory, so "on" is never worse for any layout (``tests/planner`` checks it) and
@@ -95,6 +97,7 @@ def plan_train(
         capacity_factor=capacity_factor,
         moe_dispatcher=moe_dispatcher,
         cross_entropy=cross_entropy,
+        mtp_layers=mtp_layers,
         free=True,
     )
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)

@@ -13,6 +13,7 @@ from fabricsim.specs import ModelSpec, ParallelLayout, SystemSpec
 from fabricsim.specs.inputs import (
     Batch,
     Degree,
+    Depth,
     Fidelity,
     Gpus,
     PositiveFloat,
@@ -48,6 +49,7 @@ def training_options(
     capacity_factor: float | None = None,
     moe_dispatcher: str | None = None,
     cross_entropy: str | None = None,
+    mtp_layers: int | None = None,
     free: bool | None = None,
 ) -> TrainingOptions:
     """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
@@ -87,12 +89,13 @@ def training_options(
         capacity_factor=capacity_factor,
         moe_dispatcher=moe_dispatcher or "alltoall",
         cross_entropy=cross_entropy or "unfused",
+        mtp_layers=0 if mtp_layers is None else mtp_layers,
     )
     options.validate()
     return options
 
 
-SETTINGS = (*OPTION_FLAGS, "fp8_recipe", "capacity_factor", "moe_dispatcher", "cross_entropy")
+SETTINGS = (*OPTION_FLAGS, "fp8_recipe", "capacity_factor", "moe_dispatcher", "cross_entropy", "mtp_layers")
 """The keywords of :func:`training_options` (the framework settings), apart from the layout's."""
 
 
@@ -125,6 +128,7 @@ def train(
     capacity_factor: PositiveFloat | None = None,
     moe_dispatcher: str | None = None,
     cross_entropy: str | None = None,
+    mtp_layers: Depth | None = None,
     offload: str | list[str] | None = None,
     offload_tier: str | None = None,
 ) -> TrainResult:
@@ -137,7 +141,7 @@ def train(
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
     sequence parallelism when tp > 1, bf16, expert TP = tp where it fits else 1). Framework
-    settings (``flash_attention`` ... ``cross_entropy``) default as Megatron-Core does (see
+    settings (``flash_attention`` ... ``mtp_layers``) default as Megatron-Core does (see
     :func:`training_options`). Every argument is checked at this edge
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
@@ -156,6 +160,7 @@ def train(
         capacity_factor=capacity_factor,
         moe_dispatcher=moe_dispatcher,
         cross_entropy=cross_entropy,
+        mtp_layers=mtp_layers,
     )
     placement = parse_offload(offload, offload_tier)
     if placement is not None:

@@ -60,6 +60,7 @@ def train(
     capacity_factor: float | None = ts.CAPACITY_OPTION,
     moe_dispatcher: str | None = ts.DISPATCHER_OPTION,
     cross_entropy: str | None = ts.CROSS_ENTROPY_OPTION,
+    mtp_layers: int | None = ts.MTP_OPTION,
     search_offload: bool | None = SEARCH_OFFLOAD,
     offload_tier: str | None = OFFLOAD_TIERS,
     as_json: bool = o.JSON,

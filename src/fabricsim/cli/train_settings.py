@@ -29,6 +29,7 @@ SETTING_KEYS = (
     "capacity_factor",
     "moe_dispatcher",
     "cross_entropy",
+    "mtp_layers",
 )
 """The framework-setting parameters (the api keywords of the same names)."""
 FLASH_OPTION = typer.Option(
@@ -76,4 +77,10 @@ CROSS_ENTROPY_OPTION = typer.Option(
     "--cross-entropy",
     help="unfused | native | te: loss kernels (default unfused, as Megatron-Core without "
     "--cross-entropy-loss-fusion; te: --cross-entropy-fusion-impl te)",
+)
+MTP_OPTION = typer.Option(
+    None,
+    "--mtp-layers",
+    help="multi-token prediction depth on the last stage (default 0, as Megatron-Core --mtp-num-layers; "
+    "DeepSeek-V3 recipes use 1)",
 )

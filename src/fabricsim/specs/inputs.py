@@ -211,6 +211,7 @@ Duration = Annotated[float, BeforeValidator(_duration)]
 """Seconds: a number, or text with a unit (``2s``, ``150ms``, ``40us``); finite and positive."""
 Requests = Count("REQUESTS")
 Refine = NonNegative("TOP")
+Depth = Annotated[int, BeforeValidator(_integer), AfterValidator(_at_least(0, None))]  # e.g. MTP layers
 
 
 class InferConstraints(BaseModel):

@@ -161,14 +161,30 @@ def recompute_flops(dims: ModelDims, batch: int, seq_len: int, recompute: Recomp
     return 0.0  # fine-grained norms and activations are element-wise: no GEMM FLOPs
 
 
-def model_flops_per_step(dims: ModelDims, global_batch: int, seq_len: int) -> float:
-    """Model FLOPs of one training step: forward + backward = 3 x forward (no recomputation)."""
-    return 3.0 * model_forward_flops(dims, global_batch, seq_len)
+def mtp_forward_flops(dims: ModelDims, batch: int, seq_len: int) -> float:
+    """Forward FLOPs of one multi-token-prediction depth (DeepSeek-V3, arXiv 2412.19437 sec. 2.2;
+    Megatron-Core ``MultiTokenPredictionLayer``): the projection of the concatenated normalised
+    hidden state and next-token embedding (2h -> h), one transformer layer of the model's kind
+    (MoE when the model has MoE layers) and the shared output layer again."""
+    tokens = batch * seq_len
+    projection = 2.0 * tokens * 2 * dims.hidden * dims.hidden
+    layer = layer_forward_flops(dims, batch, seq_len, moe=dims.moe_layers > 0)
+    return projection + layer + logits_forward_flops(dims, batch, seq_len)
 
 
-def hardware_flops_per_step(dims: ModelDims, global_batch: int, seq_len: int, recompute: Recompute) -> float:
+def model_flops_per_step(dims: ModelDims, global_batch: int, seq_len: int, mtp_layers: int = 0) -> float:
+    """Model FLOPs of one training step: forward + backward = 3 x forward (no recomputation),
+    multi-token prediction included (as Megatron-LM's ``num_floating_point_operations`` counts it)."""
+    forward = model_forward_flops(dims, global_batch, seq_len)
+    return 3.0 * (forward + mtp_layers * mtp_forward_flops(dims, global_batch, seq_len))
+
+
+def hardware_flops_per_step(
+    dims: ModelDims, global_batch: int, seq_len: int, recompute: Recompute, mtp_layers: int = 0
+) -> float:
     """Hardware FLOPs of one training step: model FLOPs plus the recomputed forward."""
-    return model_flops_per_step(dims, global_batch, seq_len) + recompute_flops(dims, global_batch, seq_len, recompute)
+    model = model_flops_per_step(dims, global_batch, seq_len, mtp_layers)
+    return model + recompute_flops(dims, global_batch, seq_len, recompute)
 
 
 def narayanan_full_recompute_flops(global_batch: int, seq_len: int, layers: int, hidden: int, vocab: int) -> float:

@@ -32,6 +32,7 @@ FP8_RECIPES = ("delayed", "current", "block", "mxfp8", "nvfp4")  # transformer.k
 # Megatron-Core token dispatchers: alltoall (NCCL all-to-all, the default) and DeepEP
 # (``--moe-token-dispatcher-type flex --moe-enable-deepep``).
 MOE_DISPATCHERS = ("alltoall", "deepep")
+MAX_MTP_LAYERS = 8  # multi-token prediction depth (DeepSeek-V3 trains with 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,11 @@ class TrainingOptions:
     deepep sends a token once per remote NVLink domain (:mod:`fabricsim.collectives.dispatch`).
     ``cross_entropy``: the loss kernels (:data:`~fabricsim.transformer.compute.CROSS_ENTROPY_IMPLS`):
     unfused (Megatron-Core's default, ``--cross-entropy-loss-fusion`` off), native
-    (``--cross-entropy-loss-fusion``) or te (``--cross-entropy-fusion-impl te``).
+    (``--cross-entropy-loss-fusion``) or te (``--cross-entropy-fusion-impl te``). ``mtp_layers``:
+    multi-token prediction depth (``--mtp-num-layers``, default 0 as Megatron-Core; DeepSeek-V3
+    recipes use 1): each depth adds on the last pipeline stage a projection of 2h -> h, one more
+    transformer layer of the model's kind and the output layer and loss again
+    (:func:`fabricsim.transformer.flops.mtp_forward_flops`).
     """
 
     flash_attention: bool = True
@@ -70,6 +75,7 @@ class TrainingOptions:
     capacity_factor: float | None = None
     moe_dispatcher: str = "alltoall"
     cross_entropy: str = "unfused"
+    mtp_layers: int = 0
 
     def __post_init__(self) -> None:
         if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
@@ -89,6 +95,7 @@ class TrainingOptions:
             "capacity_factor": self.capacity_factor,
             "moe_dispatcher": self.moe_dispatcher,
             "cross_entropy": self.cross_entropy,
+            "mtp_layers": self.mtp_layers,
         }
 
     def validate(self) -> None:
@@ -100,6 +107,9 @@ class TrainingOptions:
         if self.cross_entropy not in CROSS_ENTROPY_IMPLS:
             problem = f"unknown implementation {self.cross_entropy!r}"
             raise FabricsimError("cross-entropy", problem, f"use {' | '.join(CROSS_ENTROPY_IMPLS)}")
+        mtp = self.mtp_layers
+        if isinstance(mtp, bool) or not isinstance(mtp, int) or not 0 <= mtp <= MAX_MTP_LAYERS:
+            raise FabricsimError("mtp-layers", f"must be an integer in [0, {MAX_MTP_LAYERS}], got {mtp!r}")
         cf = self.capacity_factor
         if cf is not None and (isinstance(cf, bool) or not isinstance(cf, (int, float)) or not 1.0 <= cf <= 64.0):
             raise FabricsimError("capacity-factor", f"must be a number in [1, 64], got {cf!r}", "or omit it (dropless)")

@@ -128,8 +128,8 @@ class TrainingContext:
         flops = self._flops.get(key)
         if flops is None:
             flops = self._flops[key] = (
-                model_flops_per_step(self.dims, global_batch, seq_len),
-                hardware_flops_per_step(self.dims, global_batch, seq_len, recompute),
+                model_flops_per_step(self.dims, global_batch, seq_len, self.options.mtp_layers),
+                hardware_flops_per_step(self.dims, global_batch, seq_len, recompute, self.options.mtp_layers),
             )
         return flops
 
@@ -286,8 +286,9 @@ def check_layout(model: ModelSpec | ModelDims, layout: ParallelLayout, global_ba
 
 def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> StageEntry:
     dims = ctx.dims
-    per_microbatch, logits, working = stage_activations(dims, layout, shard_shape(ctx, layout, seq_len))
-    dense, expert = stage_parameters(dims, layout)
+    mtp = ctx.options.mtp_layers
+    per_microbatch, logits, working = stage_activations(dims, layout, shard_shape(ctx, layout, seq_len), mtp)
+    dense, expert = stage_parameters(dims, layout, mtp)
     return StageEntry(
         work=stage_work(ctx, layout, seq_len),
         dense_params=dense,

@@ -27,20 +27,34 @@ from fabricsim.workload import training as work
 from fabricsim.workload.pipeline import in_flight_microbatches
 
 
-def stage_parameters(dims: ModelDims, layout: ParallelLayout) -> tuple[float, float]:
-    """(dense, expert) parameters on one GPU of the largest stage, before ZeRO sharding."""
+def stage_parameters(dims: ModelDims, layout: ParallelLayout, mtp_layers: int = 0) -> tuple[float, float]:
+    """(dense, expert) parameters on one GPU of the largest stage, before ZeRO sharding. Each
+    multi-token-prediction depth adds one layer of the model's kind, its 2h -> h projection and two
+    norms; they live on the last stage and are counted here on the largest one (an upper bound by at
+    most one layer when the last stage holds fewer layers)."""
     stage = work.largest_stage(dims, layout.pipeline_parallel)
-    dense, expert = work.stage_parameters(
-        dims, stage, layout.tensor_parallel, layout.expert_parallel, layout.expert_tp if dims.experts else None
-    )
+    expert_tp = layout.expert_tp if dims.experts else None
+    dense, expert = work.stage_parameters(dims, stage, layout.tensor_parallel, layout.expert_parallel, expert_tp)
     if layout.pipeline_parallel == 1 and not dims.tied_embeddings:  # one GPU holds both ends
         dense += min(dims.embedding_params, dims.output_params) / layout.tensor_parallel
+    if mtp_layers:
+        moe = dims.moe_layers > 0
+        one = work.StageLayers(layers=1, moe_layers=1 if moe else 0)
+        layer_dense, layer_expert = work.stage_parameters(dims, one, layout.tensor_parallel, layout.expert_parallel,
+                                                          expert_tp)
+        layer_dense -= max(dims.embedding_params, dims.output_params) / layout.tensor_parallel
+        projection = (2 * dims.hidden * dims.hidden + 2 * dims.hidden) / layout.tensor_parallel
+        dense += mtp_layers * (layer_dense + projection)
+        expert += mtp_layers * layer_expert
     return dense, expert
 
 
-def stage_activations(dims: ModelDims, layout: ParallelLayout, shape: ShardShape) -> tuple[float, float, float]:
-    """Bytes of (one micro-batch's activations on the largest stage, the output layer's
-    activations of one micro-batch, the working set of one layer rebuilt under full recomputation)."""
+def stage_activations(
+    dims: ModelDims, layout: ParallelLayout, shape: ShardShape, mtp_layers: int = 0
+) -> tuple[float, float, float]:
+    """Bytes of (one micro-batch's activations on the largest stage, the last stage's extra
+    activations of one micro-batch: the output layer's and per multi-token-prediction depth one more
+    layer and output layer, the working set of one layer rebuilt under full recomputation)."""
     stage = work.largest_stage(dims, layout.pipeline_parallel)
     dtype = layout.dtype
     per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, layout.recompute, False, dtype)
@@ -48,7 +62,11 @@ def stage_activations(dims: ModelDims, layout: ParallelLayout, shape: ShardShape
     working = 0.0
     if layout.recompute is Recompute.FULL:  # one layer's activations rebuilt during its backward
         working = layer_activation_bytes(dims, shape, Recompute.NONE, stage.moe_layers > 0, dtype)
-    return per_microbatch, logits_activation_bytes(dims, shape), working
+    tail = logits_activation_bytes(dims, shape)
+    if mtp_layers:
+        mtp_layer = layer_activation_bytes(dims, shape, layout.recompute, dims.moe_layers > 0, dtype)
+        tail += mtp_layers * (mtp_layer + logits_activation_bytes(dims, shape))
+    return per_microbatch, tail, working
 
 
 def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> MemoryBreakdown:

@@ -200,37 +200,82 @@ def _layer_comm_s(
 
 def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageWork:
     """Per-micro-batch seconds of the largest stage: compute by kind and exposed TP/CP/EP collectives;
-    the last stage's output layer counts where it makes that stage the slowest."""
-    dims, rates = ctx.dims, ctx.rates(layout.dtype)
+    the last stage's output layer (and multi-token prediction) counts where it makes that stage the
+    slowest."""
+    dims = ctx.dims
     shape = shard_shape(ctx, layout, seq_len)
     stage = work.largest_stage(dims, layout.pipeline_parallel)
     sizes = work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0), ctx.options.capacity_factor)
-    forward = backward = recompute = tp = cp = ep = 0.0
-    for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True)):
-        if count == 0:
-            continue
-        times = layer_forward_times(dims, rates, shape, moe)
-        tp_layer, cp_layer = _layer_comm_s(ctx, layout, sizes, times)
-        forward += count * times.total_s
-        backward += count * times.backward_s
-        if layout.recompute is Recompute.FINE_GRAINED:
-            recompute += count * fine_grained_recompute_s(dims, rates, shape, moe)
-        else:
-            recompute += count * _recompute_s(times, layout.recompute)
-        tp += count * tp_layer
-        cp += count * cp_layer
-        if moe:
-            layer_ep = expert_comm_s(ctx, layout, sizes)
-            if ctx.options.a2a_overlap and layer_ep:
-                layer_ep = paired_a2a_s(layer_ep, times, 3 if layout.recompute is Recompute.FULL else 2)
-            ep += count * layer_ep
-    logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
+    layers = [
+        _layer_work(ctx, layout, sizes, shape, moe, count)
+        for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True))
+        if count
+    ]
+    body = _sum_work(layers)
+    tail = _tail_work(ctx, layout, sizes, shape)
     share = 1.0
-    if layout.pipeline_parallel > 1:  # the last stage has floor(L/pp) layers plus the output layer
+    if layout.pipeline_parallel > 1:  # the last stage: floor(L/pp) layers plus the output layer (and MTP)
         last_layers = dims.layers // layout.pipeline_parallel
-        extra = last_layers * (forward + backward) / stage.layers + logits_fwd + logits_bwd - (forward + backward)
-        share = max(0.0, extra) / (logits_fwd + logits_bwd)
-    return StageWork(forward + share * logits_fwd, backward + share * logits_bwd, recompute, tp, cp, ep)
+        compute = body.forward_s + body.backward_s
+        tail_compute = tail.forward_s + tail.backward_s
+        share = max(0.0, last_layers * compute / stage.layers + tail_compute - compute) / tail_compute
+    return _sum_work([body, tail], (1.0, share))
+
+
+def _sum_work(parts: list[StageWork], weights: tuple[float, ...] | None = None) -> StageWork:
+    """The weighted sum of :class:`StageWork` records, field by field (weights default to 1)."""
+    weights = weights or (1.0,) * len(parts)
+    return StageWork(*(
+        sum(w * getattr(p, name) for p, w in zip(parts, weights, strict=True))
+        for name in ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s")
+    ))
+
+
+def _layer_work(
+    ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, shape: ShardShape, moe: bool, count: float = 1.0
+) -> StageWork:
+    """Seconds of ``count`` (dense or MoE) layers for one micro-batch, by kind (a :class:`StageWork`)."""
+    dims, rates = ctx.dims, ctx.rates(layout.dtype)
+    times = layer_forward_times(dims, rates, shape, moe)
+    tp_layer, cp_layer = _layer_comm_s(ctx, layout, sizes, times)
+    if layout.recompute is Recompute.FINE_GRAINED:
+        recompute = fine_grained_recompute_s(dims, rates, shape, moe)
+    else:
+        recompute = _recompute_s(times, layout.recompute)
+    ep_layer = 0.0
+    if moe:
+        ep_layer = expert_comm_s(ctx, layout, sizes)
+        if ctx.options.a2a_overlap and ep_layer:
+            ep_layer = paired_a2a_s(ep_layer, times, 3 if layout.recompute is Recompute.FULL else 2)
+    return StageWork(
+        count * times.total_s, count * times.backward_s, count * recompute, count * tp_layer, count * cp_layer,
+        count * ep_layer,
+    )
+
+
+def _tail_work(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, shape: ShardShape) -> StageWork:
+    """Seconds of the last stage's extra work for one micro-batch: the output layer and loss, and per
+    multi-token-prediction depth (DeepSeek-V3 sec. 2.2; Megatron-Core ``MultiTokenPredictionLayer``)
+    two RMSNorms, the 2h -> h projection, one layer of the model's kind and the output layer and
+    loss again."""
+    dims, rates = ctx.dims, ctx.rates(layout.dtype)
+    logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
+    tail = StageWork(logits_fwd, logits_bwd, 0.0, 0.0, 0.0, 0.0)
+    depth = ctx.options.mtp_layers
+    if not depth:
+        return tail
+    t = shape.tensor_parallel
+    tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
+    replicated = tokens / t if shape.sequence_parallel else tokens
+    projection = gemm_time_s(rates, tokens, dims.hidden / t, 2 * dims.hidden)
+    norms = [memory_time_s(rates, 2.0 * LAYERNORM_BYTES[i] * replicated * dims.hidden, kernels=2.0) for i in (0, 1)]
+    layer = _layer_work(ctx, layout, sizes, shape, dims.moe_layers > 0)
+    extra = StageWork(
+        layer.forward_s + projection + norms[0] + logits_fwd,
+        layer.backward_s + 2.0 * projection + norms[1] + logits_bwd,
+        layer.recompute_s, layer.tp_comm_s, layer.cp_comm_s, layer.ep_comm_s,
+    )
+    return _sum_work([tail, extra], (1.0, float(depth)))
 
 
 def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, params: tuple[float, float]) -> float:
