@@ -21,7 +21,7 @@ def _readme_rows() -> dict[str, tuple[int, float]]:
     return rows
 
 
-@pytest.mark.parametrize("name", ["collectives", "kernels", "training", "training-public"])
+@pytest.mark.parametrize("name", ["collectives", "kernels", "training", "training-h100", "training-public"])
 def test_readme_accuracy_matches_validate(name) -> None:
     rows, mean_pct = _readme_rows()[name]
     result = run_suite(name, catalog)
