@@ -46,7 +46,7 @@ BOUNDS = {
     # pp*vpp > layers are not expressible (skipped).
     "training-public": Bound(row_max=0.25, mean_abs=0.10, bias=(0.02, 0.06), rows=24, skipped=2),
     # Public GEMM / attention microbenchmarks not used for calibration (issue 10).
-    "kernels": Bound(row_max=0.28, mean_abs=0.10, bias=(-0.04, 0.02), rows=42),
+    "kernels": Bound(row_max=0.28, mean_abs=0.10, bias=(-0.04, 0.02), rows=43),
     # TRT-LLM H100 offline throughput: 30 dense Llama rows + 7 Qwen3-235B-A22B MoE rows; 15 Llama 4 rows
     # skipped (interleaved MoE / chunked attention not modelled).
     "inference": Bound(row_max=0.25, mean_abs=0.07, bias=(-0.03, 0.04), rows=37, skipped=15),
