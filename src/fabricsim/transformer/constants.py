@@ -11,9 +11,17 @@ of a validation suite. Each constant says where it comes from and whether it was
 * ``FRAMEWORK_MEMORY_BYTES`` -- CUDA context, NCCL buffers, cuBLAS workspace and allocator
   fragmentation charged once per GPU. Assumed 3 GB (PyTorch + NCCL typically hold 1-2 GB of
   context/buffers; the rest is fragmentation head-room).
-* ``OPTIMIZER_BYTES_PER_PARAM_UPDATE`` -- bytes of HBM traffic per locally updated parameter in a
+* ``OPTIMIZER_BYTES_PER_PARAM_UPDATE`` -- bytes of memory traffic per updated parameter of a fused
   mixed-precision Adam step: read fp32 grad, fp32 master, m and v (16 B), write master, m, v
-  (12 B) and the 2-byte model copy: 30 B (Megatron's fused Adam). Derived.
+  (12 B) and the 2-byte model copy: 30 B. Derived; used for the CPU Adam of optimizer offload.
+* ``OPTIMIZER_SHARD_BYTES``, ``FP16_UNSCALE_BYTES``, ``GRAD_ZERO_BYTES`` -- HBM bytes of Megatron's
+  GPU optimizer step (megatron/core/optimizer: ``clip_grad_norm_fp32``, ``FusedAdam``,
+  ``_copy_main_params_to_model_params``, ``_unscale_main_grads_and_check_for_nan``,
+  ``zero_grad_buffer``), each a multi-tensor pass: on the parameters a rank updates (its ZeRO shard)
+  the clipping norm reads the fp32 grad (4), Adam reads grad, master, m, v and writes master, m, v
+  (28), the copy to the 16-bit weights reads 4 and writes 2 (6); fp16 loss scaling adds the
+  unscale and non-finite check (read + write the fp32 grad, 8); and the whole gradient buffer of
+  the local replica (not sharded below ZeRO-3) is zeroed for the next step (4). Derived.
 """
 
 from __future__ import annotations
@@ -21,6 +29,9 @@ from __future__ import annotations
 KERNEL_OVERHEAD_S = 5.0e-6
 FRAMEWORK_MEMORY_BYTES = 3.0e9
 OPTIMIZER_BYTES_PER_PARAM_UPDATE = 30.0
+OPTIMIZER_SHARD_BYTES = 4.0 + 28.0 + 6.0
+FP16_UNSCALE_BYTES = 8.0
+GRAD_ZERO_BYTES = 4.0
 
 # Mixed-precision Adam state per parameter (bytes): fp32 master weights + fp32 m + fp32 v.
 # Source: Rajbhandari et al., ZeRO (SC'20), sec. 3.1 (K = 12).
@@ -28,7 +39,10 @@ ADAM_STATE_BYTES_PER_PARAM = 12.0
 
 __all__ = [
     "ADAM_STATE_BYTES_PER_PARAM",
+    "FP16_UNSCALE_BYTES",
     "FRAMEWORK_MEMORY_BYTES",
+    "GRAD_ZERO_BYTES",
     "KERNEL_OVERHEAD_S",
     "OPTIMIZER_BYTES_PER_PARAM_UPDATE",
+    "OPTIMIZER_SHARD_BYTES",
 ]

@@ -33,7 +33,7 @@ from fabricsim.transformer.compute import (
     logits_times_s,
     memory_time_s,
 )
-from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE
+from fabricsim.transformer.constants import FP16_UNSCALE_BYTES, GRAD_ZERO_BYTES, OPTIMIZER_SHARD_BYTES
 from fabricsim.transformer.flops import ModelDims
 from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param
 from fabricsim.transformer.moe import expert_shard
@@ -314,12 +314,18 @@ def zero3_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, 
 
 
 def optimizer_s(ctx: StepContext, layout: ParallelLayout, params: tuple[float, float]) -> float:
-    """Seconds of the (ZeRO-sharded) Adam step: bytes per updated parameter / usable HBM B/s."""
+    """Seconds of the optimizer step (HBM-bound): clipping norm, Adam and the copy to the 16-bit
+    weights on the rank's (ZeRO) shard, the fp16 unscale there, and zeroing the local gradient buffer
+    (``transformer.constants``)."""
     dense, expert = params
+    local = dense + expert
     if layout.zero_stage >= 1:
         dense /= layout.data_parallel
         expert /= layout.expert_data_parallel
-    return (dense + expert) * OPTIMIZER_BYTES_PER_PARAM_UPDATE / ctx.rates(layout.dtype).hbm_Bps
+    shard = dense + expert
+    per_param = OPTIMIZER_SHARD_BYTES + (FP16_UNSCALE_BYTES if layout.dtype == "fp16" else 0.0)
+    zeroed = shard if layout.zero_stage >= 3 else local
+    return (shard * per_param + zeroed * GRAD_ZERO_BYTES) / ctx.rates(layout.dtype).hbm_Bps
 
 
 def step_time(
