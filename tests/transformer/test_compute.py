@@ -86,8 +86,8 @@ def test_moe_token_permutation_moves_every_routed_copy() -> None:
     deepep = dataclasses.replace(alltoall, sort_chunks=False)
     moved, kernels = permutation_bytes(dims, deepep, 4096.0)
     assert moved == 2 * (2048 + 16384) * 7168 * 2.0 and kernels == 2.0
-    sorted_moved, _ = permutation_bytes(dims, alltoall, 4096.0)
-    assert sorted_moved - moved == 4 * 16384 * 7168 * 2.0
+    sorted_moved, sorted_kernels = permutation_bytes(dims, alltoall, 4096.0)
+    assert sorted_moved - moved == 4 * 16384 * 7168 * 2.0 and sorted_kernels == 4.0
     dense = layer_forward_times(dims, rates, deepep, False)
     with_sort = layer_forward_times(dims, rates, alltoall, True)
     without_sort = layer_forward_times(dims, rates, deepep, True)
