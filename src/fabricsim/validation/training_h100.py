@@ -7,7 +7,9 @@ layout (TP, PP, DP), the global batch and the overlaps it names (``--overlap-gra
 --overlap-param-gather --tp-comm-overlap``, which imply the distributed optimizer, ZeRO-1, and
 sequence parallelism) -- and Megatron-LM's defaults for what it does not publish: BF16 (the MFU
 column is TFLOP/s over the BF16 peak), micro-batch 1, no interleaving, no recomputation, the
-unfused cross entropy, a GeLU MLP of 4h and tied embeddings (Megatron's GPT). The metric is model
+unfused cross entropy and Megatron's GPT (a GeLU MLP of 4h), with untied input and output
+embeddings: the table's model sizes are those parameter counts (e.g. 1.7B = 24 x 12h² + 2 x 131,072
+x h for h = 2048; tied it would be 1.5B). The metric is model
 TFLOP/s per GPU as Megatron counts it (``num_floating_point_operations``: full attention matrix),
 which fabricsim's model FLOPs equal.
 
@@ -54,7 +56,7 @@ def estimate_row(row: dict[str, Any], system: SystemSpec) -> TrainingEstimate:
     """fabricsim's estimate of one row (module docstring) on ``system``."""
     dims = {key: row[key] for key in ("hidden_size", "num_layers", "attention_heads")}
     model = gpt_model(f"gpt-{row['model_size']}", {**dims, "vocab_size": row["vocab"]})
-    model = model.model_copy(update={"max_position_embeddings": int(row["seq"])})
+    model = model.model_copy(update={"max_position_embeddings": int(row["seq"]), "tie_word_embeddings": False})
     tp = int(row["tp"])
     layout = ParallelLayout(
         tensor_parallel=tp,
