@@ -6,8 +6,9 @@ roofline for skinny shapes and a fixed per-kernel time). Element-wise kernels (L
 bias-dropout-add, GeLU/SwiGLU, softmax, the MoE token permutation, cross entropy in the
 framework's implementation: unfused, fused native or Transformer Engine's) are bandwidth bound:
 bytes moved / the device's achieved HBM bandwidth. Attention is either *flash* (one fused kernel;
-no s x s matrix in HBM; causal blocks skipped; efficiency by sequence length, head dim and causality from the device's
-FlashAttention-2/3 or Blackwell kernel benchmark, forward and backward separately) or *unfused*
+no s x s matrix in HBM; causal blocks skipped; efficiency by sequence length, head dim and
+causality from the device's FlashAttention-2/3 or Blackwell kernel benchmark, forward and backward
+separately) or *unfused*
 (two batched GEMMs and a fused scale-mask-softmax + dropout over the s x s score matrix in HBM, as
 Megatron-LM ran in 2021-22).
 

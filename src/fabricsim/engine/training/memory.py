@@ -42,7 +42,7 @@ def stage_parameters(dims: ModelDims, layout: ParallelLayout, mtp_layers: int = 
         one = work.StageLayers(layers=1, moe_layers=1 if moe else 0)
         layer_dense, layer_expert = work.stage_parameters(dims, one, layout.tensor_parallel, layout.expert_parallel,
                                                           expert_tp)
-        layer_dense -= max(dims.embedding_params, dims.output_params) / layout.tensor_parallel
+        layer_dense -= max(dims.embedding_params, dims.output_params) / layout.tensor_parallel  # shared with the model
         projection = (2 * dims.hidden * dims.hidden + 2 * dims.hidden) / layout.tensor_parallel
         dense += mtp_layers * (layer_dense + projection)
         expert += mtp_layers * layer_expert
