@@ -8,9 +8,8 @@ framework's implementation: unfused, fused native or Transformer Engine's) are b
 bytes moved / the device's achieved HBM bandwidth. Attention is either *flash* (one fused kernel;
 no s x s matrix in HBM; causal blocks skipped; efficiency by sequence length, head dim and
 causality from the device's FlashAttention-2/3 or Blackwell kernel benchmark, forward and backward
-separately) or *unfused*
-(two batched GEMMs and a fused scale-mask-softmax + dropout over the s x s score matrix in HBM, as
-Megatron-LM ran in 2021-22).
+separately) or *unfused* (two batched GEMMs and a fused scale-mask-softmax + dropout over the s x s
+score matrix in HBM, as Megatron-LM ran in 2021-22).
 
 FP8/FP4 recipes (what real recipes pay, Transformer Engine): the linear-layer GEMMs run in the
 recipe's format (per-tensor FP8, block-scaled FP8, MXFP8, NVFP4); every GEMM input is quantised in
