@@ -26,6 +26,8 @@ DEFAULTS = {
     "moe_dispatcher": "alltoall",
     "cross_entropy": "unfused",
     "mtp_layers": 0,
+    "account_for_embedding_in_pipeline_split": False,
+    "account_for_loss_in_pipeline_split": False,
 }
 
 
@@ -62,6 +64,18 @@ def test_cross_entropy_kernels_cost_what_they_move(capsys) -> None:
     for impl, payload in steps.items():
         assert payload["options"]["cross_entropy"] == impl
         assert payload["time_breakdown_s"]["dp_comm_s"] == steps["te"]["time_breakdown_s"]["dp_comm_s"]
+
+
+def test_pipeline_split_accounting_runs_nvidias_405b_layout(capsys) -> None:
+    """Llama 3.1 405B on 256 GB200 at pp 16 x vpp 8 = 128 chunks > 126 layers: refused unless the
+    embedding and the loss count as layers (Megatron-Core's --account-for-*-in-pipeline-split)."""
+    argv = ["train", "--model", "llama3-405b", "--system", "gb200-nvl72", "--gpus", "256", "--global-batch", "1536"]
+    argv += ["--seq-len", "8192", "--tp", "4", "--pp", "16", "--vpp", "8", "--dtype", "fp8", "--fp8-recipe", "mxfp8"]
+    assert main(argv) == 2
+    assert "pp" in capsys.readouterr().err
+    split = ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+    payload = _json(capsys, [*argv, *split])
+    assert payload["options"]["account_for_embedding_in_pipeline_split"] is True and payload["step_time_s"] > 0
 
 
 def test_moe_settings_on_train(capsys) -> None:

@@ -6,7 +6,7 @@ from fabricsim.catalog import load_model
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.flops import model_dims
-from fabricsim.workload.training import check_layout, comm_sizes, largest_stage, resolve_layout
+from fabricsim.workload.training import check_layout, comm_sizes, largest_stage, last_stage_layers, resolve_layout
 
 GPT3 = model_dims(load_model("gpt3-175b"))
 DSV3 = model_dims(load_model("deepseek-v3"))
@@ -64,3 +64,25 @@ def test_comm_sizes_follow_nccl_tests_definitions() -> None:
     assert sizes.pipeline_bytes == 2 * 2048 * 12288 / 8
     assert sizes.dense_grad_bytes == 4e9
     assert sizes.expert_bytes == 0.0
+
+
+LLAMA_405B = model_dims(load_model("llama3-405b"))  # 126 layers
+
+
+def test_pipeline_split_accounting_counts_the_embedding_and_loss_as_layers() -> None:
+    """Megatron-Core's --account-for-{embedding,loss}-in-pipeline-split: 126 layers + 2 = 128 units in
+    pp x vpp = 16 x 8 chunks of one: the first chunk holds only the embedding, the last only the loss,
+    so a middle stage has 8 layers, the first and the last 7. Without accounting 128 chunks exceed the
+    126 layers; with it the units must divide evenly."""
+    both = (True, True)
+    layout = ParallelLayout(tensor_parallel=4, pipeline_parallel=16, virtual_stages=8, data_parallel=4)
+    with pytest.raises(FabricsimError, match="exceeds the 126 layers"):
+        check_layout(LLAMA_405B, layout, 256, 64, 8192)
+    assert check_layout(LLAMA_405B, layout, 256, 64, 8192, both) == 16
+    assert largest_stage(LLAMA_405B, 16, both).layers == 8
+    assert last_stage_layers(LLAMA_405B, 16, both) == 7 and last_stage_layers(LLAMA_405B, 16) == 7
+    # pp 2: (126 + 2)/2 = 64 units per stage, 63 layers on each
+    assert largest_stage(LLAMA_405B, 2, both).layers == last_stage_layers(LLAMA_405B, 2, both) == 63
+    assert largest_stage(LLAMA_405B, 1, both).layers == 126
+    with pytest.raises(FabricsimError, match="equal chunks"):  # 127 units over 16 chunks
+        check_layout(LLAMA_405B, ParallelLayout(pipeline_parallel=16, data_parallel=1), 16, 8, 8192, (True, False))

@@ -50,6 +50,8 @@ def training_options(
     moe_dispatcher: str | None = None,
     cross_entropy: str | None = None,
     mtp_layers: int | None = None,
+    account_for_embedding_in_pipeline_split: bool | None = None,
+    account_for_loss_in_pipeline_split: bool | None = None,
     free: bool | None = None,
 ) -> TrainingOptions:
     """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
@@ -73,6 +75,10 @@ def training_options(
         raise unknown_name("fp8-recipe", str(fp8_recipe), FP8_RECIPES)
     if moe_dispatcher is not None and moe_dispatcher not in MOE_DISPATCHERS:
         raise unknown_name("moe-dispatcher", str(moe_dispatcher), MOE_DISPATCHERS)
+    accounting = {"embedding": account_for_embedding_in_pipeline_split, "loss": account_for_loss_in_pipeline_split}
+    for part, value in accounting.items():
+        if value is not None and not isinstance(value, bool):
+            raise FabricsimError(f"account-for-{part}-in-pipeline-split", f"must be true or false, got {value!r}")
     if cross_entropy is not None and cross_entropy not in CROSS_ENTROPY_IMPLS:
         raise unknown_name("cross-entropy", str(cross_entropy), CROSS_ENTROPY_IMPLS)
     if capacity_factor is not None:
@@ -90,12 +96,23 @@ def training_options(
         moe_dispatcher=moe_dispatcher or "alltoall",
         cross_entropy=cross_entropy or "unfused",
         mtp_layers=0 if mtp_layers is None else mtp_layers,
+        account_for_embedding=bool(account_for_embedding_in_pipeline_split),
+        account_for_loss=bool(account_for_loss_in_pipeline_split),
     )
     options.validate()
     return options
 
 
-SETTINGS = (*OPTION_FLAGS, "fp8_recipe", "capacity_factor", "moe_dispatcher", "cross_entropy", "mtp_layers")
+SETTINGS = (
+    *OPTION_FLAGS,
+    "fp8_recipe",
+    "capacity_factor",
+    "moe_dispatcher",
+    "cross_entropy",
+    "mtp_layers",
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
+)
 """The keywords of :func:`training_options` (the framework settings), apart from the layout's."""
 
 
@@ -129,6 +146,8 @@ def train(
     moe_dispatcher: str | None = None,
     cross_entropy: str | None = None,
     mtp_layers: Depth | None = None,
+    account_for_embedding_in_pipeline_split: bool | None = None,
+    account_for_loss_in_pipeline_split: bool | None = None,
     offload: str | list[str] | None = None,
     offload_tier: str | None = None,
 ) -> TrainResult:
@@ -141,7 +160,7 @@ def train(
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
     sequence parallelism when tp > 1, bf16, expert TP = tp where it fits else 1). Framework
-    settings (``flash_attention`` ... ``mtp_layers``) default as Megatron-Core does (see
+    settings (``flash_attention`` ... ``account_for_loss_in_pipeline_split``) default as Megatron-Core does (see
     :func:`training_options`). Every argument is checked at this edge
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
@@ -161,6 +180,8 @@ def train(
         moe_dispatcher=moe_dispatcher,
         cross_entropy=cross_entropy,
         mtp_layers=mtp_layers,
+        account_for_embedding_in_pipeline_split=account_for_embedding_in_pipeline_split,
+        account_for_loss_in_pipeline_split=account_for_loss_in_pipeline_split,
     )
     placement = parse_offload(offload, offload_tier)
     if placement is not None:

@@ -46,6 +46,8 @@ def train(
     moe_dispatcher: str | None = ts.DISPATCHER_OPTION,
     cross_entropy: str | None = ts.CROSS_ENTROPY_OPTION,
     mtp_layers: int | None = ts.MTP_OPTION,
+    account_for_embedding_in_pipeline_split: bool | None = ts.SPLIT_EMBEDDING_OPTION,
+    account_for_loss_in_pipeline_split: bool | None = ts.SPLIT_LOSS_OPTION,
     offload: str | None = OFFLOAD,
     offload_tier: str | None = OFFLOAD_TIER,
     as_json: bool = o.JSON,

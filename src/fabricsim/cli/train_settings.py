@@ -30,6 +30,8 @@ SETTING_KEYS = (
     "moe_dispatcher",
     "cross_entropy",
     "mtp_layers",
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
 )
 """The framework-setting parameters (the api keywords of the same names)."""
 FLASH_OPTION = typer.Option(
@@ -83,4 +85,14 @@ MTP_OPTION = typer.Option(
     "--mtp-layers",
     help="multi-token prediction depth on the last stage (default 0, as Megatron-Core --mtp-num-layers; "
     "DeepSeek-V3 recipes use 1)",
+)
+SPLIT_EMBEDDING_OPTION = typer.Option(
+    None,
+    "--account-for-embedding-in-pipeline-split/--no-account-for-embedding-in-pipeline-split",
+    help="count the embedding as a layer when splitting layers over pp x vpp chunks (default off, as Megatron-Core)",
+)
+SPLIT_LOSS_OPTION = typer.Option(
+    None,
+    "--account-for-loss-in-pipeline-split/--no-account-for-loss-in-pipeline-split",
+    help="count the output layer and loss as a layer when splitting layers over pp x vpp chunks (default off)",
 )

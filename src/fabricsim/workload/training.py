@@ -63,7 +63,11 @@ class TrainingOptions:
     multi-token prediction depth (``--mtp-num-layers``, default 0 as Megatron-Core; DeepSeek-V3
     recipes use 1): each depth adds on the last pipeline stage a projection of 2h -> h, one more
     transformer layer of the model's kind and the output layer and loss again
-    (:func:`fabricsim.transformer.flops.mtp_forward_flops`).
+    (:func:`fabricsim.transformer.flops.mtp_forward_flops`). ``account_for_embedding`` /
+    ``account_for_loss``: Megatron-Core's ``--account-for-embedding-in-pipeline-split`` /
+    ``--account-for-loss-in-pipeline-split`` (default off): the embedding / the output layer and
+    loss count as one layer when the layers are split into pp x vpp equal chunks, so the first /
+    last chunk holds one transformer layer fewer (:func:`largest_stage`).
     """
 
     flash_attention: bool = True
@@ -76,6 +80,13 @@ class TrainingOptions:
     moe_dispatcher: str = "alltoall"
     cross_entropy: str = "unfused"
     mtp_layers: int = 0
+    account_for_embedding: bool = False
+    account_for_loss: bool = False
+
+    @property
+    def pipeline_accounting(self) -> tuple[bool, bool]:
+        """(embedding, loss) counted as one layer each when layers are split over pipeline chunks."""
+        return self.account_for_embedding, self.account_for_loss
 
     def __post_init__(self) -> None:
         if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
@@ -96,6 +107,8 @@ class TrainingOptions:
             "moe_dispatcher": self.moe_dispatcher,
             "cross_entropy": self.cross_entropy,
             "mtp_layers": self.mtp_layers,
+            "account_for_embedding_in_pipeline_split": self.account_for_embedding,
+            "account_for_loss_in_pipeline_split": self.account_for_loss,
         }
 
     def validate(self) -> None:
@@ -126,7 +139,14 @@ def _divides(field: str, value: int, total: int, what: str) -> None:
         raise FabricsimError(field, f"{value} does not divide {what} ({total})", f"use a divisor of {total}")
 
 
-def check_layout(dims: ModelDims, layout: ParallelLayout, gpus: int, global_batch: int, seq_len: int) -> int:
+def check_layout(
+    dims: ModelDims,
+    layout: ParallelLayout,
+    gpus: int,
+    global_batch: int,
+    seq_len: int,
+    accounting: tuple[bool, bool] = (False, False),
+) -> int:
     """Raise :class:`FabricsimError` naming the field for an impossible layout; return micro-batches per step.
 
     The ONE home of the training layout rules that relate fields to each other and to the model
@@ -139,7 +159,17 @@ def check_layout(dims: ModelDims, layout: ParallelLayout, gpus: int, global_batc
     _check_product(layout, gpus)
     if dims.heads % tp or dims.hidden % tp or (dims.kv_heads % tp and tp % dims.kv_heads):
         _check_tensor_parallel(dims, tp)
-    if pp * vpp > dims.layers:
+    accounted = sum(accounting)
+    if accounted:  # Megatron-Core's get_num_layers_to_build: equal chunks of layers + accounted parts
+        units = dims.layers + accounted
+        if units % (pp * vpp):
+            raise FabricsimError(
+                "pp",
+                f"{dims.layers} layers + {accounted} accounted (embedding/loss) = {units} do not split into "
+                f"pp*vpp = {pp * vpp} equal chunks",
+                "choose pp and vpp whose product divides them",
+            )
+    elif pp * vpp > dims.layers:
         raise FabricsimError("pp", f"pp*vpp = {pp * vpp} exceeds the {dims.layers} layers", "use fewer pipeline stages")
     if ep > 1 or layout.expert_tensor_parallel not in (None, tp):
         _check_expert_parallel(dims, layout)
@@ -242,9 +272,32 @@ class StageLayers:
         return self.layers - self.moe_layers
 
 
-def largest_stage(dims: ModelDims, pipeline_parallel: int) -> StageLayers:
-    """The stage with ceil(L/pp) layers, holding as many MoE layers as there are."""
-    layers = -(-dims.layers // pipeline_parallel)
+def largest_stage(
+    dims: ModelDims, pipeline_parallel: int, accounting: tuple[bool, bool] = (False, False)
+) -> StageLayers:
+    """The stage with the most layers, holding as many MoE layers as there are: ceil(L/pp) layers,
+    or with pipeline-split accounting (embedding, loss) (L + accounted)/pp on a middle stage and one
+    fewer on the first / last stage."""
+    return _stage_layers(dims, max(_end_stage_layers(dims, pipeline_parallel, accounting)))
+
+
+def last_stage_layers(dims: ModelDims, pipeline_parallel: int, accounting: tuple[bool, bool] = (False, False)) -> int:
+    """Transformer layers on the last pipeline stage (the one holding the output layer)."""
+    return _end_stage_layers(dims, pipeline_parallel, accounting)[-1]
+
+
+def _end_stage_layers(dims: ModelDims, pp: int, accounting: tuple[bool, bool]) -> tuple[int, ...]:
+    """Layers of (a middle stage, the first, the last) -- without accounting (ceil(L/pp), ceil, floor)."""
+    if not any(accounting):
+        return -(-dims.layers // pp), -(-dims.layers // pp), dims.layers // pp
+    per_stage = (dims.layers + sum(accounting)) // pp
+    if pp == 1:
+        return dims.layers, dims.layers, dims.layers
+    first, last = per_stage - accounting[0], per_stage - accounting[1]
+    return (per_stage if pp > 2 else 0), first, last
+
+
+def _stage_layers(dims: ModelDims, layers: int) -> StageLayers:
     return StageLayers(layers=layers, moe_layers=min(layers, dims.moe_layers))
 
 

@@ -133,6 +133,11 @@ class TrainingContext:
             )
         return flops
 
+    def microbatches(self, layout: ParallelLayout, global_batch: int, seq_len: int) -> int:
+        """Micro-batches per step; raises ``FabricsimError`` for a layout that cannot run."""
+        accounting = self.options.pipeline_accounting
+        return work.check_layout(self.dims, layout, layout.gpus, global_batch, seq_len, accounting)
+
     def stage(self, layout: ParallelLayout, seq_len: int) -> StageEntry:
         """Everything about the slowest stage that depends on the per-GPU shape only (cached)."""
         key = (
@@ -177,7 +182,7 @@ class TrainingContext:
 
         Raises ``FabricsimError`` for an invalid layout.
         """
-        microbatches = work.check_layout(self.dims, layout, layout.gpus, global_batch, seq_len)
+        microbatches = self.microbatches(layout, global_batch, seq_len)
         entry = self.stage(layout, seq_len)
         return memory_breakdown(layout, entry, microbatches)
 
@@ -188,7 +193,7 @@ class TrainingContext:
 
         Raises ``FabricsimError`` for an invalid layout or a tier the system lacks.
         """
-        microbatches = work.check_layout(self.dims, layout, layout.gpus, global_batch, seq_len)
+        microbatches = self.microbatches(layout, global_batch, seq_len)
         entry = self.stage(layout, seq_len)
         base = memory_breakdown(layout, entry, microbatches)
         return offload_memory(layout, entry, base, microbatches, (offload, self.tier(offload)))
@@ -224,7 +229,7 @@ class TrainingContext:
     ) -> TrainingEstimate:
         """Analytic estimate of one training step (see :func:`estimate_training`); the hot path.
         ``offload``: tensor classes kept on a memory tier below HBM (:mod:`.offload`)."""
-        microbatches = work.check_layout(self.dims, layout, layout.gpus, global_batch, seq_len)
+        microbatches = self.microbatches(layout, global_batch, seq_len)
         entry = self.stage(layout, seq_len)
         time = step_time(self, layout, entry, self.data_parallel_s(layout, entry), microbatches)
         memory = memory_breakdown(layout, entry, microbatches)
@@ -286,14 +291,15 @@ def check_layout(model: ModelSpec | ModelDims, layout: ParallelLayout, global_ba
 
 def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> StageEntry:
     dims = ctx.dims
-    mtp = ctx.options.mtp_layers
-    per_microbatch, logits, working = stage_activations(dims, layout, shard_shape(ctx, layout, seq_len), mtp)
-    dense, expert = stage_parameters(dims, layout, mtp)
+    mtp, accounting = ctx.options.mtp_layers, ctx.options.pipeline_accounting
+    shape = shard_shape(ctx, layout, seq_len)
+    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting)
+    dense, expert = stage_parameters(dims, layout, mtp, accounting)
     return StageEntry(
         work=stage_work(ctx, layout, seq_len),
         dense_params=dense,
         expert_params=expert,
-        layers=work.largest_stage(dims, layout.pipeline_parallel).layers,
+        layers=work.largest_stage(dims, layout.pipeline_parallel, accounting).layers,
         activation_per_microbatch=per_microbatch,
         logits_activation=logits,
         recompute_working=working,

@@ -99,7 +99,8 @@ def _chunks(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[ChunkCos
     stage = ctx.stage_work(layout, case.seq_len)
     sizes = work.comm_sizes(ctx.dims, layout, case.seq_len, (0.0, 0.0, 0.0), case.options.capacity_factor)
     v = layout.virtual_stages
-    layers = max(1, work.largest_stage(ctx.dims, layout.pipeline_parallel).layers // v)
+    stage_layers = work.largest_stage(ctx.dims, layout.pipeline_parallel, case.options.pipeline_accounting).layers
+    layers = max(1, stage_layers // v)
     per_pass = _tp_transfers(case, stage, sizes, layers)
     backward = _scaled(per_pass, _passes(layout) - 1)
     zero3_s = ctx.data_parallel_s(layout, ctx.stage(layout, case.seq_len))[1]

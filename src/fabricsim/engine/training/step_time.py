@@ -204,7 +204,8 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
     slowest."""
     dims = ctx.dims
     shape = shard_shape(ctx, layout, seq_len)
-    stage = work.largest_stage(dims, layout.pipeline_parallel)
+    accounting = ctx.options.pipeline_accounting
+    stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
     sizes = work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0), ctx.options.capacity_factor)
     layers = [
         _layer_work(ctx, layout, sizes, shape, moe, count)
@@ -214,8 +215,8 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
     body = _sum_work(layers)
     tail = _tail_work(ctx, layout, sizes, shape)
     share = 1.0
-    if layout.pipeline_parallel > 1:  # the last stage: floor(L/pp) layers plus the output layer (and MTP)
-        last_layers = dims.layers // layout.pipeline_parallel
+    if layout.pipeline_parallel > 1:  # the last stage: its layers plus the output layer (and MTP)
+        last_layers = work.last_stage_layers(dims, layout.pipeline_parallel, accounting)
         compute = body.forward_s + body.backward_s
         tail_compute = tail.forward_s + tail.backward_s
         share = max(0.0, last_layers * compute / stage.layers + tail_compute - compute) / tail_compute
