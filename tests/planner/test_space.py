@@ -99,3 +99,15 @@ def test_impossible_constraints_are_errors() -> None:
         sp.check_space(problem, train_space({"tp": 8, "pp": 16}))  # tp*pp = 128 > 64 GPUs
     with pytest.raises(FabricsimError, match="layout"):
         sp.check_space(TrainProblem(GPT3, A100, 64, 3, 2048), train_space({"tp": 8, "pp": 1, "cp": 1}))  # dp=8 vs 3
+
+
+def test_pipeline_split_accounting_changes_which_stages_and_chunks_are_valid() -> None:
+    """With the embedding counted as a layer, Llama 3 70B splits 80 + 1 = 81 units: pp must divide 81
+    and pp x vpp too (Megatron-Core's rule), and every plan is a layout the engine accepts."""
+    from fabricsim import api
+
+    result = api.plan_train("llama3-70b", "dgx-h100", 24, 48, 4096, top=5, account_for_embedding_in_pipeline_split=True)
+    assert result.plans
+    for plan in result.plans:
+        layout = dict(plan.result.layout)
+        assert 81 % (layout["pp"] * layout["vpp"]) == 0

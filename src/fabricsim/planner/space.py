@@ -14,7 +14,8 @@ anything is costed:
   parallel folding; MoE only);
 * the micro-batch divides global_batch/dp;
 * interleaving (vpp > 1) needs pp > 1, layers divisible by pp·vpp (Megatron-LM's rule) and the
-  micro-batch count divisible by pp;
+  micro-batch count divisible by pp; with pipeline-split accounting the layers + accounted
+  embedding/loss must divide into pp (and pp·vpp) equal chunks instead;
 * redundant layouts are skipped: sequence parallelism needs tp > 1 and ZeRO stages need dp > 1
   (with dp = 1 every stage is the same layout as stage 0).
 
@@ -63,6 +64,12 @@ class TrainProblem:
     gpus: int
     global_batch: int
     seq_len: int
+    accounted: int = 0  # embedding / loss counted as pipeline layers (pipeline-split accounting)
+
+    @property
+    def pipeline_units(self) -> int:
+        """What pipeline chunks split: the layers, plus the accounted embedding / loss."""
+        return self.dims.layers + self.accounted
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +150,18 @@ def _expert_options(problem: TrainProblem, space: TrainSpace, ranks: int, tp: in
             yield ep, etp
 
 
+def _stages_fit(problem: TrainProblem, pp: int) -> bool:
+    """``pp`` stages can hold the model: at most one per layer, or with pipeline-split accounting an
+    equal share of the layers + accounted parts each (Megatron-Core's rule)."""
+    units = problem.pipeline_units
+    return units % pp == 0 if problem.accounted else pp <= units
+
+
 def _degrees(problem: TrainProblem, space: TrainSpace) -> Iterator[tuple[int, int, int, int, int, int | None]]:
     """(tp, pp, cp, dp, ep, etp) tuples that pass every divisibility rule."""
     for tp in tensor_options(problem, space):
         per_tp = problem.gpus // tp
-        pps = _allowed(tuple(p for p in divisors(per_tp) if p <= problem.dims.layers), space.pipeline_parallel)
+        pps = _allowed(tuple(p for p in divisors(per_tp) if _stages_fit(problem, p)), space.pipeline_parallel)
         for pp in pps:
             per_pp = per_tp // pp
             cps = _allowed(tuple(c for c in divisors(per_pp) if problem.seq_len % c == 0), space.context_parallel)
@@ -187,10 +201,10 @@ def zero_options(space: TrainSpace, group: Group) -> tuple[int, ...]:
 
 def virtual_options(problem: TrainProblem, space: TrainSpace, group: Group, microbatches: int) -> tuple[int, ...]:
     """Virtual stages per GPU, ascending (stage-0 activation memory grows with them)."""
-    pp, layers = group.pipeline_parallel, problem.dims.layers
+    pp, units = group.pipeline_parallel, problem.pipeline_units
     valid = [1]
-    if pp > 1 and microbatches % pp == 0:
-        valid += [v for v in divisors(layers // pp) if v > 1 and layers % (pp * v) == 0] if layers % pp == 0 else []
+    if pp > 1 and microbatches % pp == 0 and units % pp == 0:
+        valid += [v for v in divisors(units // pp) if v > 1]
     return _allowed(tuple(valid), space.virtual_stages)
 
 
