@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 from fabricsim import catalog
 from fabricsim.api.cost import attach_train
 from fabricsim.engine.training import analytic
@@ -103,16 +105,7 @@ def training_options(
     return options
 
 
-SETTINGS = (
-    *OPTION_FLAGS,
-    "fp8_recipe",
-    "capacity_factor",
-    "moe_dispatcher",
-    "cross_entropy",
-    "mtp_layers",
-    "account_for_embedding_in_pipeline_split",
-    "account_for_loss_in_pipeline_split",
-)
+SETTINGS = tuple(name for name in inspect.signature(training_options).parameters if name != "free")
 """The keywords of :func:`training_options` (the framework settings), apart from the layout's."""
 
 

@@ -71,6 +71,7 @@ def train(
     dtype) and choose the free overlaps."""
     params = dict(locals())  # first: exactly the command's parameters
     from fabricsim import api
+    from fabricsim.api.training import SETTINGS
 
     constraints: dict[str, object] = {key: o.int_list(key, params.pop(key)) for key in TRAIN_LISTS}
     constraints |= {key: o.str_list(key, params.pop(key)) for key in ("recompute", "dtype")}
@@ -81,7 +82,7 @@ def train(
         raise FabricsimError("days", f"must be in (0, {MAX_DAYS}] days, got {days}", "e.g. --days 30")
     with progress_bar("plan (layout groups)", not as_json) as on_progress:
         if objective.strip().lower() == "goodput":  # step-time search, re-ranked by goodput (api.plan_goodput)
-            if any(params[key] is not None for key in ts.SETTING_KEYS):
+            if any(params[key] is not None for key in SETTINGS):
                 raise FabricsimError("objective", "goodput ranks with the default settings", "drop the settings")
             args = (model, system, gpus, global_batch, seq_len)
             result = api.plan_goodput(*args, days=days, top=top, constraints=constraints, on_progress=on_progress)

@@ -19,21 +19,6 @@ EXPERT_TP_OPTION = typer.Option(
 EXPERT_TP_LIST_OPTION = typer.Option(
     None, "--expert-tp", help="expert tensor-parallel sizes, one value or a comma-separated list (default 1 and tp)"
 )
-SETTING_KEYS = (
-    "flash_attention",
-    "overlap_grad_reduce",
-    "overlap_param_gather",
-    "tp_comm_overlap",
-    "a2a_overlap",
-    "fp8_recipe",
-    "capacity_factor",
-    "moe_dispatcher",
-    "cross_entropy",
-    "mtp_layers",
-    "account_for_embedding_in_pipeline_split",
-    "account_for_loss_in_pipeline_split",
-)
-"""The framework-setting parameters (the api keywords of the same names)."""
 FLASH_OPTION = typer.Option(
     None,
     "--flash-attention/--no-flash-attention",
