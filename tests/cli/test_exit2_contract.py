@@ -128,7 +128,7 @@ SETTINGS = {  # train / plan train
     "mtp_layers": "natural"}
 SWITCHES = {name: "an on/off flag pair: takes no value" for name in (
     "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "a2a_overlap",
-    "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")}
+    "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "grad_reduce_in_fp32")}
 VARIABILITY = {"fidelity": "enum", "trace": "output", "seeds": "count", "straggler": "straggler",
                "jitter": "non_negative", "link_jitter": "non_negative", "seed": "natural"}
 INFER_LAYOUT = {"tp": "count", "pp": "count", "ep": "count", "dtype": "enum", "kv_dtype": "enum"}

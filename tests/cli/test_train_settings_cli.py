@@ -28,6 +28,7 @@ DEFAULTS = {
     "mtp_layers": 0,
     "account_for_embedding_in_pipeline_split": False,
     "account_for_loss_in_pipeline_split": False,
+    "grad_reduce_in_fp32": True,
 }
 
 
@@ -81,7 +82,8 @@ def test_pipeline_split_accounting_runs_nvidias_405b_layout(capsys) -> None:
 def test_moe_settings_on_train(capsys) -> None:
     argv = ["train", "--model", "deepseek-v3", "--system", "dgx-h100", "--gpus", "512", "--tp", "2", "--pp", "8"]
     argv += ["--dp", "32", "--ep", "64", "--global-batch", "4096", "--seq-len", "4096", "--recompute", "fine-grained"]
-    payload = _json(capsys, [*argv, "--expert-tp", "1", "--a2a-overlap", "--dtype", "fp8", "--fp8-recipe", "block"])
+    argv += ["--expert-tp", "1", "--vpp", "4", "--a2a-overlap"]
+    payload = _json(capsys, [*argv, "--dtype", "fp8", "--fp8-recipe", "block"])
     assert payload["layout"]["expert_tp"] == 1 and payload["fits"]
     assert payload["options"]["fp8_recipe"] == "block" and payload["options"]["a2a_overlap"] is True
 

@@ -73,14 +73,15 @@ def test_a_bad_catalog_name_inside_a_task_is_a_failed_row_not_a_crash():
 def test_train_tasks_take_every_framework_setting():
     """Sweep specs reach every setting of ``train`` (the runner's signature is the schema)."""
     case = {"model": "deepseek-v3", "system": "dgx-h100", "gpus": 512, "global_batch": 4096, "seq_len": 4096}
-    case |= {"tp": 2, "pp": 8, "dp": 32, "ep": 64, "expert_tp": 1, "recompute": "fine-grained", "a2a_overlap": True}
+    case |= {"tp": 2, "pp": 8, "vpp": 4, "dp": 32, "ep": 64, "expert_tp": 1, "recompute": "fine-grained"}
+    case["a2a_overlap"] = True
     case |= {"overlap_grad_reduce": True, "overlap_param_gather": True, "tp_comm_overlap": True}
     case |= {"flash_attention": True, "fp8_recipe": "block", "dtype": "fp8", "moe_dispatcher": "deepep"}
-    case["cross_entropy"] = "te"
+    case |= {"cross_entropy": "te", "grad_reduce_in_fp32": False}
     runners = api.sweep_runners()
     (task,) = expand(parse_spec({"tasks": [{"kind": "train", "list": [case]}]}), runners)
     outcome = run_task(runners, task)
     assert outcome.status == "ok", outcome.error
     result = json.loads(outcome.result_json or "{}")
     assert result["options"]["moe_dispatcher"] == "deepep" and result["layout"]["expert_tp"] == 1
-    assert result["options"]["cross_entropy"] == "te"
+    assert result["options"]["cross_entropy"] == "te" and result["options"]["grad_reduce_in_fp32"] is False

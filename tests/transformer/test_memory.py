@@ -63,13 +63,22 @@ def test_flash_attention_has_no_s_squared_term() -> None:
 
 def test_zero_stages_shard_states() -> None:
     params = 1e9
-    stages = [state_bytes(params, 0.0, (z, 8, 8), "bf16") for z in range(4)]
+    stages = [state_bytes(params, 0.0, (z, 8, 8), 4.0) for z in range(4)]
     assert stages[0].total == pytest.approx(18 * params)
     assert stages[1].optimizer == pytest.approx(12 * params / 8)
     assert stages[2].gradients == pytest.approx(4 * params / 8)
     assert stages[3].weights == pytest.approx(2 * params / 8)
     assert [s.total for s in stages] == sorted((s.total for s in stages), reverse=True)
-    assert state_bytes(params, 0.0, (0, 1, 1), "fp16").gradients == pytest.approx(4 * params)
+
+
+def test_16_bit_gradients_follow_megatrons_bytes_per_parameter() -> None:
+    """Megatron-LM docs/user-guide/features/dist_optimizer.md: fp16 parameters with fp16 gradients
+    take 20 B per parameter (4 + 16/d with the distributed optimizer), bf16 parameters with fp32
+    gradients 18 (6 + 12/d)."""
+    params, d = 1e9, 8
+    assert state_bytes(params, 0.0, (0, 1, 1), 2.0).total == pytest.approx(20 * params)
+    assert state_bytes(params, 0.0, (1, d, d), 2.0).total == pytest.approx((4 + 16 / d) * params)
+    assert state_bytes(params, 0.0, (1, d, d), 4.0).total == pytest.approx((6 + 12 / d) * params)
 
 
 def test_fine_grained_recompute_drops_the_two_norm_outputs() -> None:

@@ -42,7 +42,7 @@ BOUNDS = {
     "training-h100": Bound(row_max=0.30, mean_abs=0.11, bias=(0.0, 0.09), rows=9),
     # NVIDIA dgxc-benchmarking / Megatron-Bridge runs on H100, B200, GB200 (issue 10), out-of-sample:
     # optimistic on GB200 (+5..+17%, 405B step times 16-23% short) and on DeepSeek-V3 over 1,024 H100
-    # (+21%, with the recipe's MTP layer, expert TP 1, DeepEP and 1F1B A2A overlap); the two 405B rows with
+    # (+17%, with the recipe's MTP layer, expert TP 1, DeepEP and 1F1B A2A overlap); the two 405B rows with
     # pp*vpp > layers run with the recipes' pipeline-split accounting of the embedding and the loss.
     "training-public": Bound(row_max=0.25, mean_abs=0.10, bias=(0.02, 0.06), rows=26),
     # Public GEMM / attention microbenchmarks not used for calibration (issue 10).
@@ -52,7 +52,13 @@ BOUNDS = {
     "inference": Bound(row_max=0.25, mean_abs=0.07, bias=(-0.03, 0.04), rows=37, skipped=15),
 }
 
-EXPECTED_MISSES: dict[str, str] = {}  # none today: every row is within its suite's bound
+EXPECTED_MISSES: dict[str, str] = {
+    # +15.5%: the A100 suite's optimism (GEMMs calibrated on MAMF's best A100 shape) on the SC'21 row with
+    # the most exposed data-parallel time; its all-reduce runs in fp16 as Megatron-LM v2.5 did for --fp16
+    # without --accumulate-allreduce-grads-in-fp32 (examples/sc21/CONFIG.sh), half the bytes of the fp32
+    # reduction modelled before (+12.5%).
+    "megatron-sc21-t1-76b": "SC'21 Table 1 76B on 1,024 A100 (tp8 pp4 dp32)",
+}
 
 SUITE_NAMES = sorted(SUITES)
 

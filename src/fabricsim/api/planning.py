@@ -63,12 +63,13 @@ def plan_train(
     mtp_layers: Depth | None = None,
     account_for_embedding_in_pipeline_split: bool | None = None,
     account_for_loss_in_pipeline_split: bool | None = None,
+    grad_reduce_in_fp32: bool | None = None,
     search_offload: bool | None = None,
     offload_tier: str | list[str] | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
 
-    The framework settings are :func:`train`'s (``flash_attention`` ... ``account_for_loss_in_pipeline_split``). An
+    The framework settings are :func:`train`'s (``flash_attention`` ... ``grad_reduce_in_fp32``). An
     overlap left unset is free to choose, and the planner chooses it on:
     in this model each overlap only subtracts hidden time (exposed = max(0, comm - compute) <= comm)
     and costs no memory, so "on" is never worse for any layout (``tests/planner`` checks it) and
@@ -102,6 +103,7 @@ def plan_train(
         mtp_layers=mtp_layers,
         account_for_embedding_in_pipeline_split=account_for_embedding_in_pipeline_split,
         account_for_loss_in_pipeline_split=account_for_loss_in_pipeline_split,
+        grad_reduce_in_fp32=grad_reduce_in_fp32,
         free=True,
     )
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)

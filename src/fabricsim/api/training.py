@@ -54,6 +54,7 @@ def training_options(
     mtp_layers: int | None = None,
     account_for_embedding_in_pipeline_split: bool | None = None,
     account_for_loss_in_pipeline_split: bool | None = None,
+    grad_reduce_in_fp32: bool | None = None,
     free: bool | None = None,
 ) -> TrainingOptions:
     """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
@@ -81,6 +82,8 @@ def training_options(
     for part, value in accounting.items():
         if value is not None and not isinstance(value, bool):
             raise FabricsimError(f"account-for-{part}-in-pipeline-split", f"must be true or false, got {value!r}")
+    if grad_reduce_in_fp32 is not None and not isinstance(grad_reduce_in_fp32, bool):
+        raise FabricsimError("grad-reduce-in-fp32", f"must be true or false, got {grad_reduce_in_fp32!r}")
     if cross_entropy is not None and cross_entropy not in CROSS_ENTROPY_IMPLS:
         raise unknown_name("cross-entropy", str(cross_entropy), CROSS_ENTROPY_IMPLS)
     if capacity_factor is not None:
@@ -100,6 +103,7 @@ def training_options(
         mtp_layers=0 if mtp_layers is None else mtp_layers,
         account_for_embedding=bool(account_for_embedding_in_pipeline_split),
         account_for_loss=bool(account_for_loss_in_pipeline_split),
+        grad_reduce_in_fp32=grad_reduce_in_fp32,
     )
     options.validate()
     return options
@@ -141,6 +145,7 @@ def train(
     mtp_layers: Depth | None = None,
     account_for_embedding_in_pipeline_split: bool | None = None,
     account_for_loss_in_pipeline_split: bool | None = None,
+    grad_reduce_in_fp32: bool | None = None,
     offload: str | list[str] | None = None,
     offload_tier: str | None = None,
 ) -> TrainResult:
@@ -153,7 +158,7 @@ def train(
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
     sequence parallelism when tp > 1, bf16, expert TP = tp where it fits else 1). Framework
-    settings (``flash_attention`` ... ``account_for_loss_in_pipeline_split``) default as Megatron-Core does (see
+    settings (``flash_attention`` ... ``grad_reduce_in_fp32``) default as Megatron-Core does (see
     :func:`training_options`). Every argument is checked at this edge
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
@@ -175,7 +180,9 @@ def train(
         mtp_layers=mtp_layers,
         account_for_embedding_in_pipeline_split=account_for_embedding_in_pipeline_split,
         account_for_loss_in_pipeline_split=account_for_loss_in_pipeline_split,
+        grad_reduce_in_fp32=grad_reduce_in_fp32,
     )
+    check_a2a_overlap(options, layout)
     placement = parse_offload(offload, offload_tier)
     if placement is not None:
         system_spec.memory_tier(placement.tier)
@@ -183,6 +190,18 @@ def train(
         model_spec, system_spec, layout, global_batch, seq_len, options, offload=placement
     )
     return attach_train(train_result(model_spec.name, system_spec.name, estimate, options), system_spec)
+
+
+def check_a2a_overlap(options: TrainingOptions, layout: ParallelLayout) -> None:
+    """Refuse the A2A overlap of an expert-parallel layout where Megatron-Core has no combined
+    schedule for it: pipelining without interleaving (its config asserts virtual stages when
+    pp > 1). The planner, which picks
+    the overlap freely, times such layouts without it (``workload.pipeline.a2a_paired_share``)."""
+    pipelined = layout.pipeline_parallel > 1 and layout.virtual_stages == 1
+    if options.a2a_overlap and layout.expert_parallel > 1 and pipelined:
+        raise FabricsimError(
+            "a2a-overlap", "needs the interleaved schedule when pp > 1 (Megatron-Core)", "add --vpp 2 or more"
+        )
 
 
 def training_specs(
@@ -219,7 +238,7 @@ def train_result(
         memory_breakdown_bytes=tuple(estimate.memory.as_dict().items()),
         time_breakdown_s=tuple(estimate.time.as_dict().items()),
         layout=tuple(estimate.layout.as_dict().items()) + _offload_layout(estimate.tier),
-        options=tuple((options or TrainingOptions()).as_dict().items()),
+        options=tuple((options or TrainingOptions()).as_dict(estimate.layout.dtype).items()),
         tiers=_tiers_json(estimate),
     )
 

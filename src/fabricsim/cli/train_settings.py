@@ -81,3 +81,9 @@ SPLIT_LOSS_OPTION = typer.Option(
     "--account-for-loss-in-pipeline-split/--no-account-for-loss-in-pipeline-split",
     help="count the output layer and loss as a layer when splitting layers over pp x vpp chunks (default off)",
 )
+GRAD_FP32_OPTION = typer.Option(
+    None,
+    "--grad-reduce-in-fp32/--no-grad-reduce-in-fp32",
+    help="keep and reduce data-parallel gradients in fp32 (default: on for bf16/fp8/fp4, off for fp16 runs, "
+    "as Megatron-Core; off = --grad-reduce-in-bf16)",
+)

@@ -14,14 +14,20 @@ of a validation suite. Each constant says where it comes from and whether it was
 * ``OPTIMIZER_BYTES_PER_PARAM_UPDATE`` -- bytes of memory traffic per updated parameter of a fused
   mixed-precision Adam step: read fp32 grad, fp32 master, m and v (16 B), write master, m, v
   (12 B) and the 2-byte model copy: 30 B. Derived; used for the CPU Adam of optimizer offload.
-* ``OPTIMIZER_SHARD_BYTES``, ``FP16_UNSCALE_BYTES``, ``GRAD_ZERO_BYTES`` -- HBM bytes of Megatron's
-  GPU optimizer step (megatron/core/optimizer: ``clip_grad_norm_fp32``, ``FusedAdam``,
+* ``OPTIMIZER_SHARD_BYTES``, ``FP16_UNSCALE_BYTES``, ``MAIN_GRAD_COPY_BYTES`` -- HBM bytes of
+  Megatron's GPU optimizer step (megatron/core/optimizer: ``clip_grad_norm_fp32``, ``FusedAdam``,
   ``_copy_main_params_to_model_params``, ``_unscale_main_grads_and_check_for_nan``,
-  ``zero_grad_buffer``), each a multi-tensor pass: on the parameters a rank updates (its ZeRO shard)
-  the clipping norm reads the fp32 grad (4), Adam reads grad, master, m, v and writes master, m, v
-  (28), the copy to the 16-bit weights reads 4 and writes 2 (6); fp16 loss scaling adds the
-  unscale and non-finite check (read + write the fp32 grad, 8); and the whole gradient buffer of
-  the local replica (not sharded below ZeRO-3) is zeroed for the next step (4). Derived.
+  ``_copy_model_grads_to_main_grads``, ``zero_grad_buffer``), each a multi-tensor pass: on the
+  parameters a rank updates (its ZeRO shard) the clipping norm reads the fp32 grad (4), Adam reads
+  grad, master, m, v and writes master, m, v (28), the copy to the 16-bit weights reads 4 and
+  writes 2 (6); fp16 loss scaling adds the unscale and non-finite check (read + write the fp32
+  grad, 8); 16-bit gradients are first copied into fp32 main gradients (read 2, write 4); and the
+  whole gradient buffer of the local replica (not sharded below ZeRO-3) is zeroed for the next
+  step (its bytes per gradient). Derived.
+* ``MAIN_GRAD_BYTES`` -- the fp32 main-gradient copy the optimizer keeps per parameter it updates
+  when the gradient buffer is 16-bit: Megatron-LM docs/user-guide/features/dist_optimizer.md
+  (bytes per parameter: fp16 parameters and gradients 20, or 4 + 16/d distributed; bf16 parameters
+  with fp32 gradients 18, or 6 + 12/d).
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ FRAMEWORK_MEMORY_BYTES = 3.0e9
 OPTIMIZER_BYTES_PER_PARAM_UPDATE = 30.0
 OPTIMIZER_SHARD_BYTES = 38.0  # clip norm 4 + Adam 28 + copy to 16-bit weights 6
 FP16_UNSCALE_BYTES = 8.0
-GRAD_ZERO_BYTES = 4.0
+MAIN_GRAD_COPY_BYTES = 6.0
+MAIN_GRAD_BYTES = 4.0
 
 # Mixed-precision Adam state per parameter (bytes): fp32 master weights + fp32 m + fp32 v.
 # Source: Rajbhandari et al., ZeRO (SC'20), sec. 3.1 (K = 12).
@@ -41,8 +48,9 @@ __all__ = [
     "ADAM_STATE_BYTES_PER_PARAM",
     "FP16_UNSCALE_BYTES",
     "FRAMEWORK_MEMORY_BYTES",
-    "GRAD_ZERO_BYTES",
     "KERNEL_OVERHEAD_S",
+    "MAIN_GRAD_BYTES",
+    "MAIN_GRAD_COPY_BYTES",
     "OPTIMIZER_BYTES_PER_PARAM_UPDATE",
     "OPTIMIZER_SHARD_BYTES",
 ]

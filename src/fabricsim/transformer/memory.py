@@ -1,9 +1,11 @@
 """Memory per GPU of a training step: model states and activations (layer L4).
 
 Model states (mixed-precision Adam, Rajbhandari et al., ZeRO, SC'20): 16-bit weights (2 B),
-gradients (4 B: Megatron-LM accumulates and reduces fp32 "main" gradients; the 18 B/parameter this
-gives matches the parameter + optimizer memory of Korthikanti et al. 2022, Fig. 1) and 12 B of
-optimizer state (fp32 master, m, v). ZeRO stage 1 shards the optimizer state over the
+gradients (4 B where Megatron-LM accumulates and reduces fp32 "main" gradients, its default for
+bf16 parameters; the 18 B/parameter this gives matches the parameter + optimizer memory of
+Korthikanti et al. 2022, Fig. 1; 2 B for 16-bit gradients) and 12 B of optimizer state (fp32
+master, m, v), plus the optimizer's fp32 copy of 16-bit gradients (4 B: 20 B/parameter in all,
+Megatron-LM docs/user-guide/features/dist_optimizer.md). ZeRO stage 1 shards the optimizer state over the
 data-parallel group, stage 2 also the gradients, stage 3 (FSDP) also the weights; expert
 parameters are sharded over the expert-data-parallel group (dp / ep) instead.
 
@@ -38,17 +40,20 @@ from typing import NamedTuple
 
 from fabricsim.specs import Recompute
 from fabricsim.transformer.compute import ShardShape
-from fabricsim.transformer.constants import ADAM_STATE_BYTES_PER_PARAM
+from fabricsim.transformer.constants import ADAM_STATE_BYTES_PER_PARAM, MAIN_GRAD_BYTES
 from fabricsim.transformer.flops import ModelDims
 from fabricsim.transformer.moe import expert_shard
 
 WEIGHT_BYTES = 2.0  # 16-bit model weights (FP8 recipes keep 16-bit weights and cast per GEMM)
 
 
-def gradient_bytes_per_param(dtype: str) -> float:
-    """Bytes per gradient for every training dtype: fp32 main gradients (Megatron-LM), also reduced in fp32."""
-    del dtype  # the same for bf16, fp16 and fp8 recipes
-    return 4.0
+FP32_GRADIENT_BYTES = 4.0
+
+
+def optimizer_state_bytes(gradient_bytes: float) -> float:
+    """Optimizer bytes per parameter it updates: Adam's 12, and the fp32 main-gradient copy of
+    16-bit gradients (``MAIN_GRAD_BYTES``)."""
+    return ADAM_STATE_BYTES_PER_PARAM + (MAIN_GRAD_BYTES if gradient_bytes < FP32_GRADIENT_BYTES else 0.0)
 
 
 class StateBytes(NamedTuple):
@@ -63,11 +68,14 @@ class StateBytes(NamedTuple):
         return self.weights + self.gradients + self.optimizer
 
 
-def state_bytes(dense_params: float, expert_params: float, shards: tuple[int, int, int], dtype: str) -> StateBytes:
+def state_bytes(
+    dense_params: float, expert_params: float, shards: tuple[int, int, int], gradient_bytes: float
+) -> StateBytes:
     """Bytes of weights, gradients and Adam state for the parameters one GPU holds.
 
     ``dense_params``/``expert_params``: parameters on this GPU before ZeRO sharding;
-    ``shards`` = (zero stage, data-parallel size, expert-data-parallel size). ZeRO stage 1 shards
+    ``shards`` = (zero stage, data-parallel size, expert-data-parallel size); ``gradient_bytes``: 4
+    (fp32) or 2 (16-bit gradients, whose fp32 copy joins the optimizer state). ZeRO stage 1 shards
     the optimizer state, 2 also the gradients, 3 also the weights (Rajbhandari et al., SC'20).
     The one implementation of the rule: the analytic engine's memory calls it per layout.
     """
@@ -76,8 +84,8 @@ def state_bytes(dense_params: float, expert_params: float, shards: tuple[int, in
     whole = dense_params + expert_params
     return StateBytes(
         WEIGHT_BYTES * (sharded if zero >= 3 else whole),
-        gradient_bytes_per_param(dtype) * (sharded if zero >= 2 else whole),
-        ADAM_STATE_BYTES_PER_PARAM * (sharded if zero >= 1 else whole),
+        gradient_bytes * (sharded if zero >= 2 else whole),
+        optimizer_state_bytes(gradient_bytes) * (sharded if zero >= 1 else whole),
     )
 
 

@@ -7,12 +7,16 @@ their software did, applied to all rows of a paper alike:
 
 * Megatron SC'21 (Narayanan et al.): fp16, full activation recomputation, no sequence
   parallelism, unfused attention (2021: no flash attention), gradient all-reduce after the
-  backward pass (Megatron's local DDP, not overlapped), micro-batch 1 and the plain 1F1B schedule
+  backward pass (Megatron's local DDP, not overlapped) in fp16 (Megatron-LM v2.5 keeps fp16
+  gradients unless ``--accumulate-allreduce-grads-in-fp32``, which examples/sc21 and
+  examples/pretrain_gpt3_175B.sh do not set), micro-batch 1 and the plain 1F1B schedule
   (Megatron-LM's default; Table 1 does not list micro-batch or model chunks per row, so no row
   gets its own). The metric is achieved hardware TFLOP/s per GPU as the paper counts it (its
   96·B·s·l·h² formula; our hardware FLOPs equal it for these models).
 * Korthikanti et al. 2022: fp16, sequence parallelism + selective recomputation, unfused
-  attention, data-parallel size 1, and calculon's transcription of the configurations
+  attention, data-parallel size 1, fp32 gradients (the paper's Fig. 1 counts 18 bytes of
+  parameters and optimizer state per parameter: 16-bit weights, fp32 gradients, 12 B of Adam),
+  and calculon's transcription of the configurations
   (22B: micro-batch 4, 175B and 530B: 3 model chunks, 1T: 1). Metrics: MFU and iteration time.
 
 The suite is out-of-sample: the compute model is calibrated on kernel microbenchmarks only (the
@@ -45,7 +49,7 @@ VOCAB = 51200
 SEQ_LEN = 2048
 
 MEGATRON_OPTIONS = TrainingOptions(flash_attention=False, overlap_grad_reduce=False)
-KORTHIKANTI_OPTIONS = TrainingOptions(flash_attention=False, overlap_grad_reduce=False)
+KORTHIKANTI_OPTIONS = TrainingOptions(flash_attention=False, overlap_grad_reduce=False, grad_reduce_in_fp32=True)
 # calculon-ai/calculon validation/seqsel/tab5/*_seqsel.json @ caa4b11f (micro-batch, model chunks)
 KORTHIKANTI_SCHEDULE = {"22b": (4, 1), "175b": (1, 3), "530b": (1, 3), "1t": (1, 1)}
 CALIBRATION = (

@@ -6,7 +6,9 @@ source publishes -- the model (hidden size, heads, layers; vocabulary 131,072; s
 layout (TP, PP, DP), the global batch and the overlaps it names (``--overlap-grad-reduce
 --overlap-param-gather --tp-comm-overlap``, which imply the distributed optimizer, ZeRO-1, and
 sequence parallelism) -- and Megatron-LM's defaults for what it does not publish: BF16 (the MFU
-column is TFLOP/s over the BF16 peak), micro-batch 1, no interleaving, no recomputation, the
+column is TFLOP/s over the BF16 peak) with fp32 gradients (at 937571c ``--bf16`` forces
+``accumulate_allreduce_grads_in_fp32``, megatron/training/arguments.py:299-308; no switch to bf16
+reduction existed before 2025), micro-batch 1, no interleaving, no recomputation, the
 unfused cross entropy and Megatron's GPT (a GeLU MLP of 4h), with untied input and output
 embeddings: the table's model sizes are those parameter counts (e.g. 1.7B = 24 x 12h² + 2 x 131,072
 x h for h = 2048; tied it would be 1.5B). The metric is model

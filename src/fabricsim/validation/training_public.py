@@ -7,8 +7,9 @@ settings the source publishes (layout, micro-batch, virtual stages, FSDP, FP8 re
 defaults of current Megatron-Core recipes applied to all rows alike: flash attention, overlapped
 gradient reduction, tensor-parallel communication overlap, sequence parallelism with tp > 1,
 ZeRO-1 distributed optimizer (FSDP rows: ZeRO-3), no activation recomputation, the fused cross
-entropy of the row's framework (:data:`CROSS_ENTROPY_BY_FRAMEWORK`); a row whose recipe sets an
-option otherwise says so in ``settings`` (with its source).
+entropy of the row's framework (:data:`CROSS_ENTROPY_BY_FRAMEWORK`), and 16-bit gradients reduced
+in bf16 (:data:`GRAD_REDUCE_IN_FP32`); a row whose recipe sets an option otherwise says so in
+``settings`` (with its source).
 
 Besides the per-row errors the suite reports held-out errors of the kernel calibration:
 
@@ -49,6 +50,17 @@ CALIBRATION = (
     "measured fraction, assumed); compute beside an overlapped collective 18.9% slower (S9)"
 )
 
+# Gradient buffer and data-parallel reduction in bf16 for every row: the performance paths turn the
+# recipes' fp32 default off. NeMo 2 (dgxc rows): ``recipe.trainer.plugins.grad_reduce_in_fp32 =
+# False`` in ``pretrain_performance_optimizations`` (NVIDIA/NeMo @ d2b21556
+# nemo/collections/llm/recipes/llama3_8b.py:240, llama3_70b.py:246, llama31_405b.py:253) and again
+# for FP8 (dgxc-benchmarking @ 85380ff llama3.1/pretrain_llama31.py:131; NeMo @ 6f2c6fda
+# scripts/performance/utils.py:437). Megatron-Bridge (MB rows): the recipes and perf YAMLs at r0.1.0
+# (recipes/llama/llama3_8b.py:163-164; configs/llama3/llama3_8b_llm_pretrain.yaml:39;
+# recipes/deepseek/deepseek_v3.py:252), ``set_*_common_configs`` at v0.2.0 / v0.3.0
+# (configs/llama3/llama3_llm_pretrain.py:46-47, configs/llama/llama3_llm_pretrain.py:43-44,
+# configs/deepseek/deepseek_llm_pretrain.py:37-41). Research note: research-round4-gradreduce.md.
+GRAD_REDUCE_IN_FP32 = False
 
 # Loss kernels by the framework that published the row. NeMo 2 (the dgxc-benchmarking rows):
 # ``GPTConfig.cross_entropy_loss_fusion = True`` with Megatron-Core's default implementation (native).
@@ -88,6 +100,7 @@ def row_options(row: dict[str, Any]) -> TrainingOptions:
     e.g. the DeepEP dispatcher; sourced in ``settings_source``)."""
     defaults: dict[str, Any] = {"flash_attention": True, "overlap_grad_reduce": True, "overlap_tp_comm": True}
     defaults["cross_entropy"] = CROSS_ENTROPY_BY_FRAMEWORK[row_framework(row)]
+    defaults["grad_reduce_in_fp32"] = GRAD_REDUCE_IN_FP32
     return TrainingOptions(**{**defaults, **row.get("settings", {})}, fp8_recipe=row.get("recipe"))
 
 

@@ -29,3 +29,24 @@ def p2p_transfers_per_microbatch(pipeline_parallel: int, virtual_stages: int) ->
     """Blocking send/recv pairs on a GPU's critical path per micro-batch: one forward activation
     and one backward gradient per model chunk (Megatron-LM's 1F1B exchanges them synchronously)."""
     return 0 if pipeline_parallel == 1 else 2 * virtual_stages
+
+
+def a2a_paired_share(pipeline_parallel: int, virtual_stages: int, microbatches: int) -> float:
+    """Share of the first stage's forward and backward chunk steps that Megatron-Core's 1F1B A2A
+    overlap (``--overlap-moe-expert-parallel-comm``) runs as combined forward + backward steps; the
+    rest (warm-up forwards, cool-down backwards) run alone, their exchanges exposed.
+
+    Megatron-Core ``schedules.get_pp_rank_microbatches`` at d98e8a6: interleaved, rank r of p runs
+    W = 2(p - r - 1) + (v - 1)·p + 1 warm-up steps with the overlap (the + 1 keeps each combined pair
+    independent; micro-batch groups of p), capped at m·v; the first stage (r = 0, the most warm-up)
+    paces the step. Without pipelining one forward and one backward run alone: (m - 1)/m paired.
+    Pipelining without interleaving has no combined schedule (the overlap asserts virtual stages
+    when pp > 1): 0."""
+    p, v, m = pipeline_parallel, virtual_stages, microbatches
+    if p == 1:
+        return (m - 1) / m
+    if v == 1:
+        return 0.0
+    steps = m * v
+    warmup = min(steps, 2 * (p - 1) + (v - 1) * p + 1)
+    return (steps - warmup) / steps

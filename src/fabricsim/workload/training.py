@@ -67,7 +67,12 @@ class TrainingOptions:
     ``account_for_loss``: Megatron-Core's ``--account-for-embedding-in-pipeline-split`` /
     ``--account-for-loss-in-pipeline-split`` (default off): the embedding / the output layer and
     loss count as one layer when the layers are split into pp x vpp equal chunks, so the first /
-    last chunk holds one transformer layer fewer (:func:`largest_stage`).
+    last chunk holds one transformer layer fewer (:func:`largest_stage`). ``grad_reduce_in_fp32``:
+    the data-parallel gradient buffer (accumulated over micro-batches, reduced over data parallel)
+    in fp32, or in the parameters' 16-bit dtype (Megatron-Core's DDP ``grad_reduce_in_fp32``;
+    Megatron-LM ``--accumulate-allreduce-grads-in-fp32`` / ``--grad-reduce-in-bf16``). None is
+    Megatron-LM's default for the dtype (megatron/training/arguments.py): fp32 for bf16 parameters
+    (bf16 runs and FP8/FP4 recipes), fp16 for fp16 runs (:meth:`gradient_bytes`).
     """
 
     flash_attention: bool = True
@@ -82,6 +87,15 @@ class TrainingOptions:
     mtp_layers: int = 0
     account_for_embedding: bool = False
     account_for_loss: bool = False
+    grad_reduce_in_fp32: bool | None = None
+
+    def gradients_in_fp32(self, dtype: str) -> bool:
+        """Whether a run in ``dtype`` keeps and reduces fp32 gradients (class docstring)."""
+        return self.grad_reduce_in_fp32 if self.grad_reduce_in_fp32 is not None else dtype != "fp16"
+
+    def gradient_bytes(self, dtype: str) -> float:
+        """Bytes per gradient of a run in ``dtype``: 4 (fp32) or 2 (16-bit)."""
+        return 4.0 if self.gradients_in_fp32(dtype) else 2.0
 
     @property
     def pipeline_accounting(self) -> tuple[bool, bool]:
@@ -94,8 +108,8 @@ class TrainingOptions:
                 "fp8_recipe", f"unknown FP8 recipe {self.fp8_recipe!r}", f"use one of {', '.join(FP8_RECIPES)}"
             )
 
-    def as_dict(self) -> dict[str, object]:
-        """JSON view with the CLI's names."""
+    def as_dict(self, dtype: str | None = None) -> dict[str, object]:
+        """JSON view with the CLI's names (``grad_reduce_in_fp32`` resolved for ``dtype`` when given)."""
         return {
             "flash_attention": self.flash_attention,
             "overlap_grad_reduce": self.overlap_grad_reduce,
@@ -109,6 +123,7 @@ class TrainingOptions:
             "mtp_layers": self.mtp_layers,
             "account_for_embedding_in_pipeline_split": self.account_for_embedding,
             "account_for_loss_in_pipeline_split": self.account_for_loss,
+            "grad_reduce_in_fp32": self.grad_reduce_in_fp32 if dtype is None else self.gradients_in_fp32(dtype),
         }
 
     def validate(self) -> None:

@@ -21,7 +21,7 @@ def test_states_are_state_bytes_of_the_stage(model: str, tp: int, ep: int, zero:
     )
     entry = ctx.stage(layout, 4096)
     memory = memory_breakdown(layout, entry, 32)
-    states = state_bytes(entry.dense_params, entry.expert_params, (zero, 16, 16 // ep), "bf16")
+    states = state_bytes(entry.dense_params, entry.expert_params, (zero, 16, 16 // ep), 4.0)
     gathered = 2.0 * WEIGHT_BYTES * (entry.dense_params + entry.expert_params) / entry.layers if zero == 3 else 0.0
     assert memory.weights == states.weights + gathered
     assert (memory.gradients, memory.optimizer_states) == (states.gradients, states.optimizer)

@@ -76,13 +76,45 @@ def test_deepep_dispatch_is_cheaper_across_nodes_and_16_bit_in_fp8_runs() -> Non
 
 
 def test_a2a_overlap_hides_dispatch_behind_the_other_micro_batch() -> None:
-    plain = api.train(*DSV3, **NVIDIA_512, recompute="fine-grained")
-    hidden = api.train(*DSV3, **NVIDIA_512, recompute="fine-grained", a2a_overlap=True)
+    plain = api.train(*DSV3, **NVIDIA_512, vpp=4, recompute="fine-grained")
+    hidden = api.train(*DSV3, **NVIDIA_512, vpp=4, recompute="fine-grained", a2a_overlap=True)
     ep_plain, ep_hidden = (dict(r.time_breakdown_s)["ep_comm_s"] for r in (plain, hidden))
     compute = sum(dict(plain.time_breakdown_s)[k] for k in ("forward_compute_s", "backward_compute_s"))
     assert max(0.0, ep_plain - compute) <= ep_hidden < ep_plain
     assert ep_hidden >= A2A_OVERLAP_SM_SHARE * min(ep_plain, compute) * 0.9  # SMs the exchange holds
     assert dict(hidden.options)["a2a_overlap"] is True
+
+
+def test_a2a_overlap_pairs_only_the_steady_state() -> None:
+    """Megatron-Core runs the warm-up forwards and cool-down backwards alone (schedules.py
+    get_pp_rank_microbatches: 2(p - 1) + (v - 1)p + 1 on the first stage), so fewer micro-batches per
+    step hide less per micro-batch; without interleaving at pp > 1 there is no combined schedule."""
+    from fabricsim.workload.pipeline import a2a_paired_share
+
+    assert a2a_paired_share(1, 1, 8) == pytest.approx(7 / 8)
+    assert a2a_paired_share(4, 2, 8) == pytest.approx(5 / 16)  # 16 chunk steps, 11 in warm-up
+    assert a2a_paired_share(8, 1, 64) == 0.0
+    assert a2a_paired_share(8, 4, 4) == 0.0  # everything in warm-up
+    per_microbatch = []
+    for batch in (512, 4096):
+        plain, hidden = (
+            api.train(
+                "deepseek-v3",
+                "dgx-h100",
+                512,
+                batch,
+                4096,
+                **NVIDIA_512,
+                vpp=4,
+                recompute="fine-grained",
+                a2a_overlap=overlap,
+            )
+            for overlap in (False, True)
+        )
+        per_microbatch.append(dict(hidden.time_breakdown_s)["ep_comm_s"] / dict(plain.time_breakdown_s)["ep_comm_s"])
+    assert per_microbatch[1] < per_microbatch[0] < 1.0
+    with pytest.raises(FabricsimError, match="a2a-overlap"):
+        api.train(*DSV3, **NVIDIA_512, recompute="fine-grained", a2a_overlap=True)
 
 
 def test_capacity_factor_pads_experts_and_dispatch() -> None:

@@ -304,6 +304,7 @@ def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> 
         logits_activation=logits,
         recompute_working=working,
         p2p_bytes=work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0)).pipeline_bytes,
+        gradient_bytes=ctx.options.gradient_bytes(layout.dtype),
     )
 
 

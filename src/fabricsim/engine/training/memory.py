@@ -84,7 +84,7 @@ def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: in
     stage 0 (or one micro-batch plus the logits on the last stage); framework overhead."""
     dp = layout.data_parallel
     shards = (layout.zero_stage, dp, layout.expert_data_parallel)
-    states = state_bytes(entry.dense_params, entry.expert_params, shards, layout.dtype)
+    states = state_bytes(entry.dense_params, entry.expert_params, shards, entry.gradient_bytes)
     weights = states.weights
     if layout.zero_stage == 3 and dp > 1:
         weights += 2.0 * WEIGHT_BYTES * (entry.dense_params + entry.expert_params) / max(1, entry.layers)

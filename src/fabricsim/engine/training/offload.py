@@ -13,7 +13,7 @@ compute)`` (one transfer per layer; Calculon, Isaev et al. SC'23, block offload 
 every micro-batch and the pipeline bubble's.
 Per step:
 
-* optimizer offloaded: the fp32 gradient shard goes out during the last backward (hidden behind
+* optimizer offloaded: the gradient shard goes out during the last backward (hidden behind
   it when gradient reduction overlaps backward, as the reduction itself); the Adam step runs on
   the CPU, bound by the tier's DRAM bandwidth (``OPTIMIZER_BYTES_PER_PARAM_UPDATE`` per parameter
   at the GPU's share of the peak: a lower bound); the updated 16-bit shard comes back in,
@@ -34,7 +34,7 @@ from fabricsim.engine.training.step_time import grad_bucket_params
 from fabricsim.specs import ParallelLayout
 from fabricsim.specs.memory_tier import MemoryTierSpec, OffloadClass, OffloadSpec
 from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE
-from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param
+from fabricsim.transformer.memory import WEIGHT_BYTES
 from fabricsim.transformer.memory_tiers import ResidentBytes, TierBytes, place
 from fabricsim.workload.pipeline import bubble_stage_times
 
@@ -69,7 +69,7 @@ def resident_bytes(
     """The inputs of :func:`fabricsim.transformer.memory_tiers.place` for one layout."""
     params = entry.dense_params + entry.expert_params
     layers = max(1, entry.layers)
-    grad = gradient_bytes_per_param(layout.dtype)
+    grad = entry.gradient_bytes
     stored = base.activations - entry.logits_activation - entry.recompute_working
     return ResidentBytes(
         resident=TierBytes(base.weights, base.gradients, base.optimizer_states, base.activations),
@@ -126,7 +126,7 @@ def offload_time(
     optimizer_s = None
     owned = owned_params(layout, entry)
     if offload.has(OffloadClass.OPTIMIZER):
-        gradients = gradient_bytes_per_param(layout.dtype) * owned
+        gradients = entry.gradient_bytes * owned
         if overlap_grad_reduce:
             exposed += _pass_exposed_s(weights + acts, gradients, link, backward_s) - backward
         else:

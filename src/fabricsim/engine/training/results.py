@@ -146,6 +146,7 @@ class StageWork:
     tp_comm_s: float
     cp_comm_s: float
     ep_comm_s: float
+    ep_unpaired_s: float = 0.0  # more EP exposed when a micro-batch's steps run unpaired (A2A overlap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,3 +161,4 @@ class StageEntry:
     logits_activation: float
     recompute_working: float
     p2p_bytes: float
+    gradient_bytes: float = 4.0  # per parameter: fp32 or 16-bit (TrainingOptions.gradient_bytes)

@@ -26,7 +26,7 @@ from fabricsim.engine.training.analytic import StageWork, TrainingEstimate
 from fabricsim.engine.training.step_time import grad_bucket_params
 from fabricsim.engine.variability import TailResult, TimerFactory, Variability, monte_carlo
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
-from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param
+from fabricsim.transformer.memory import WEIGHT_BYTES
 from fabricsim.workload import training as work
 from fabricsim.workload.graph import CommPayload, OpGraph, Stream
 from fabricsim.workload.training import TrainingOptions
@@ -124,8 +124,7 @@ def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple
         return (), None
     stride = layout.tensor_parallel * layout.context_parallel
     entry = ctx.stage(layout, case.seq_len)  # the analytic path's own parameter split
-    dense, expert = entry.dense_params, entry.expert_params
-    grad = gradient_bytes_per_param(layout.dtype)
+    dense, expert, grad = entry.dense_params, entry.expert_params, entry.gradient_bytes
     op = "all-reduce" if layout.zero_stage == 0 else "reduce-scatter"
     buckets: list[Transfer] = []
     gather_s = 0.0

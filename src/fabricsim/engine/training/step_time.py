@@ -33,12 +33,12 @@ from fabricsim.transformer.compute import (
     logits_times_s,
     memory_time_s,
 )
-from fabricsim.transformer.constants import FP16_UNSCALE_BYTES, GRAD_ZERO_BYTES, OPTIMIZER_SHARD_BYTES
+from fabricsim.transformer.constants import FP16_UNSCALE_BYTES, MAIN_GRAD_COPY_BYTES, OPTIMIZER_SHARD_BYTES
 from fabricsim.transformer.flops import ModelDims
-from fabricsim.transformer.memory import WEIGHT_BYTES, gradient_bytes_per_param
+from fabricsim.transformer.memory import WEIGHT_BYTES
 from fabricsim.transformer.moe import expert_shard
 from fabricsim.workload import training as work
-from fabricsim.workload.pipeline import bubble_stage_times, p2p_transfers_per_microbatch
+from fabricsim.workload.pipeline import a2a_paired_share, bubble_stage_times, p2p_transfers_per_microbatch
 from fabricsim.workload.training import TrainingOptions
 
 # Megatron-Core's default gradient bucket: max(40M, 1M x dp) parameters (DistributedDataParallel:
@@ -164,7 +164,8 @@ def paired_a2a_s(comm_s: float, times: LayerTimes, passes: int) -> float:
     combine under forward attention, forward dispatch under backward MLP, backward dispatch under
     forward MLP, forward combine under backward attention -- slowing that block by the SMs the
     exchange holds. Dispatch and combine take half of a pass each; a recomputed forward's exchange
-    is not paired. Warm-up and cool-down micro-batches are not treated apart."""
+    is not paired. This is a paired step's exposure; warm-up and cool-down steps run unpaired
+    (:func:`fabricsim.workload.pipeline.a2a_paired_share`, applied per step in :func:`step_time`)."""
     per_pass = comm_s / passes
     half = per_pass / 2.0
     mlp_forward = times.mlp_linear_s
@@ -228,7 +229,7 @@ def _sum_work(parts: list[StageWork], weights: tuple[float, ...] | None = None) 
     weights = weights or (1.0,) * len(parts)
     return StageWork(*(
         sum(w * getattr(p, name) for p, w in zip(parts, weights, strict=True))
-        for name in ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s")
+        for name in ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "ep_unpaired_s")
     ))
 
 
@@ -243,14 +244,15 @@ def _layer_work(
         recompute = fine_grained_recompute_s(dims, rates, shape, moe)
     else:
         recompute = _recompute_s(times, layout.recompute)
-    ep_layer = 0.0
+    ep_layer = unpaired = 0.0
     if moe:
         ep_layer = expert_comm_s(ctx, layout, sizes)
         if ctx.options.a2a_overlap and ep_layer:
-            ep_layer = paired_a2a_s(ep_layer, times, 3 if layout.recompute is Recompute.FULL else 2)
+            paired = paired_a2a_s(ep_layer, times, 3 if layout.recompute is Recompute.FULL else 2)
+            ep_layer, unpaired = paired, ep_layer - paired
     return StageWork(
         count * times.total_s, count * times.backward_s, count * recompute, count * tp_layer, count * cp_layer,
-        count * ep_layer,
+        count * ep_layer, count * unpaired,
     )
 
 
@@ -274,7 +276,7 @@ def _tail_work(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, 
     extra = StageWork(
         layer.forward_s + projection + norms[0] + logits_fwd,
         layer.backward_s + 2.0 * projection + norms[1] + logits_bwd,
-        layer.recompute_s, layer.tp_comm_s, layer.cp_comm_s, layer.ep_comm_s,
+        layer.recompute_s, layer.tp_comm_s, layer.cp_comm_s, layer.ep_comm_s, layer.ep_unpaired_s,
     )
     return _sum_work([tail, extra], (1.0, float(depth)))
 
@@ -287,7 +289,7 @@ def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, par
     comm, stride = ctx.comm, layout.tensor_parallel * layout.context_parallel
     edp, expert_stride = layout.expert_data_parallel, layout.expert_tp * layout.expert_parallel
     dense, expert = params
-    grad = gradient_bytes_per_param(layout.dtype)
+    grad = ctx.options.gradient_bytes(layout.dtype)
     op = AR if zero == 0 else RS
     reduce_s = comm.time_s(op, dense * grad, dp, stride) + comm.time_s(op, expert * grad, edp, expert_stride)
     gather_s = 0.0
@@ -316,17 +318,19 @@ def zero3_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, 
 
 def optimizer_s(ctx: StepContext, layout: ParallelLayout, params: tuple[float, float]) -> float:
     """Seconds of the optimizer step (HBM-bound): clipping norm, Adam and the copy to the 16-bit
-    weights on the rank's (ZeRO) shard, the fp16 unscale there, and zeroing the local gradient buffer
-    (``transformer.constants``)."""
+    weights on the rank's (ZeRO) shard, the fp16 unscale and the copy of 16-bit gradients into fp32
+    main gradients there, and zeroing the local gradient buffer (``transformer.constants``)."""
     dense, expert = params
     local = dense + expert
     if layout.zero_stage >= 1:
         dense /= layout.data_parallel
         expert /= layout.expert_data_parallel
     shard = dense + expert
+    grad = ctx.options.gradient_bytes(layout.dtype)
     per_param = OPTIMIZER_SHARD_BYTES + (FP16_UNSCALE_BYTES if layout.dtype == "fp16" else 0.0)
+    per_param += 0.0 if ctx.options.gradients_in_fp32(layout.dtype) else MAIN_GRAD_COPY_BYTES
     zeroed = shard if layout.zero_stage >= 3 else local
-    return (shard * per_param + zeroed * GRAD_ZERO_BYTES) / ctx.rates(layout.dtype).hbm_Bps
+    return (shard * per_param + zeroed * grad) / ctx.rates(layout.dtype).hbm_Bps
 
 
 def step_time(
@@ -346,15 +350,20 @@ def step_time(
         stride = layout.tensor_parallel * layout.context_parallel * layout.data_parallel
         p2p = p2p_transfers_per_microbatch(pp, vpp) * ctx.comm.send_recv_s(entry.p2p_bytes, stride)
     dp_s, zero3, optimizer_s = dp_times
+    # A2A overlap: the warm-up and cool-down steps run unpaired, and so do the other stages' steps
+    # that make up the bubble
+    ep_s = stage.ep_comm_s
+    if stage.ep_unpaired_s:
+        ep_s += (1.0 - a2a_paired_share(pp, vpp, m)) * stage.ep_unpaired_s
     per_mb = stage.forward_s + stage.backward_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
-    per_mb += stage.ep_comm_s + zero3
+    per_mb += stage.ep_comm_s + stage.ep_unpaired_s + zero3
     return TimeBreakdown(
         forward_compute_s=m * stage.forward_s,
         backward_compute_s=m * stage.backward_s,
         recompute_s=m * stage.recompute_s,
         tp_comm_s=m * stage.tp_comm_s,
         cp_comm_s=m * stage.cp_comm_s,
-        ep_comm_s=m * stage.ep_comm_s,
+        ep_comm_s=m * ep_s,
         pp_comm_s=m * p2p,
         pipeline_bubble_s=bubble_stage_times(pp, vpp) * per_mb,
         dp_comm_s=m * zero3 + dp_s,
