@@ -141,3 +141,12 @@ def test_plan_api_takes_the_settings_as_keywords() -> None:
     assert dict(plan.plans[0].result.options)["overlap_grad_reduce"] is True  # free: chosen on
     with pytest.raises(FabricsimError, match="a2a-overlap"):
         api.plan_train("gpt3-175b", "dgx-a100", 64, 128, 2048, a2a_overlap="maybe")  # type: ignore[arg-type]
+
+
+def test_plan_reports_the_a2a_overlap_only_where_megatron_can_run_it(capsys) -> None:
+    """The planner picks the A2A overlap freely, but a pipelined layout without interleaving has no
+    combined 1F1B schedule in Megatron-Core: such plans run and report it off."""
+    argv = ["plan", "train", "--model", "deepseek-v3", "--system", "dgx-h100", "--gpus", "512", "--tp", "2"]
+    argv += ["--pp", "8", "--vpp", "1", "--ep", "64", "--global-batch", "4096", "--seq-len", "4096", "--top", "1"]
+    plan = _json(capsys, argv)["plans"][0]
+    assert plan["layout"]["vpp"] == 1 and plan["options"]["a2a_overlap"] is False

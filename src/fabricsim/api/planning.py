@@ -9,7 +9,7 @@ from collections.abc import Callable
 from fabricsim import catalog, planner
 from fabricsim.api.cost import attach_infer, attach_train
 from fabricsim.api.inference import infer_result, request_stream
-from fabricsim.api.training import train_result, training_options
+from fabricsim.api.training import a2a_overlap_unavailable, train_result, training_options
 from fabricsim.api.training_simulated import simulated_train_result
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
@@ -191,6 +191,8 @@ def _faster_unfit_json(estimate: analytic.TrainingEstimate | None) -> tuple[tupl
 def _plan_entry(
     rank: int, model: str, system: SystemSpec, plan: planner.TrainPlan, options: analytic.TrainingOptions | None
 ) -> PlanEntry:
+    if options is not None and a2a_overlap_unavailable(options, plan.estimate.layout):
+        options = dataclasses.replace(options, a2a_overlap=False)  # what the layout ran with
     result: TrainResult | SimulatedTrainResult = attach_train(
         train_result(model, system.name, plan.estimate, options), system
     )

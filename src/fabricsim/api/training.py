@@ -192,13 +192,18 @@ def train(
     return attach_train(train_result(model_spec.name, system_spec.name, estimate, options), system_spec)
 
 
-def check_a2a_overlap(options: TrainingOptions, layout: ParallelLayout) -> None:
-    """Refuse the A2A overlap of an expert-parallel layout where Megatron-Core has no combined
-    schedule for it: pipelining without interleaving (its config asserts virtual stages when
-    pp > 1). The planner, which picks
-    the overlap freely, times such layouts without it (``workload.pipeline.a2a_paired_share``)."""
+def a2a_overlap_unavailable(options: TrainingOptions, layout: ParallelLayout) -> bool:
+    """True where the A2A overlap is asked of an expert-parallel layout that Megatron-Core has no
+    combined schedule for: pipelining without interleaving (its config asserts virtual stages when
+    pp > 1). ``train`` refuses it; the planner, which picks the overlap freely, times and reports
+    such layouts without it (``workload.pipeline.a2a_paired_share`` is 0 there)."""
     pipelined = layout.pipeline_parallel > 1 and layout.virtual_stages == 1
-    if options.a2a_overlap and layout.expert_parallel > 1 and pipelined:
+    return options.a2a_overlap and layout.expert_parallel > 1 and pipelined
+
+
+def check_a2a_overlap(options: TrainingOptions, layout: ParallelLayout) -> None:
+    """Raise FabricsimError where :func:`a2a_overlap_unavailable`."""
+    if a2a_overlap_unavailable(options, layout):
         raise FabricsimError(
             "a2a-overlap", "needs the interleaved schedule when pp > 1 (Megatron-Core)", "add --vpp 2 or more"
         )
