@@ -80,6 +80,7 @@ BAD: dict[str, list[str]] = {
     "batch": ["-1", "0", "maxx", str(10**400), *NUMBER_JUNK],
     "cc_param": ["x", "timer_s=nan", "bogus=1", "timer_s=-1", "", "timer_s"],
     "address": ["", "x" * 300],
+    "pipeline_layout": ["", " ", "x|y", "Et|tL", "(tt|)*", "E(t|)*99999999L"],
 }
 """The bad values of each kind of option: each must be refused with exit 2 wherever that kind is used."""
 
@@ -125,7 +126,7 @@ LAYOUT_LISTS = {"tp": "count_list", "pp": "count_list", "dp": "count_list", "cp"
 MODEL_SYSTEM = {"model": "catalog", "system": "catalog", "gpus": "count"}
 SETTINGS = {  # train / plan train
     "fp8_recipe": "enum", "capacity_factor": "positive", "moe_dispatcher": "enum", "cross_entropy": "enum",
-    "mtp_layers": "natural"}
+    "mtp_layers": "natural", "pipeline_layout": "pipeline_layout"}
 SWITCHES = {name: "an on/off flag pair: takes no value" for name in (
     "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "a2a_overlap",
     "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "grad_reduce_in_fp32")}

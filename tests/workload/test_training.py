@@ -6,7 +6,14 @@ from fabricsim.catalog import load_model
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.flops import model_dims
-from fabricsim.workload.training import check_layout, comm_sizes, largest_stage, last_stage_layers, resolve_layout
+from fabricsim.workload.training import (
+    PipelineSplit,
+    check_layout,
+    comm_sizes,
+    largest_stage,
+    last_stage_layers,
+    resolve_layout,
+)
 
 GPT3 = model_dims(load_model("gpt3-175b"))
 DSV3 = model_dims(load_model("deepseek-v3"))
@@ -74,7 +81,7 @@ def test_pipeline_split_accounting_counts_the_embedding_and_loss_as_layers() -> 
     pp x vpp = 16 x 8 chunks of one: the first chunk holds only the embedding, the last only the loss,
     so a middle stage has 8 layers, the first and the last 7. Without accounting 128 chunks exceed the
     126 layers; with it the units must divide evenly."""
-    both = (True, True)
+    both = PipelineSplit(True, True)
     layout = ParallelLayout(tensor_parallel=4, pipeline_parallel=16, virtual_stages=8, data_parallel=4)
     with pytest.raises(FabricsimError, match="exceeds the 126 layers"):
         check_layout(LLAMA_405B, layout, 256, 64, 8192)
@@ -85,4 +92,5 @@ def test_pipeline_split_accounting_counts_the_embedding_and_loss_as_layers() -> 
     assert largest_stage(LLAMA_405B, 2, both).layers == last_stage_layers(LLAMA_405B, 2, both) == 63
     assert largest_stage(LLAMA_405B, 1, both).layers == 126
     with pytest.raises(FabricsimError, match="equal chunks"):  # 127 units over 16 chunks
-        check_layout(LLAMA_405B, ParallelLayout(pipeline_parallel=16, data_parallel=1), 16, 8, 8192, (True, False))
+        layout = ParallelLayout(pipeline_parallel=16, data_parallel=1)
+        check_layout(LLAMA_405B, layout, 16, 8, 8192, PipelineSplit(embedding=True))

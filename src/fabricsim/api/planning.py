@@ -36,6 +36,8 @@ from fabricsim.specs.inputs import (
     edge,
 )
 from fabricsim.specs.memory_tier import OffloadSpec
+from fabricsim.transformer.flops import model_dims
+from fabricsim.workload.pipeline_layout import check_layout_content
 
 
 @edge
@@ -64,13 +66,14 @@ def plan_train(
     account_for_embedding_in_pipeline_split: bool | None = None,
     account_for_loss_in_pipeline_split: bool | None = None,
     grad_reduce_in_fp32: bool | None = None,
+    pipeline_layout: str | None = None,
     search_offload: bool | None = None,
     offload_tier: str | list[str] | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
 
-    The framework settings are :func:`train`'s (``flash_attention`` ... ``grad_reduce_in_fp32``). An
-    overlap left unset is free to choose, and the planner chooses it on:
+    The framework settings are :func:`train`'s (``flash_attention`` ... ``pipeline_layout``, which fixes
+    pp x vpp). An overlap left unset is free to choose, and the planner chooses it on:
     in this model each overlap only subtracts hidden time (exposed = max(0, comm - compute) <= comm)
     and costs no memory, so "on" is never worse for any layout (``tests/planner`` checks it) and
     searching "off" could not change the ranking. Plans report the settings they ran with.
@@ -104,8 +107,12 @@ def plan_train(
         account_for_embedding_in_pipeline_split=account_for_embedding_in_pipeline_split,
         account_for_loss_in_pipeline_split=account_for_loss_in_pipeline_split,
         grad_reduce_in_fp32=grad_reduce_in_fp32,
+        pipeline_layout=pipeline_layout,
         free=True,
     )
+    if options.pipeline_layout:  # its content does not depend on the layout searched
+        layers = model_dims(model_spec).layers
+        check_layout_content(options.pipeline_accounting.chunks, layers, options.mtp_layers)
     question = planner.TrainQuestion(model_spec, system_spec, gpus, global_batch, seq_len, options)
     choices = _offload_choices(system_spec, search_offload, offload_tier)
     start = time.perf_counter()

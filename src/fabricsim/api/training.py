@@ -55,6 +55,7 @@ def training_options(
     account_for_embedding_in_pipeline_split: bool | None = None,
     account_for_loss_in_pipeline_split: bool | None = None,
     grad_reduce_in_fp32: bool | None = None,
+    pipeline_layout: str | None = None,
     free: bool | None = None,
 ) -> TrainingOptions:
     """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
@@ -104,6 +105,7 @@ def training_options(
         account_for_embedding=bool(account_for_embedding_in_pipeline_split),
         account_for_loss=bool(account_for_loss_in_pipeline_split),
         grad_reduce_in_fp32=grad_reduce_in_fp32,
+        pipeline_layout=pipeline_layout,
     )
     options.validate()
     return options
@@ -146,6 +148,7 @@ def train(
     account_for_embedding_in_pipeline_split: bool | None = None,
     account_for_loss_in_pipeline_split: bool | None = None,
     grad_reduce_in_fp32: bool | None = None,
+    pipeline_layout: str | None = None,
     offload: str | list[str] | None = None,
     offload_tier: str | None = None,
 ) -> TrainResult:
@@ -158,7 +161,7 @@ def train(
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
     sequence parallelism when tp > 1, bf16, expert TP = tp where it fits else 1). Framework
-    settings (``flash_attention`` ... ``grad_reduce_in_fp32``) default as Megatron-Core does (see
+    settings (``flash_attention`` ... ``pipeline_layout``) default as Megatron-Core does (see
     :func:`training_options`). Every argument is checked at this edge
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
@@ -181,6 +184,7 @@ def train(
         account_for_embedding_in_pipeline_split=account_for_embedding_in_pipeline_split,
         account_for_loss_in_pipeline_split=account_for_loss_in_pipeline_split,
         grad_reduce_in_fp32=grad_reduce_in_fp32,
+        pipeline_layout=pipeline_layout,
     )
     check_a2a_overlap(options, layout)
     placement = parse_offload(offload, offload_tier)

@@ -87,3 +87,10 @@ GRAD_FP32_OPTION = typer.Option(
     help="keep and reduce data-parallel gradients in fp32 (default: on for bf16/fp8/fp4, off for fp16 runs, "
     "as Megatron-Core; off = --grad-reduce-in-bf16)",
 )
+PIPELINE_LAYOUT_OPTION = typer.Option(
+    None,
+    "--pipeline-layout",
+    help="explicit layer placement over the pp x vpp chunks, Megatron-Core --pipeline-model-parallel-layout "
+    "(E embedding, t layer, m MTP layer, L loss, | between chunks, (...)*n repeats; e.g. 'Et|(tt|)*30mL'; "
+    "default: equal chunks)",
+)

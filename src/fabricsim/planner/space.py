@@ -65,6 +65,7 @@ class TrainProblem:
     global_batch: int
     seq_len: int
     accounted: int = 0  # embedding / loss counted as pipeline layers (pipeline-split accounting)
+    layout_chunks: int = 0  # model chunks of an explicit pipeline layout (pp x vpp must equal them); 0: none
 
     @property
     def pipeline_units(self) -> int:
@@ -153,6 +154,8 @@ def _expert_options(problem: TrainProblem, space: TrainSpace, ranks: int, tp: in
 def _stages_fit(problem: TrainProblem, pp: int) -> bool:
     """``pp`` stages can hold the model: at most one per layer, or with pipeline-split accounting an
     equal share of the layers + accounted parts each (Megatron-Core's rule)."""
+    if problem.layout_chunks:  # an explicit layout fixes pp x vpp (pp 1: a single chunk)
+        return problem.layout_chunks % pp == 0 and (pp > 1 or problem.layout_chunks == 1)
     units = problem.pipeline_units
     return units % pp == 0 if problem.accounted else pp <= units
 
@@ -202,6 +205,9 @@ def zero_options(space: TrainSpace, group: Group) -> tuple[int, ...]:
 def virtual_options(problem: TrainProblem, space: TrainSpace, group: Group, microbatches: int) -> tuple[int, ...]:
     """Virtual stages per GPU, ascending (stage-0 activation memory grows with them)."""
     pp, units = group.pipeline_parallel, problem.pipeline_units
+    if problem.layout_chunks:
+        vpp = problem.layout_chunks // pp
+        return _allowed((vpp,) if vpp == 1 or microbatches % pp == 0 else (), space.virtual_stages)
     valid = [1]
     if pp > 1 and microbatches % pp == 0 and units % pp == 0:
         valid += [v for v in divisors(units // pp) if v > 1]

@@ -343,9 +343,11 @@ def _faster_unfit(walk: _Walk, plans: tuple[TrainPlan, ...]) -> TrainingEstimate
 
 
 def train_problem(question: TrainQuestion) -> TrainProblem:
-    accounted = sum(question.options.pipeline_accounting) if question.options else 0
+    split = question.options.pipeline_accounting if question.options else None
+    accounted, chunks = (split.accounted, len(split.chunks)) if split else (0, 0)
     return TrainProblem(
-        model_dims(question.model), question.system, question.gpus, question.global_batch, question.seq_len, accounted
+        model_dims(question.model), question.system, question.gpus, question.global_batch, question.seq_len, accounted,
+        chunks,
     )
 
 

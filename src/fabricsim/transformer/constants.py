@@ -24,6 +24,11 @@ of a validation suite. Each constant says where it comes from and whether it was
   grad, 8); 16-bit gradients are first copied into fp32 main gradients (read 2, write 4); and the
   whole gradient buffer of the local replica (not sharded below ZeRO-3) is zeroed for the next
   step (its bytes per gradient). Derived.
+* ``GRAD_SCALE_PASSES``, ``GRAD_NAN_CHECK_PASSES`` -- passes over the local gradient buffer before
+  its data-parallel reduction (megatron/core/distributed/param_and_grad_buffer.py
+  ``start_grad_sync`` @ d98e8a6): ``grad_data *= gradient_scaling_factor`` (1/dp unless averaged in
+  the collective, Megatron's default: read + write) and, with ``check_for_nan_in_grad`` (Megatron-LM
+  ``--check-for-nan-in-loss-and-grad``, default on), the norm of each bucket (read). Derived.
 * ``MAIN_GRAD_BYTES`` -- the fp32 main-gradient copy the optimizer keeps per parameter it updates
   when the gradient buffer is 16-bit: Megatron-LM docs/user-guide/features/dist_optimizer.md
   (bytes per parameter: fp16 parameters and gradients 20, or 4 + 16/d distributed; bf16 parameters
@@ -39,6 +44,8 @@ OPTIMIZER_SHARD_BYTES = 38.0  # clip norm 4 + Adam 28 + copy to 16-bit weights 6
 FP16_UNSCALE_BYTES = 8.0
 MAIN_GRAD_COPY_BYTES = 6.0
 MAIN_GRAD_BYTES = 4.0
+GRAD_SCALE_PASSES = 2.0
+GRAD_NAN_CHECK_PASSES = 1.0
 
 # Mixed-precision Adam state per parameter (bytes): fp32 master weights + fp32 m + fp32 v.
 # Source: Rajbhandari et al., ZeRO (SC'20), sec. 3.1 (K = 12).
@@ -48,6 +55,8 @@ __all__ = [
     "ADAM_STATE_BYTES_PER_PARAM",
     "FP16_UNSCALE_BYTES",
     "FRAMEWORK_MEMORY_BYTES",
+    "GRAD_NAN_CHECK_PASSES",
+    "GRAD_SCALE_PASSES",
     "KERNEL_OVERHEAD_S",
     "MAIN_GRAD_BYTES",
     "MAIN_GRAD_COPY_BYTES",

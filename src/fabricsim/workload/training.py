@@ -18,11 +18,13 @@ Stage 0 also holds the input embedding, the last stage the output layer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.compute import CROSS_ENTROPY_IMPLS
 from fabricsim.transformer.flops import ModelDims
+from fabricsim.workload.pipeline_layout import check_layout_chunks, parse_layout, rank_layers
 
 DTYPES = ("bf16", "fp16", "fp8", "fp4")  # fp4: NVFP4 recipe on Blackwell
 # Megatron-Core ``--fp8-recipe``: delayed (per-tensor, amax history), tensorwise (per-tensor, current
@@ -33,6 +35,21 @@ FP8_RECIPES = ("delayed", "current", "block", "mxfp8", "nvfp4")  # transformer.k
 # (``--moe-token-dispatcher-type flex --moe-enable-deepep``).
 MOE_DISPATCHERS = ("alltoall", "deepep")
 MAX_MTP_LAYERS = 8  # multi-token prediction depth (DeepSeek-V3 trains with 1)
+
+
+class PipelineSplit(NamedTuple):
+    """How layers split over the pipeline's model chunks: Megatron-Core's equal chunks, with the
+    embedding / the loss counted as a layer (``--account-for-*-in-pipeline-split``), or an explicit
+    layout's chunks (``--pipeline-model-parallel-layout``, :mod:`fabricsim.workload.pipeline_layout`)."""
+
+    embedding: bool = False
+    loss: bool = False
+    chunks: tuple[str, ...] = ()
+
+    @property
+    def accounted(self) -> int:
+        """Parts counted as layers by the equal-chunk rule."""
+        return int(self.embedding) + int(self.loss)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +105,7 @@ class TrainingOptions:
     account_for_embedding: bool = False
     account_for_loss: bool = False
     grad_reduce_in_fp32: bool | None = None
+    pipeline_layout: str | None = None
 
     def gradients_in_fp32(self, dtype: str) -> bool:
         """Whether a run in ``dtype`` keeps and reduces fp32 gradients (class docstring)."""
@@ -98,9 +116,10 @@ class TrainingOptions:
         return 4.0 if self.gradients_in_fp32(dtype) else 2.0
 
     @property
-    def pipeline_accounting(self) -> tuple[bool, bool]:
-        """(embedding, loss) counted as one layer each when layers are split over pipeline chunks."""
-        return self.account_for_embedding, self.account_for_loss
+    def pipeline_accounting(self) -> PipelineSplit:
+        """How layers split over pipeline chunks (:class:`PipelineSplit`)."""
+        chunks = parse_layout(self.pipeline_layout) if self.pipeline_layout else ()
+        return PipelineSplit(self.account_for_embedding, self.account_for_loss, chunks)
 
     def __post_init__(self) -> None:
         if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
@@ -124,6 +143,7 @@ class TrainingOptions:
             "account_for_embedding_in_pipeline_split": self.account_for_embedding,
             "account_for_loss_in_pipeline_split": self.account_for_loss,
             "grad_reduce_in_fp32": self.grad_reduce_in_fp32 if dtype is None else self.gradients_in_fp32(dtype),
+            "pipeline_layout": self.pipeline_layout,
         }
 
     def validate(self) -> None:
@@ -138,6 +158,15 @@ class TrainingOptions:
         mtp = self.mtp_layers
         if isinstance(mtp, bool) or not isinstance(mtp, int) or not 0 <= mtp <= MAX_MTP_LAYERS:
             raise FabricsimError("mtp-layers", f"must be an integer in [0, {MAX_MTP_LAYERS}], got {mtp!r}")
+        if self.pipeline_layout is not None:
+            if not isinstance(self.pipeline_layout, str):
+                raise FabricsimError("pipeline-layout", f"must be a string, got {self.pipeline_layout!r}")
+            if self.account_for_embedding or self.account_for_loss:
+                raise FabricsimError(
+                    "pipeline-layout", "a layout places the embedding and the loss itself",
+                    "drop --account-for-*-in-pipeline-split",
+                )
+            parse_layout(self.pipeline_layout)
         cf = self.capacity_factor
         if cf is not None and (isinstance(cf, bool) or not isinstance(cf, (int, float)) or not 1.0 <= cf <= 64.0):
             raise FabricsimError("capacity-factor", f"must be a number in [1, 64], got {cf!r}", "or omit it (dropless)")
@@ -160,7 +189,8 @@ def check_layout(
     gpus: int,
     global_batch: int,
     seq_len: int,
-    accounting: tuple[bool, bool] = (False, False),
+    accounting: PipelineSplit = PipelineSplit(),
+    mtp_layers: int = 0,
 ) -> int:
     """Raise :class:`FabricsimError` naming the field for an impossible layout; return micro-batches per step.
 
@@ -174,8 +204,10 @@ def check_layout(
     _check_product(layout, gpus)
     if dims.heads % tp or dims.hidden % tp or (dims.kv_heads % tp and tp % dims.kv_heads):
         _check_tensor_parallel(dims, tp)
-    accounted = sum(accounting)
-    if accounted:  # Megatron-Core's get_num_layers_to_build: equal chunks of layers + accounted parts
+    accounted = accounting.accounted
+    if accounting.chunks:
+        check_layout_chunks(accounting.chunks, dims.layers, pp, vpp, mtp_layers)
+    elif accounted:  # Megatron-Core's get_num_layers_to_build: equal chunks of layers + accounted parts
         units = dims.layers + accounted
         if units % (pp * vpp):
             raise FabricsimError(
@@ -287,28 +319,29 @@ class StageLayers:
         return self.layers - self.moe_layers
 
 
-def largest_stage(
-    dims: ModelDims, pipeline_parallel: int, accounting: tuple[bool, bool] = (False, False)
-) -> StageLayers:
+def largest_stage(dims: ModelDims, pipeline_parallel: int, accounting: PipelineSplit = PipelineSplit()) -> StageLayers:
     """The stage with the most layers, holding as many MoE layers as there are: ceil(L/pp) layers,
     or with pipeline-split accounting (embedding, loss) (L + accounted)/pp on a middle stage and one
-    fewer on the first / last stage."""
+    fewer on the first / last stage, or the most a rank of an explicit layout holds."""
     return _stage_layers(dims, max(_end_stage_layers(dims, pipeline_parallel, accounting)))
 
 
-def last_stage_layers(dims: ModelDims, pipeline_parallel: int, accounting: tuple[bool, bool] = (False, False)) -> int:
+def last_stage_layers(dims: ModelDims, pipeline_parallel: int, accounting: PipelineSplit = PipelineSplit()) -> int:
     """Transformer layers on the last pipeline stage (the one holding the output layer)."""
     return _end_stage_layers(dims, pipeline_parallel, accounting)[-1]
 
 
-def _end_stage_layers(dims: ModelDims, pp: int, accounting: tuple[bool, bool]) -> tuple[int, ...]:
-    """Layers of (a middle stage, the first, the last) -- without accounting (ceil(L/pp), ceil, floor)."""
-    if not any(accounting):
+def _end_stage_layers(dims: ModelDims, pp: int, accounting: PipelineSplit) -> tuple[int, ...]:
+    """Layers of (the largest middle stage, the first, the last) -- without accounting (ceil(L/pp), ceil, floor)."""
+    if accounting.chunks:
+        ranks = rank_layers(accounting.chunks, pp)
+        return max(ranks[1:-1], default=0), ranks[0], ranks[-1]
+    if not accounting.accounted:
         return -(-dims.layers // pp), -(-dims.layers // pp), dims.layers // pp
-    per_stage = (dims.layers + sum(accounting)) // pp
+    per_stage = (dims.layers + accounting.accounted) // pp
     if pp == 1:
         return dims.layers, dims.layers, dims.layers
-    first, last = per_stage - accounting[0], per_stage - accounting[1]
+    first, last = per_stage - accounting.embedding, per_stage - accounting.loss
     return (per_stage if pp > 2 else 0), first, last
 
 

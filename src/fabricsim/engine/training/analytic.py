@@ -136,7 +136,9 @@ class TrainingContext:
     def microbatches(self, layout: ParallelLayout, global_batch: int, seq_len: int) -> int:
         """Micro-batches per step; raises ``FabricsimError`` for a layout that cannot run."""
         accounting = self.options.pipeline_accounting
-        return work.check_layout(self.dims, layout, layout.gpus, global_batch, seq_len, accounting)
+        return work.check_layout(
+            self.dims, layout, layout.gpus, global_batch, seq_len, accounting, self.options.mtp_layers
+        )
 
     def stage(self, layout: ParallelLayout, seq_len: int) -> StageEntry:
         """Everything about the slowest stage that depends on the per-GPU shape only (cached)."""

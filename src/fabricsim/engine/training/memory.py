@@ -28,7 +28,7 @@ from fabricsim.workload.pipeline import in_flight_microbatches
 
 
 def stage_parameters(
-    dims: ModelDims, layout: ParallelLayout, mtp_layers: int = 0, accounting: tuple[bool, bool] = (False, False)
+    dims: ModelDims, layout: ParallelLayout, mtp_layers: int = 0, accounting: work.PipelineSplit = work.PipelineSplit()
 ) -> tuple[float, float]:
     """(dense, expert) parameters on one GPU of the largest stage, before ZeRO sharding. Each
     multi-token-prediction depth adds one layer of the model's kind, its 2h -> h projection and two
@@ -57,7 +57,7 @@ def stage_activations(
     layout: ParallelLayout,
     shape: ShardShape,
     mtp_layers: int = 0,
-    accounting: tuple[bool, bool] = (False, False),
+    accounting: work.PipelineSplit = work.PipelineSplit(),
 ) -> tuple[float, float, float]:
     """Bytes of (one micro-batch's activations on the largest stage, the last stage's extra
     activations of one micro-batch: the output layer's and per multi-token-prediction depth one more

@@ -33,7 +33,13 @@ from fabricsim.transformer.compute import (
     logits_times_s,
     memory_time_s,
 )
-from fabricsim.transformer.constants import FP16_UNSCALE_BYTES, MAIN_GRAD_COPY_BYTES, OPTIMIZER_SHARD_BYTES
+from fabricsim.transformer.constants import (
+    FP16_UNSCALE_BYTES,
+    GRAD_NAN_CHECK_PASSES,
+    GRAD_SCALE_PASSES,
+    MAIN_GRAD_COPY_BYTES,
+    OPTIMIZER_SHARD_BYTES,
+)
 from fabricsim.transformer.flops import ModelDims
 from fabricsim.transformer.memory import WEIGHT_BYTES
 from fabricsim.transformer.moe import expert_shard
@@ -300,8 +306,12 @@ def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, par
         gather_s = overlapped_s(gather_s, stage.forward_s)
     if not ctx.options.overlap_grad_reduce:
         return reduce_s + gather_s
+    # the last bucket waits for the end of backward; it holds the first stage's word embedding, whose
+    # gradient comes last and which a bucket never splits (param_and_grad_buffer.py: buckets close at a
+    # parameter boundary), so it is at least that large
     total = dense + expert
-    tail = reduce_s * min(1.0, grad_bucket_params(dp) / total) if total else 0.0  # the last bucket waits for backward
+    last_bucket = max(grad_bucket_params(dp), ctx.dims.embedding_params / layout.tensor_parallel)
+    tail = reduce_s * min(1.0, last_bucket / total) if total else 0.0
     return tail + overlapped_s(reduce_s - tail, stage.backward_s + stage.recompute_s) + gather_s
 
 
@@ -317,9 +327,11 @@ def zero3_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, 
 
 
 def optimizer_s(ctx: StepContext, layout: ParallelLayout, params: tuple[float, float]) -> float:
-    """Seconds of the optimizer step (HBM-bound): clipping norm, Adam and the copy to the 16-bit
-    weights on the rank's (ZeRO) shard, the fp16 unscale and the copy of 16-bit gradients into fp32
-    main gradients there, and zeroing the local gradient buffer (``transformer.constants``)."""
+    """Seconds of the per-step passes over parameters and gradients (HBM-bound): on the rank's
+    (ZeRO) shard the clipping norm, Adam and the copy to the 16-bit weights, the fp16 unscale and the
+    copy of 16-bit gradients into fp32 main gradients; on the local gradient buffer its scaling by
+    1/dp and NaN check before the reduction and its zeroing for the next step
+    (``transformer.constants``)."""
     dense, expert = params
     local = dense + expert
     if layout.zero_stage >= 1:
@@ -329,8 +341,9 @@ def optimizer_s(ctx: StepContext, layout: ParallelLayout, params: tuple[float, f
     grad = ctx.options.gradient_bytes(layout.dtype)
     per_param = OPTIMIZER_SHARD_BYTES + (FP16_UNSCALE_BYTES if layout.dtype == "fp16" else 0.0)
     per_param += 0.0 if ctx.options.gradients_in_fp32(layout.dtype) else MAIN_GRAD_COPY_BYTES
-    zeroed = shard if layout.zero_stage >= 3 else local
-    return (shard * per_param + zeroed * grad) / ctx.rates(layout.dtype).hbm_Bps
+    buffer = shard if layout.zero_stage >= 3 else local
+    passes = 1.0 + GRAD_NAN_CHECK_PASSES + (GRAD_SCALE_PASSES if layout.data_parallel > 1 else 0.0)
+    return (shard * per_param + buffer * grad * passes) / ctx.rates(layout.dtype).hbm_Bps
 
 
 def step_time(
