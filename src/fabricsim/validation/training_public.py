@@ -59,7 +59,7 @@ CALIBRATION = (
 # (recipes/llama/llama3_8b.py:163-164; configs/llama3/llama3_8b_llm_pretrain.yaml:39;
 # recipes/deepseek/deepseek_v3.py:252), ``set_*_common_configs`` at v0.2.0 / v0.3.0
 # (configs/llama3/llama3_llm_pretrain.py:46-47, configs/llama/llama3_llm_pretrain.py:43-44,
-# configs/deepseek/deepseek_llm_pretrain.py:37-41). Research note: research-round4-gradreduce.md.
+# configs/deepseek/deepseek_llm_pretrain.py:37-41).
 GRAD_REDUCE_IN_FP32 = False
 
 # Loss kernels by the framework that published the row. NeMo 2 (the dgxc-benchmarking rows):
