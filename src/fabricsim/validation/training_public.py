@@ -55,10 +55,11 @@ CALIBRATION = (
 # False`` in ``pretrain_performance_optimizations`` (NVIDIA/NeMo @ d2b21556
 # nemo/collections/llm/recipes/llama3_8b.py:240, llama3_70b.py:246, llama31_405b.py:253) and again
 # for FP8 (dgxc-benchmarking @ 85380ff llama3.1/pretrain_llama31.py:131; NeMo @ 6f2c6fda
-# scripts/performance/utils.py:437). Megatron-Bridge (MB rows): the recipes and perf YAMLs at r0.1.0
-# (recipes/llama/llama3_8b.py:163-164; configs/llama3/llama3_8b_llm_pretrain.yaml:39;
-# recipes/deepseek/deepseek_v3.py:252), ``set_*_common_configs`` at v0.2.0 / v0.3.0
-# (configs/llama3/llama3_llm_pretrain.py:46-47, configs/llama/llama3_llm_pretrain.py:43-44,
+# scripts/performance/utils.py:437). NVIDIA-NeMo/Megatron-Bridge (MB rows): the recipes and perf YAMLs
+# at r0.1.0 = 684a6861 (src/megatron/bridge/recipes/llama/llama3_8b.py:163-164;
+# scripts/performance/configs/llama3/llama3_8b_llm_pretrain.yaml:39; recipes/deepseek/deepseek_v3.py:252),
+# ``set_*_common_configs`` at v0.2.0 = 7af9601c / v0.3.0 = 21b02e0c (scripts/performance/configs/
+# llama3/llama3_llm_pretrain.py:46-47, configs/llama/llama3_llm_pretrain.py:43-44,
 # configs/deepseek/deepseek_llm_pretrain.py:37-41).
 GRAD_REDUCE_IN_FP32 = False
 
