@@ -89,7 +89,9 @@ class TrainingOptions:
     in fp32, or in the parameters' 16-bit dtype (Megatron-Core's DDP ``grad_reduce_in_fp32``;
     Megatron-LM ``--accumulate-allreduce-grads-in-fp32`` / ``--grad-reduce-in-bf16``). None is
     Megatron-LM's default for the dtype (megatron/training/arguments.py): fp32 for bf16 parameters
-    (bf16 runs and FP8/FP4 recipes), fp16 for fp16 runs (:meth:`gradient_bytes`).
+    (bf16 runs and FP8/FP4 recipes), fp16 for fp16 runs (:meth:`gradient_bytes`). ``pipeline_layout``:
+    Megatron-Core's ``--pipeline-model-parallel-layout`` string (:mod:`fabricsim.workload.pipeline_layout`;
+    None: equal chunks), exclusive with the accounting flags.
     """
 
     flash_attention: bool = True

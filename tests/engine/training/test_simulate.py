@@ -93,6 +93,7 @@ def test_stragglers_on_a_validation_row_give_ordered_tails():
         ("llama3-70b", {"tp": 8, "pp": 4, "zero": 3}),
         ("llama3-70b", {"tp": 8, "pp": 4, "zero": 1, "vpp": 2}),
         ("mixtral-8x22b", {"tp": 4, "pp": 2, "ep": 8, "zero": 1}),
+        ("mixtral-8x22b", {"tp": 4, "pp": 2, "vpp": 2, "ep": 8, "zero": 1, "a2a_overlap": True}),
     ],
 )
 def test_zero_interleaving_and_experts_stay_close_to_analytic(model, layout):

@@ -15,6 +15,7 @@ and recompute), gradient reduction into Megatron-LM's 40M-parameter buckets.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.memory import WEIGHT_BYTES
 from fabricsim.workload import training as work
 from fabricsim.workload.graph import CommPayload, OpGraph, Stream
+from fabricsim.workload.pipeline import a2a_paired_share
 from fabricsim.workload.training import TrainingOptions
 from fabricsim.workload.training_graph import ChunkCosts, TrainingPlan, Transfer, build_training_graph
 
@@ -94,9 +96,12 @@ def _scaled(transfers: tuple[Transfer, ...], factor: float) -> tuple[Transfer, .
     )
 
 
-def _chunks(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[ChunkCosts, ...]:
+def _chunks(case: TrainingCase, ctx: analytic.TrainingContext, microbatches: int) -> tuple[ChunkCosts, ...]:
     layout = case.layout
     stage = ctx.stage_work(layout, case.seq_len)
+    if stage.ep_unpaired_s:  # A2A overlap: the step's average over paired and unpaired steps, as the analytic form
+        unpaired = 1.0 - a2a_paired_share(layout.pipeline_parallel, layout.virtual_stages, microbatches)
+        stage = dataclasses.replace(stage, ep_comm_s=stage.ep_comm_s + unpaired * stage.ep_unpaired_s)
     sizes = work.comm_sizes(ctx.dims, layout, case.seq_len, (0.0, 0.0, 0.0), case.options.capacity_factor)
     v = layout.virtual_stages
     stage_layers = work.largest_stage(ctx.dims, layout.pipeline_parallel, case.options.pipeline_accounting).layers
@@ -161,7 +166,7 @@ def training_plan(case: TrainingCase) -> tuple[TrainingPlan, TrainingEstimate]:
         pipeline_parallel=layout.pipeline_parallel,
         virtual_stages=layout.virtual_stages,
         micro_batches=estimate.microbatches,
-        chunks=_chunks(case, ctx),
+        chunks=_chunks(case, ctx, estimate.microbatches),
         p2p=p2p,
         grad_buckets=(buckets,) * (layout.pipeline_parallel * layout.virtual_stages),
         param_gather=(gather,) * layout.pipeline_parallel if gather else (),
