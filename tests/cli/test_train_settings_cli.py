@@ -30,6 +30,7 @@ DEFAULTS = {
     "account_for_loss_in_pipeline_split": False,
     "grad_reduce_in_fp32": True,
     "pipeline_layout": None,
+    "recompute_modules": None,
 }
 
 

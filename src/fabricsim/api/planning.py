@@ -67,16 +67,18 @@ def plan_train(
     account_for_loss_in_pipeline_split: bool | None = None,
     grad_reduce_in_fp32: bool | None = None,
     pipeline_layout: str | None = None,
+    recompute_modules: str | list[str] | None = None,
     search_offload: bool | None = None,
     offload_tier: str | list[str] | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
 
-    The framework settings are :func:`train`'s (``flash_attention`` ... ``pipeline_layout``, which fixes
-    pp x vpp). An overlap left unset is free to choose, and the planner chooses it on:
-    in this model each overlap only subtracts hidden time (exposed = max(0, comm - compute) <= comm)
-    and costs no memory, so "on" is never worse for any layout (``tests/planner`` checks it) and
-    searching "off" could not change the ranking. Plans report the settings they ran with.
+    The framework settings are :func:`train`'s (``flash_attention`` ... ``recompute_modules``; a
+    pipeline layout fixes pp x vpp, recompute modules apply to the selective layouts). An overlap
+    left unset is free to choose, and the planner chooses it on: in this model each overlap only
+    subtracts hidden time (exposed = max(0, comm - compute) <= comm) and costs no memory, so "on" is
+    never worse for any layout (``tests/planner`` checks it) and searching "off" could not change
+    the ranking. Plans report the settings they ran with.
 
     ``search_offload`` (default: on when the system lists a memory tier) also tries keeping the
     optimizer, weights and/or activations on a memory tier (``offload_tier``: one name or a list,
@@ -108,6 +110,7 @@ def plan_train(
         account_for_loss_in_pipeline_split=account_for_loss_in_pipeline_split,
         grad_reduce_in_fp32=grad_reduce_in_fp32,
         pipeline_layout=pipeline_layout,
+        recompute_modules=recompute_modules,
         free=True,
     )
     if options.pipeline_layout:  # its content does not depend on the layout searched

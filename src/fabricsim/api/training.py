@@ -11,7 +11,7 @@ from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.metrics import (
     TrainResult,
 )
-from fabricsim.specs import ModelSpec, ParallelLayout, SystemSpec
+from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.specs.inputs import (
     Batch,
     Degree,
@@ -56,6 +56,7 @@ def training_options(
     account_for_loss_in_pipeline_split: bool | None = None,
     grad_reduce_in_fp32: bool | None = None,
     pipeline_layout: str | None = None,
+    recompute_modules: str | list[str] | None = None,
     free: bool | None = None,
 ) -> TrainingOptions:
     """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
@@ -106,9 +107,21 @@ def training_options(
         account_for_loss=bool(account_for_loss_in_pipeline_split),
         grad_reduce_in_fp32=grad_reduce_in_fp32,
         pipeline_layout=pipeline_layout,
+        recompute_modules=_module_list(recompute_modules),
     )
     options.validate()
     return options
+
+
+def _module_list(modules: str | list[str] | None) -> tuple[str, ...] | None:
+    """``--recompute-modules`` as given (a comma-separated string or a list) -> a tuple of names."""
+    if modules is None:
+        return None
+    if isinstance(modules, str):
+        modules = modules.split(",")
+    if not isinstance(modules, (list, tuple)) or not all(isinstance(m, str) for m in modules):
+        raise FabricsimError("recompute-modules", f"must be module names, got {modules!r}")
+    return tuple(m.strip() for m in modules if m.strip())
 
 
 SETTINGS = tuple(name for name in inspect.signature(training_options).parameters if name != "free")
@@ -149,6 +162,7 @@ def train(
     account_for_loss_in_pipeline_split: bool | None = None,
     grad_reduce_in_fp32: bool | None = None,
     pipeline_layout: str | None = None,
+    recompute_modules: str | list[str] | None = None,
     offload: str | list[str] | None = None,
     offload_tier: str | None = None,
 ) -> TrainResult:
@@ -161,7 +175,7 @@ def train(
     Unset layout fields get defaults (see ``fabricsim.workload.training.resolve_layout``: dp =
     gpus/(tp·pp·cp), micro-batch 1, no interleaving, ZeRO 1 for MoE else 0, no recomputation,
     sequence parallelism when tp > 1, bf16, expert TP = tp where it fits else 1). Framework
-    settings (``flash_attention`` ... ``pipeline_layout``) default as Megatron-Core does (see
+    settings (``flash_attention`` ... ``recompute_modules``) default as Megatron-Core does (see
     :func:`training_options`). Every argument is checked at this edge
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
@@ -185,8 +199,12 @@ def train(
         account_for_loss_in_pipeline_split=account_for_loss_in_pipeline_split,
         grad_reduce_in_fp32=grad_reduce_in_fp32,
         pipeline_layout=pipeline_layout,
+        recompute_modules=recompute_modules,
     )
     check_a2a_overlap(options, layout)
+    if options.recompute_modules and layout.recompute is not Recompute.SELECTIVE:
+        problem = "modules apply to selective recomputation"
+        raise FabricsimError("recompute-modules", problem, "add --recompute selective")
     placement = parse_offload(offload, offload_tier)
     if placement is not None:
         system_spec.memory_tier(placement.tier)

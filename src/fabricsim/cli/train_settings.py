@@ -94,3 +94,9 @@ PIPELINE_LAYOUT_OPTION = typer.Option(
     "(E embedding, t layer, m MTP layer, L loss, | between chunks, (...)*n repeats; e.g. 'Et|(tt|)*30mL'; "
     "default: equal chunks)",
 )
+RECOMPUTE_MODULES_OPTION = typer.Option(
+    None,
+    "--recompute-modules",
+    help="what --recompute selective rebuilds, comma-separated: core_attn, layernorm, mla_up_proj, moe_act, mlp "
+    "(dense layers), shared_experts (default core_attn, as Megatron-Core --recompute-modules)",
+)

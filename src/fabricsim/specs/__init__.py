@@ -11,12 +11,13 @@ from fabricsim.specs.device import (
     KernelSpec,
 )
 from fabricsim.specs.fabric import LinkKind, LinkSpec, ScaleOutSpec, ScaleUpSpec, SwitchSpec, TopologyKind
-from fabricsim.specs.layout import ParallelLayout, Recompute
+from fabricsim.specs.layout import RECOMPUTE_MODULES, ParallelLayout, Recompute, recompute_modules
 from fabricsim.specs.model import ModelSpec
 from fabricsim.specs.system import CpuVendor, SystemSpec
 
 __all__ = [
     "DTYPE_BYTES",
+    "RECOMPUTE_MODULES",
     "AttentionBenchmark",
     "CollectiveFit",
     "CpuVendor",
@@ -36,4 +37,5 @@ __all__ = [
     "SwitchSpec",
     "SystemSpec",
     "TopologyKind",
+    "recompute_modules",
 ]

@@ -31,6 +31,23 @@ class Recompute(str, Enum):
     FULL = "full"
 
 
+# Megatron-Core ``--recompute-modules`` (selective granularity) that fabricsim models: the core
+# attention, the two norms, MLA's up-projections, the routed experts' activation, a dense layer's
+# whole MLP (``mlp`` skips MoE layers, transformer_layer.py) and an MoE layer's shared experts.
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "moe_act", "mlp", "shared_experts")
+SELECTIVE_MODULES = frozenset({"core_attn"})  # Megatron-Core's default list
+FINE_GRAINED_MODULES = frozenset({"layernorm", "mla_up_proj", "moe_act"})
+
+
+def recompute_modules(recompute: Recompute, modules: frozenset[str] | None = None) -> frozenset[str]:
+    """The modules a layer recomputes: ``modules`` (or Megatron-Core's default) under selective
+    recomputation, the fine-grained preset's, none otherwise (full recomputation rebuilds the
+    whole layer and is handled apart)."""
+    if recompute is Recompute.SELECTIVE:
+        return modules or SELECTIVE_MODULES
+    return FINE_GRAINED_MODULES if recompute is Recompute.FINE_GRAINED else frozenset()
+
+
 @dataclass(frozen=True, slots=True)
 class ParallelLayout:
     tensor_parallel: int = 1

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabricsim.specs import ModelSpec, Recompute
+from fabricsim.specs import ModelSpec, Recompute, recompute_modules
 from fabricsim.transformer.parameters import mlp_parameters, parameter_counts
 
 
@@ -147,18 +147,27 @@ def model_forward_flops(dims: ModelDims, batch: int, seq_len: int) -> float:
     )
 
 
-def recompute_flops(dims: ModelDims, batch: int, seq_len: int, recompute: Recompute) -> float:
-    """Extra forward FLOPs that activation recomputation adds (Korthikanti et al. 2022)."""
+def recompute_flops(
+    dims: ModelDims, batch: int, seq_len: int, recompute: Recompute, modules: frozenset[str] | None = None
+) -> float:
+    """Extra forward FLOPs that activation recomputation adds (Korthikanti et al. 2022): the whole
+    layers, or the selective modules' (:func:`fabricsim.specs.recompute_modules`; norms and
+    activations are element-wise: no GEMM FLOPs)."""
     if recompute is Recompute.FULL:
         return model_forward_flops(dims, batch, seq_len) - logits_forward_flops(dims, batch, seq_len)
-    if recompute is Recompute.SELECTIVE:
-        return dims.layers * attention_core_flops(dims, batch, seq_len)
-    if recompute is Recompute.FINE_GRAINED and dims.mla:  # MLA's Q and KV up-projections (GEMMs)
+    mods = recompute_modules(recompute, modules)
+    tokens = batch * seq_len
+    flops = dims.layers * attention_core_flops(dims, batch, seq_len) if "core_attn" in mods else 0.0
+    if "mla_up_proj" in mods and dims.mla:  # MLA's Q and KV up-projections (GEMMs)
         nope = dims.qk_head_dim - dims.qk_rope_dim
         per_token = dims.q_lora_rank * dims.heads * dims.qk_head_dim
         per_token += dims.kv_lora_rank * dims.heads * (nope + dims.v_head_dim)
-        return dims.layers * 2.0 * batch * seq_len * per_token
-    return 0.0  # fine-grained norms and activations are element-wise: no GEMM FLOPs
+        flops += dims.layers * 2.0 * tokens * per_token
+    if "mlp" in mods:  # the dense layers' MLP
+        flops += dims.dense_layers * 2.0 * tokens * dims.dense_mlp_params
+    if "shared_experts" in mods:
+        flops += dims.moe_layers * 2.0 * tokens * dims.shared_experts * dims.expert_params
+    return flops
 
 
 def mtp_forward_flops(dims: ModelDims, batch: int, seq_len: int) -> float:
@@ -180,11 +189,16 @@ def model_flops_per_step(dims: ModelDims, global_batch: int, seq_len: int, mtp_l
 
 
 def hardware_flops_per_step(
-    dims: ModelDims, global_batch: int, seq_len: int, recompute: Recompute, mtp_layers: int = 0
+    dims: ModelDims,
+    global_batch: int,
+    seq_len: int,
+    recompute: Recompute,
+    mtp_layers: int = 0,
+    modules: frozenset[str] | None = None,
 ) -> float:
     """Hardware FLOPs of one training step: model FLOPs plus the recomputed forward."""
     model = model_flops_per_step(dims, global_batch, seq_len, mtp_layers)
-    return model + recompute_flops(dims, global_batch, seq_len, recompute)
+    return model + recompute_flops(dims, global_batch, seq_len, recompute, modules)
 
 
 def narayanan_full_recompute_flops(global_batch: int, seq_len: int, layers: int, hidden: int, vocab: int) -> float:

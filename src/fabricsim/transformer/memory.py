@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fabricsim.specs import Recompute
+from fabricsim.specs import Recompute, recompute_modules
 from fabricsim.transformer.compute import ShardShape
 from fabricsim.transformer.constants import ADAM_STATE_BYTES_PER_PARAM, MAIN_GRAD_BYTES
 from fabricsim.transformer.flops import ModelDims
@@ -97,12 +97,12 @@ def linear_input_bytes(dtype: str) -> float:
     return 1.0 if dtype in ("fp8", "fp4") else 2.0  # fp4: counted as FP8 (no claim of 4-bit caching)
 
 
-def _attention_bytes_per_token(dims: ModelDims, recompute: Recompute, lb: float) -> float:
+def _attention_bytes_per_token(dims: ModelDims, modules: frozenset[str], lb: float) -> float:
     """Tensor-parallel-sharded attention activations per token: 16-bit Q, K, V (MLA: up-projected per
-    head) and the output projection's input (``lb`` bytes); under fine-grained recomputation MLA's
-    Q, K, V are rebuilt from the latents (counted by :func:`layer_activation_bytes`)."""
+    head) and the output projection's input (``lb`` bytes); recomputing ``mla_up_proj`` rebuilds
+    MLA's Q, K, V from the latents (counted by :func:`layer_activation_bytes`)."""
     projection_input = lb * dims.heads * dims.v_head_dim
-    if dims.mla and recompute is Recompute.FINE_GRAINED:
+    if dims.mla and "mla_up_proj" in modules:
         return projection_input
     q = dims.heads * dims.qk_head_dim
     k = dims.kv_heads * dims.qk_head_dim
@@ -120,50 +120,60 @@ def _ffn_bytes_per_width(dims: ModelDims, lb: float, drop_act_output: bool) -> f
     return act_input + (0.0 if drop_act_output else lb)
 
 
-def _mlp_bytes_per_token(dims: ModelDims, moe: bool, lb: float) -> float:
+def _mlp_bytes_per_token(dims: ModelDims, moe: bool, lb: float, modules: frozenset[str] = frozenset()) -> float:
     """Tensor-parallel-sharded MLP activations per token (dense MLP, or an MoE layer's shared experts
     and the router's fp32 probabilities; routed experts: :func:`_routed_bytes`). With 16-bit inputs
-    this is 6f (SwiGLU) or 4f (GeLU), as Korthikanti et al."""
+    this is 6f (SwiGLU) or 4f (GeLU), as Korthikanti et al.; a recomputed ``mlp`` (dense) or
+    ``shared_experts`` (MoE) keeps only its input, counted with the norms."""
     if not moe:
-        return _ffn_bytes_per_width(dims, lb, False) * dims.ffn
-    return _ffn_bytes_per_width(dims, lb, False) * dims.shared_experts * dims.expert_ffn + 4.0 * dims.experts
+        return 0.0 if "mlp" in modules else _ffn_bytes_per_width(dims, lb, False) * dims.ffn
+    shared = 0.0 if "shared_experts" in modules else _ffn_bytes_per_width(dims, lb, False)
+    return shared * dims.shared_experts * dims.expert_ffn + 4.0 * dims.experts
 
 
-def _routed_bytes(dims: ModelDims, shape: ShardShape, recompute: Recompute, tokens: float, lb: float) -> float:
+def _routed_bytes(dims: ModelDims, shape: ShardShape, modules: frozenset[str], tokens: float, lb: float) -> float:
     """Routed-expert activations on one GPU: per (token, expert) pair the dispatched token (the FC1
-    input, ``lb`` x h) and the FFN activations of its shard (the activation's output dropped under
-    fine-grained recomputation)."""
+    input, ``lb`` x h) and the FFN activations of its shard (the activation's output dropped when
+    ``moe_act`` is recomputed)."""
     t = shape.tensor_parallel
     parallel = (t, shape.expert_parallel, shape.expert_tensor_parallel or t)
     ex = expert_shard(tokens, dims.experts, dims.experts_per_token, dims.expert_ffn, parallel, shape.capacity_factor)
-    per_width = _ffn_bytes_per_width(dims, lb, recompute is Recompute.FINE_GRAINED)
+    per_width = _ffn_bytes_per_width(dims, lb, "moe_act" in modules)
     return ex.pairs * (lb * dims.hidden + per_width * ex.ffn_shard)
 
 
 def layer_activation_bytes(
-    dims: ModelDims, shape: ShardShape, recompute: Recompute, moe: bool, dtype: str = "bf16"
+    dims: ModelDims,
+    shape: ShardShape,
+    recompute: Recompute,
+    moe: bool,
+    dtype: str = "bf16",
+    modules: frozenset[str] | None = None,
 ) -> float:
     """Activation bytes one layer keeps for one micro-batch on one GPU (module docstring); ``dtype``
-    the training dtype (FP8 recipes keep FP8 GEMM inputs, :func:`linear_input_bytes`)."""
+    the training dtype (FP8 recipes keep FP8 GEMM inputs, :func:`linear_input_bytes`); ``modules``
+    the selective recomputation's modules (:func:`fabricsim.specs.recompute_modules`)."""
     t = shape.tensor_parallel
     tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
     replicated_share = 1.0 / t if shape.sequence_parallel else 1.0
     if recompute is Recompute.FULL:
         return 2.0 * dims.hidden * tokens * replicated_share
     lb = linear_input_bytes(dtype)
+    mods = recompute_modules(recompute, modules)
     # LayerNorm inputs (4h), QKV and MLP inputs (2 x 2h as GEMM inputs; an MoE layer's MLP input also
-    # feeds the 16-bit router), two 1-byte dropout masks (2h): 10h in 16-bit. Fine-grained
-    # recomputation rebuilds the norm outputs (the QKV and MLP inputs).
-    norm_outputs = 0.0 if recompute is Recompute.FINE_GRAINED else lb + (2.0 if moe else lb)
+    # feeds the 16-bit router), two 1-byte dropout masks (2h): 10h in 16-bit. Recomputing the
+    # ``layernorm`` module rebuilds the norm outputs (the QKV and MLP inputs).
+    norm_outputs = 0.0 if "layernorm" in mods else lb + (2.0 if moe else lb)
     replicated = (6.0 + norm_outputs) * dims.hidden * tokens * replicated_share
     if dims.mla:  # latents before (16-bit) and after (up-projection input) their norms; not TP-split
         replicated += (2.0 + lb) * dims.mla_latent_width * tokens
-    sharded = (_attention_bytes_per_token(dims, recompute, lb) + _mlp_bytes_per_token(dims, moe, lb)) * tokens / t
+    sharded = _attention_bytes_per_token(dims, mods, lb) + _mlp_bytes_per_token(dims, moe, lb, mods)
+    sharded *= tokens / t
     if moe:
-        sharded += _routed_bytes(dims, shape, recompute, tokens, lb)
+        sharded += _routed_bytes(dims, shape, mods, tokens, lb)
     if shape.flash_attention:
         core = 4.0 * dims.heads * tokens / t  # fp32 log-sum-exp per head and query
-    elif recompute is Recompute.SELECTIVE:
+    elif "core_attn" in mods:
         core = 0.0
     else:  # softmax output (2 B), dropout mask (1 B) and dropout output (2 B) per score
         core = 5.0 * dims.heads * tokens * shape.seq_len / t

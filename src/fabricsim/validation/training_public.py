@@ -3,10 +3,11 @@ on H100, B200 and GB200 (dense Llama 3.x and DeepSeek-V3 MoE; BF16, FP8, MXFP8, 
 
 Rows (``data/training-nvidia-public.yaml``, each with its source) are used for validation only:
 nothing in fabricsim was fitted on them. Every row runs with the same global constants and the
-settings the source publishes (layout, micro-batch, virtual stages, FSDP, FP8 recipe) plus the
+settings the source publishes (layout, micro-batch, virtual stages, FSDP, FP8 recipe, recomputation) plus the
 defaults of current Megatron-Core recipes applied to all rows alike: flash attention, overlapped
 gradient reduction, tensor-parallel communication overlap, sequence parallelism with tp > 1,
-ZeRO-1 distributed optimizer (FSDP rows: ZeRO-3), no activation recomputation, the fused cross
+ZeRO-1 distributed optimizer (FSDP rows: ZeRO-3), no activation recomputation (unless the row's
+``recompute`` says otherwise), the fused cross
 entropy of the row's framework (:data:`CROSS_ENTROPY_BY_FRAMEWORK`), and 16-bit gradients reduced
 in bf16 (:data:`GRAD_REDUCE_IN_FP32`); a row whose recipe sets an option otherwise says so in
 ``settings`` (with its source).
@@ -90,7 +91,7 @@ def row_layout(row: dict[str, Any]) -> ParallelLayout:
         virtual_stages=int(row.get("vp", 1)),
         micro_batch_size=int(row["mbs"]),
         zero_stage=3 if int(row.get("fsdp", 0)) else 1,
-        recompute=Recompute.NONE,
+        recompute=Recompute(row.get("recompute", "none")),
         sequence_parallel=tp > 1,
         dtype=str(row["dtype"]),
     )
@@ -102,7 +103,8 @@ def row_options(row: dict[str, Any]) -> TrainingOptions:
     defaults: dict[str, Any] = {"flash_attention": True, "overlap_grad_reduce": True, "overlap_tp_comm": True}
     defaults["cross_entropy"] = CROSS_ENTROPY_BY_FRAMEWORK[row_framework(row)]
     defaults["grad_reduce_in_fp32"] = GRAD_REDUCE_IN_FP32
-    return TrainingOptions(**{**defaults, **row.get("settings", {})}, fp8_recipe=row.get("recipe"))
+    settings = {key: tuple(v) if isinstance(v, list) else v for key, v in row.get("settings", {}).items()}
+    return TrainingOptions(**{**defaults, **settings}, fp8_recipe=row.get("recipe"))
 
 
 def estimate_row(row: dict[str, Any], source: SpecSource, system: SystemSpec | None = None) -> TrainingEstimate:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from fabricsim.errors import FabricsimError
-from fabricsim.specs import ParallelLayout, Recompute
+from fabricsim.specs import RECOMPUTE_MODULES, ParallelLayout, Recompute
 from fabricsim.transformer.compute import CROSS_ENTROPY_IMPLS
 from fabricsim.transformer.flops import ModelDims
 from fabricsim.workload.pipeline_layout import check_layout_chunks, parse_layout, rank_layers
@@ -91,7 +91,9 @@ class TrainingOptions:
     Megatron-LM's default for the dtype (megatron/training/arguments.py): fp32 for bf16 parameters
     (bf16 runs and FP8/FP4 recipes), fp16 for fp16 runs (:meth:`gradient_bytes`). ``pipeline_layout``:
     Megatron-Core's ``--pipeline-model-parallel-layout`` string (:mod:`fabricsim.workload.pipeline_layout`;
-    None: equal chunks), exclusive with the accounting flags.
+    None: equal chunks), exclusive with the accounting flags. ``recompute_modules``: what selective
+    recomputation rebuilds (Megatron-Core ``--recompute-modules``; :data:`fabricsim.specs.RECOMPUTE_MODULES`;
+    None: its default, core_attn); it applies to layouts with ``recompute`` selective.
     """
 
     flash_attention: bool = True
@@ -108,6 +110,12 @@ class TrainingOptions:
     account_for_loss: bool = False
     grad_reduce_in_fp32: bool | None = None
     pipeline_layout: str | None = None
+    recompute_modules: tuple[str, ...] | None = None
+
+    @property
+    def selective_modules(self) -> frozenset[str] | None:
+        """The modules selective recomputation rebuilds (None: Megatron-Core's default, core_attn)."""
+        return frozenset(self.recompute_modules) if self.recompute_modules else None
 
     def gradients_in_fp32(self, dtype: str) -> bool:
         """Whether a run in ``dtype`` keeps and reduces fp32 gradients (class docstring)."""
@@ -146,6 +154,7 @@ class TrainingOptions:
             "account_for_loss_in_pipeline_split": self.account_for_loss,
             "grad_reduce_in_fp32": self.grad_reduce_in_fp32 if dtype is None else self.gradients_in_fp32(dtype),
             "pipeline_layout": self.pipeline_layout,
+            "recompute_modules": list(self.recompute_modules) if self.recompute_modules else None,
         }
 
     def validate(self) -> None:
@@ -160,6 +169,11 @@ class TrainingOptions:
         mtp = self.mtp_layers
         if isinstance(mtp, bool) or not isinstance(mtp, int) or not 0 <= mtp <= MAX_MTP_LAYERS:
             raise FabricsimError("mtp-layers", f"must be an integer in [0, {MAX_MTP_LAYERS}], got {mtp!r}")
+        if self.recompute_modules is not None:
+            unknown = sorted(set(self.recompute_modules) - set(RECOMPUTE_MODULES))
+            if unknown or not self.recompute_modules:
+                problem = f"unknown module(s) {', '.join(unknown)}" if unknown else "empty list"
+                raise FabricsimError("recompute-modules", problem, f"use {','.join(RECOMPUTE_MODULES)}")
         if self.pipeline_layout is not None:
             if not isinstance(self.pipeline_layout, str):
                 raise FabricsimError("pipeline-layout", f"must be a string, got {self.pipeline_layout!r}")

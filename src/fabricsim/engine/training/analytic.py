@@ -129,7 +129,9 @@ class TrainingContext:
         if flops is None:
             flops = self._flops[key] = (
                 model_flops_per_step(self.dims, global_batch, seq_len, self.options.mtp_layers),
-                hardware_flops_per_step(self.dims, global_batch, seq_len, recompute, self.options.mtp_layers),
+                hardware_flops_per_step(
+                    self.dims, global_batch, seq_len, recompute, self.options.mtp_layers, self.options.selective_modules
+                ),
             )
         return flops
 
@@ -295,7 +297,8 @@ def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> 
     dims = ctx.dims
     mtp, accounting = ctx.options.mtp_layers, ctx.options.pipeline_accounting
     shape = shard_shape(ctx, layout, seq_len)
-    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting)
+    modules = ctx.options.selective_modules
+    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules)
     dense, expert = stage_parameters(dims, layout, mtp, accounting)
     return StageEntry(
         work=stage_work(ctx, layout, seq_len),

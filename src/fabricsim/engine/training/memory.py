@@ -58,20 +58,22 @@ def stage_activations(
     shape: ShardShape,
     mtp_layers: int = 0,
     accounting: work.PipelineSplit = work.PipelineSplit(),
+    modules: frozenset[str] | None = None,
 ) -> tuple[float, float, float]:
     """Bytes of (one micro-batch's activations on the largest stage, the last stage's extra
     activations of one micro-batch: the output layer's and per multi-token-prediction depth one more
     layer and output layer, the working set of one layer rebuilt under full recomputation)."""
     stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
     dtype = layout.dtype
-    per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, layout.recompute, False, dtype)
-    per_microbatch += stage.moe_layers * layer_activation_bytes(dims, shape, layout.recompute, True, dtype)
+    recompute = layout.recompute
+    per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, recompute, False, dtype, modules)
+    per_microbatch += stage.moe_layers * layer_activation_bytes(dims, shape, recompute, True, dtype, modules)
     working = 0.0
     if layout.recompute is Recompute.FULL:  # one layer's activations rebuilt during its backward
         working = layer_activation_bytes(dims, shape, Recompute.NONE, stage.moe_layers > 0, dtype)
     tail = logits_activation_bytes(dims, shape)
     if mtp_layers:
-        mtp_layer = layer_activation_bytes(dims, shape, layout.recompute, dims.moe_layers > 0, dtype)
+        mtp_layer = layer_activation_bytes(dims, shape, recompute, dims.moe_layers > 0, dtype, modules)
         tail += mtp_layers * (mtp_layer + logits_activation_bytes(dims, shape))
     return per_microbatch, tail, working
 

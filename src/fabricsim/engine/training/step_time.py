@@ -21,8 +21,9 @@ from fabricsim.collectives import CollectiveOp, place_group
 from fabricsim.collectives.dispatch import deepep_dispatch_s
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.training.results import StageEntry, StageWork, TimeBreakdown
-from fabricsim.specs import ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs import ParallelLayout, Recompute, SystemSpec, recompute_modules
 from fabricsim.transformer.compute import (
+    GELU_BYTES,
     LAYERNORM_BYTES,
     SWIGLU_BYTES,
     DeviceRates,
@@ -108,30 +109,39 @@ def shard_shape(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> Shard
     )
 
 
-def _recompute_s(times: LayerTimes, recompute: Recompute) -> float:
-    if recompute is Recompute.FULL:
-        return times.total_s
-    return times.attention_s if recompute is Recompute.SELECTIVE else 0.0
-
-
-def fine_grained_recompute_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, moe: bool) -> float:
-    """Seconds of Megatron-Core's fine-grained recomputation of one layer (``--recompute-modules
-    layernorm mla_up_proj moe_act``): the two norms' forward (bandwidth-bound), MLA's Q and KV
-    up-projection GEMMs, and the routed experts' activation function, priced by the compute model."""
+def recompute_s(
+    dims: ModelDims, rates: DeviceRates, shape: ShardShape, moe: bool, times: LayerTimes, modules: frozenset[str]
+) -> float:
+    """Seconds one layer recomputes in backward under selective recomputation of ``modules``
+    (Megatron-Core ``--recompute-modules``, :func:`fabricsim.specs.recompute_modules`), priced by the
+    compute model: the core attention's forward (``core_attn``), the two norms' forward
+    (``layernorm``, bandwidth-bound), MLA's Q and KV up-projection GEMMs (``mla_up_proj``), the
+    routed experts' activation (``moe_act``), a dense layer's MLP GEMMs and activation (``mlp``) and
+    an MoE layer's shared experts (``shared_experts``). The tensor-parallel collectives inside a
+    recomputed MLP are not charged again."""
     t = shape.tensor_parallel
     tokens = shape.micro_batch * shape.seq_len / shape.context_parallel
     replicated_tokens = tokens / t if shape.sequence_parallel else tokens
-    seconds = memory_time_s(rates, 2.0 * LAYERNORM_BYTES[0] * replicated_tokens * dims.hidden, kernels=2.0)
-    if dims.mla:
+    act_bytes = SWIGLU_BYTES[0] if dims.gated else GELU_BYTES[0]
+    up = 2 if dims.gated else 1
+    seconds = times.attention_s if "core_attn" in modules else 0.0
+    if "layernorm" in modules:
+        seconds += memory_time_s(rates, 2.0 * LAYERNORM_BYTES[0] * replicated_tokens * dims.hidden, kernels=2.0)
+    if "mla_up_proj" in modules and dims.mla:
         nope = dims.qk_head_dim - dims.qk_rope_dim
         seconds += gemm_time_s(rates, tokens, dims.heads * dims.qk_head_dim / t, dims.q_lora_rank or dims.hidden)
         seconds += gemm_time_s(rates, tokens, dims.heads * (nope + dims.v_head_dim) / t, dims.kv_lora_rank)
-    if moe:
+    if "moe_act" in modules and moe:
         parallel = (t, shape.expert_parallel, shape.expert_tensor_parallel or t)
         cf = shape.capacity_factor
         ex = expert_shard(tokens, dims.experts, dims.experts_per_token, dims.expert_ffn, parallel, cf)
-        act_bytes = SWIGLU_BYTES[0] if dims.gated else 4.0
         seconds += memory_time_s(rates, act_bytes * ex.pairs * ex.ffn_shard)
+    if "mlp" in modules and not moe:
+        seconds += times.mlp_linear_s + memory_time_s(rates, act_bytes * tokens * dims.ffn / t)
+    if "shared_experts" in modules and moe and dims.shared_experts:
+        width = dims.shared_experts * dims.expert_ffn / t
+        seconds += gemm_time_s(rates, tokens, up * width, dims.hidden) + gemm_time_s(rates, tokens, dims.hidden, width)
+        seconds += memory_time_s(rates, act_bytes * tokens * width)
     return seconds
 
 
@@ -246,10 +256,11 @@ def _layer_work(
     dims, rates = ctx.dims, ctx.rates(layout.dtype)
     times = layer_forward_times(dims, rates, shape, moe)
     tp_layer, cp_layer = _layer_comm_s(ctx, layout, sizes, times)
-    if layout.recompute is Recompute.FINE_GRAINED:
-        recompute = fine_grained_recompute_s(dims, rates, shape, moe)
+    if layout.recompute is Recompute.FULL:
+        recompute = times.total_s
     else:
-        recompute = _recompute_s(times, layout.recompute)
+        modules = recompute_modules(layout.recompute, ctx.options.selective_modules)
+        recompute = recompute_s(dims, rates, shape, moe, times, modules)
     ep_layer = unpaired = 0.0
     if moe:
         ep_layer = expert_comm_s(ctx, layout, sizes)
