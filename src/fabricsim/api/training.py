@@ -201,10 +201,7 @@ def train(
         pipeline_layout=pipeline_layout,
         recompute_modules=recompute_modules,
     )
-    check_a2a_overlap(options, layout)
-    if options.recompute_modules and layout.recompute is not Recompute.SELECTIVE:
-        problem = "modules apply to selective recomputation"
-        raise FabricsimError("recompute-modules", problem, "add --recompute selective")
+    check_settings_for_layout(options, layout)
     placement = parse_offload(offload, offload_tier)
     if placement is not None:
         system_spec.memory_tier(placement.tier)
@@ -223,12 +220,16 @@ def a2a_overlap_unavailable(options: TrainingOptions, layout: ParallelLayout) ->
     return options.a2a_overlap and layout.expert_parallel > 1 and pipelined
 
 
-def check_a2a_overlap(options: TrainingOptions, layout: ParallelLayout) -> None:
-    """Raise FabricsimError where :func:`a2a_overlap_unavailable`."""
+def check_settings_for_layout(options: TrainingOptions, layout: ParallelLayout) -> None:
+    """Raise FabricsimError for a setting the layout cannot run with: the A2A overlap where
+    :func:`a2a_overlap_unavailable`, recompute modules without selective recomputation."""
     if a2a_overlap_unavailable(options, layout):
         raise FabricsimError(
             "a2a-overlap", "needs the interleaved schedule when pp > 1 (Megatron-Core)", "add --vpp 2 or more"
         )
+    if options.recompute_modules and layout.recompute is not Recompute.SELECTIVE:
+        problem = "modules apply to selective recomputation"
+        raise FabricsimError("recompute-modules", problem, "add --recompute selective")
 
 
 def training_specs(
