@@ -30,7 +30,9 @@ def readme_rows() -> list[tuple[str, list[str]]]:
     rows = []
     for line in table.splitlines()[2:]:
         question, _, rest = line.strip("|").partition("|")
-        commands = [c for c in re.findall(r"`(fabricsim [^`]+)`", rest) if c not in SKIPPED]
+        # a table cell escapes "|" as "\|"; the rendered page (what is pasted) shows "|"
+        found = [c.replace("\\|", "|") for c in re.findall(r"`(fabricsim [^`]+)`", rest)]
+        commands = [c for c in found if c not in SKIPPED]
         if commands:
             rows.append((question.strip(), commands))
     return rows

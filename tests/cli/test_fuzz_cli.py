@@ -40,7 +40,8 @@ NUMBERS = ["-1", "0", "nan", "NaN", "inf", "-inf", "1e400", "10**400", "1e21", "
            str(10**60), "", " ", "abc", "0x10", "1.5", "٣", "-0", "1_000", "4096", "4097", "1", "2", "8", "1\0"]
 WORDS = ["", " ", "x", "full", "ful", "simulate", "flwo", "bf16", "int4", "fp8", "ecmp", "sprya", "max",
          "uniform:1,inf", "uniform:9,3", "uniform:5.5,5.9", "lognormal:100,1e300", "normal:nan,1", "1:0",
-         "0.01:0.2", "nan:1", "4,8", "4,,8", ",", "1,2,x", "on-demand", "reserve", "2s", "150ms", "-1ms", "nans"]
+         "0.01:0.2", "nan:1", "4,8", "4,,8", ",", "1,2,x", "on-demand", "reserve", "2s", "150ms", "-1ms", "nans",
+         "Et|(tt|)*30mL", "E(t|)*99999999L", "(t|)*", "Et*96L", "mlp,core_attn", "moe_act,,", "te", "unfused"]
 TOPOLOGIES = ["fat-tree:k=4", "fat-tree:k=4,gbps=nan", "fat-tree:k=4,gbps=inf", "fat-tree:k=1000000",
               "torus:dims=100x100x100", "torus:dims=0x4", "torus:dims=4x4x4x4", "dragonfly:a=100,p=100,h=100",
               "dragonfly:a=2,p=2,h=1", "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,oversubscription=nan",
@@ -78,7 +79,8 @@ OPTIONS: dict[str, dict[str, str]] = {
     "train": {"--gpus": "n", "--global-batch": "n", "--seq-len": "n", "--tp": "n", "--pp": "n", "--dp": "n",
               "--cp": "n", "--ep": "n", "--vpp": "n", "--micro-batch": "n", "--zero": "n", "--recompute": "w",
               "--dtype": "w", "--fidelity": "w", "--trace": "p", "--seeds": "n", "--straggler": "w",
-              "--jitter": "n", "--seed": "n", "--model": "p", "--system": "p", "--html": "p"},
+              "--jitter": "n", "--seed": "n", "--model": "p", "--system": "p", "--html": "p",
+              "--pipeline-layout": "w", "--recompute-modules": "w", "--cross-entropy": "w", "--mtp-layers": "n"},
     "infer": {"--gpus": "n", "--tp": "n", "--pp": "n", "--ep": "n", "--batch": "w", "--input-len": "n",
               "--output-len": "n", "--dtype": "w", "--kv-dtype": "w", "--kv-spill-capacity": "w", "--trace": "p",
               "--fidelity": "w", "--seed": "n", "--model": "p"},
@@ -92,7 +94,8 @@ OPTIONS: dict[str, dict[str, str]] = {
                        "--routing": "w", "--seed": "n", "--cc": "w", "--lossless": "w", "--cc-param": "w",
                        "--buffer": "w", "--trace": "p"},
     "plan-train": {"--gpus": "n", "--global-batch": "n", "--seq-len": "n", "--top": "n", "--tp": "w", "--pp": "w",
-                   "--vpp": "w", "--zero": "w", "--recompute": "w", "--dtype": "w", "--refine": "n"},
+                   "--vpp": "w", "--zero": "w", "--recompute": "w", "--dtype": "w", "--refine": "n",
+                   "--pipeline-layout": "w", "--recompute-modules": "w"},
     "plan-infer": {"--gpus": "n", "--input-len": "n", "--output-len": "n", "--top": "n", "--tp": "w",
                    "--slo-ttft": "w", "--slo-tpot": "w", "--arrival-rate": "n", "--seed": "n", "--requests": "n"},
     "goodput": {"--days": "n", "--seed": "n", "--runs": "n", "--gpus": "n", "--tp": "n", "--pp": "n",
