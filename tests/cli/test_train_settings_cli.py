@@ -152,3 +152,15 @@ def test_plan_reports_the_a2a_overlap_only_where_megatron_can_run_it(capsys) -> 
     argv += ["--pp", "8", "--vpp", "1", "--ep", "64", "--global-batch", "4096", "--seq-len", "4096", "--top", "1"]
     plan = _json(capsys, argv)["plans"][0]
     assert plan["layout"]["vpp"] == 1 and plan["options"]["a2a_overlap"] is False
+
+
+def test_train_and_plan_train_take_every_framework_setting() -> None:
+    """Both pass their settings to ``training_options`` by name (``api.training.SETTINGS``): a
+    setting missing from either signature would silently run at its default."""
+    import inspect
+
+    from fabricsim import api
+    from fabricsim.api.training import SETTINGS
+
+    for function in (api.train, api.plan_train):
+        assert set(SETTINGS) <= set(inspect.signature(function).parameters), function.__name__

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from fabricsim import catalog, planner
 from fabricsim.api.cost import attach_infer, attach_train
 from fabricsim.api.inference import infer_result, request_stream
-from fabricsim.api.training import a2a_overlap_unavailable, train_result, training_options
+from fabricsim.api.training import SETTINGS, a2a_overlap_unavailable, train_result, training_options
 from fabricsim.api.training_simulated import simulated_train_result
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
@@ -91,28 +91,12 @@ def plan_train(
     Constraints that leave no valid layout raise FabricsimError; when nothing fits in memory the
     result has no plans and the smallest memory need. ``on_progress(done, total)`` reports progress.
     """
+    settings = {name: value for name, value in locals().items() if name in SETTINGS}  # first: the arguments
     model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints.model_dump() if constraints is not None else {})
-    options = training_options(
-        flash_attention=flash_attention,
-        overlap_grad_reduce=overlap_grad_reduce,
-        overlap_param_gather=overlap_param_gather,
-        tp_comm_overlap=tp_comm_overlap,
-        a2a_overlap=a2a_overlap,
-        fp8_recipe=fp8_recipe,
-        capacity_factor=capacity_factor,
-        moe_dispatcher=moe_dispatcher,
-        cross_entropy=cross_entropy,
-        mtp_layers=mtp_layers,
-        account_for_embedding_in_pipeline_split=account_for_embedding_in_pipeline_split,
-        account_for_loss_in_pipeline_split=account_for_loss_in_pipeline_split,
-        grad_reduce_in_fp32=grad_reduce_in_fp32,
-        pipeline_layout=pipeline_layout,
-        recompute_modules=recompute_modules,
-        free=True,
-    )
+    options = training_options(**settings, free=True)
     if options.pipeline_layout:  # its content does not depend on the layout searched
         layers = model_dims(model_spec).layers
         check_layout_content(options.pipeline_accounting.chunks, layers, options.mtp_layers)

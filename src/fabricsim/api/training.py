@@ -180,27 +180,12 @@ def train(
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
     """
+    settings = {name: value for name, value in locals().items() if name in SETTINGS}  # first: the arguments
     given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "micro_batch": micro_batch}
     given |= {"zero": zero, "recompute": recompute, "sequence_parallel": sequence_parallel, "dtype": dtype}
     given["expert_tp"] = expert_tp
     model_spec, system_spec, layout = training_specs(model, system, gpus, given)
-    options = training_options(
-        flash_attention=flash_attention,
-        overlap_grad_reduce=overlap_grad_reduce,
-        overlap_param_gather=overlap_param_gather,
-        tp_comm_overlap=tp_comm_overlap,
-        a2a_overlap=a2a_overlap,
-        fp8_recipe=fp8_recipe,
-        capacity_factor=capacity_factor,
-        moe_dispatcher=moe_dispatcher,
-        cross_entropy=cross_entropy,
-        mtp_layers=mtp_layers,
-        account_for_embedding_in_pipeline_split=account_for_embedding_in_pipeline_split,
-        account_for_loss_in_pipeline_split=account_for_loss_in_pipeline_split,
-        grad_reduce_in_fp32=grad_reduce_in_fp32,
-        pipeline_layout=pipeline_layout,
-        recompute_modules=recompute_modules,
-    )
+    options = training_options(**settings)
     check_settings_for_layout(options, layout)
     placement = parse_offload(offload, offload_tier)
     if placement is not None:

@@ -24,13 +24,12 @@ import numpy as np
 from fabricsim.engine.simulate import CommTimer, SimulationResult, simulate
 from fabricsim.engine.training import analytic
 from fabricsim.engine.training.analytic import StageWork, TrainingEstimate
-from fabricsim.engine.training.step_time import grad_bucket_params
+from fabricsim.engine.training.step_time import ep_per_microbatch_s, grad_bucket_params
 from fabricsim.engine.variability import TailResult, TimerFactory, Variability, monte_carlo
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.memory import WEIGHT_BYTES
 from fabricsim.workload import training as work
 from fabricsim.workload.graph import CommPayload, OpGraph, Stream
-from fabricsim.workload.pipeline import a2a_paired_share
 from fabricsim.workload.training import TrainingOptions
 from fabricsim.workload.training_graph import ChunkCosts, TrainingPlan, Transfer, build_training_graph
 
@@ -99,9 +98,8 @@ def _scaled(transfers: tuple[Transfer, ...], factor: float) -> tuple[Transfer, .
 def _chunks(case: TrainingCase, ctx: analytic.TrainingContext, microbatches: int) -> tuple[ChunkCosts, ...]:
     layout = case.layout
     stage = ctx.stage_work(layout, case.seq_len)
-    if stage.ep_unpaired_s:  # A2A overlap: the step's average over paired and unpaired steps, as the analytic form
-        unpaired = 1.0 - a2a_paired_share(layout.pipeline_parallel, layout.virtual_stages, microbatches)
-        stage = dataclasses.replace(stage, ep_comm_s=stage.ep_comm_s + unpaired * stage.ep_unpaired_s)
+    # A2A overlap: the step's average over paired and unpaired steps, as the analytic form
+    stage = dataclasses.replace(stage, ep_comm_s=ep_per_microbatch_s(stage, layout, microbatches))
     sizes = work.comm_sizes(ctx.dims, layout, case.seq_len, (0.0, 0.0, 0.0), case.options.capacity_factor)
     v = layout.virtual_stages
     stage_layers = work.largest_stage(ctx.dims, layout.pipeline_parallel, case.options.pipeline_accounting).layers

@@ -357,6 +357,15 @@ def optimizer_s(ctx: StepContext, layout: ParallelLayout, params: tuple[float, f
     return (shard * per_param + buffer * grad * passes) / ctx.rates(layout.dtype).hbm_Bps
 
 
+def ep_per_microbatch_s(stage: StageWork, layout: ParallelLayout, microbatches: int) -> float:
+    """Exposed expert-parallel seconds per micro-batch over a step: under the A2A overlap the
+    warm-up and cool-down steps run unpaired (:func:`fabricsim.workload.pipeline.a2a_paired_share`)."""
+    if not stage.ep_unpaired_s:
+        return stage.ep_comm_s
+    paired = a2a_paired_share(layout.pipeline_parallel, layout.virtual_stages, microbatches)
+    return stage.ep_comm_s + (1.0 - paired) * stage.ep_unpaired_s
+
+
 def step_time(
     ctx: StepContext,
     layout: ParallelLayout,
@@ -374,11 +383,8 @@ def step_time(
         stride = layout.tensor_parallel * layout.context_parallel * layout.data_parallel
         p2p = p2p_transfers_per_microbatch(pp, vpp) * ctx.comm.send_recv_s(entry.p2p_bytes, stride)
     dp_s, zero3, optimizer_s = dp_times
-    # A2A overlap: the warm-up and cool-down steps run unpaired, and so do the other stages' steps
-    # that make up the bubble
-    ep_s = stage.ep_comm_s
-    if stage.ep_unpaired_s:
-        ep_s += (1.0 - a2a_paired_share(pp, vpp, m)) * stage.ep_unpaired_s
+    ep_s = ep_per_microbatch_s(stage, layout, m)
+    # the bubble is made of the other stages' warm-up / cool-down steps: unpaired
     per_mb = stage.forward_s + stage.backward_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
     per_mb += stage.ep_comm_s + stage.ep_unpaired_s + zero3
     return TimeBreakdown(
