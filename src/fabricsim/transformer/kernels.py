@@ -117,8 +117,8 @@ DEFAULT_HBM_FRACTION = 0.85
 DEFAULT_SUSTAINED_FRACTION = 0.874
 """Sustained over datasheet clock for a device without a measured ``sustained_clock_hz``: the
 median of the catalog's figures (A100 0.926; H100, H200, H800 0.874; B200 0.849). GB200 has no
-published sustained-clock measurement (kernel-efficiency.md S8): its catalog entry assumes the
-B200's fraction (same die), as H200 and H800 take H100's."""
+published sustained-clock measurement (kernel-efficiency.md S8), so it runs on this default (an
+assumption; its catalog entry says so)."""
 
 # GEMM format by training dtype and FP8/FP4 recipe. A format missing from a device's benchmarks
 # falls back along FORMAT_FALLBACK (e.g. no MXFP8 figure -> the per-tensor FP8 one).

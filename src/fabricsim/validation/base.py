@@ -115,10 +115,10 @@ def data_path(filename: str) -> Path:
     return Path(str(resources.files("fabricsim.validation") / "data" / filename))
 
 
-def load_entries(filename: str) -> list[dict[str, Any]]:
-    """The ``entries`` list of a shipped validation file."""
+def load_entries(filename: str, section: str = "entries") -> list[dict[str, Any]]:
+    """The ``entries`` list (or another ``section``) of a shipped validation file."""
     with data_path(filename).open(encoding="utf-8") as handle:
-        return list(yaml.safe_load(handle)["entries"])
+        return list(yaml.safe_load(handle)[section])
 
 
 def system_without_kernels(system: SystemSpec) -> SystemSpec:

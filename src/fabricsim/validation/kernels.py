@@ -3,12 +3,13 @@ was not calibrated on (layer L8).
 
 Rows: ``data/kernels-public.yaml`` (DeepGEMM block-scaled FP8 on H800, the XLA matmul table on B200
 and H100, vLLM CUTLASS benchmarks on B200, FlashAttention-2 on A100), each with its source. The
-calibration points (the catalog's per-device figures, the XLA K=256 point behind
-``TILE_OVERHEAD_S``, FA3 A6-A8 behind the attention shape constants) are not in the file, so every
-row is out-of-sample. Prediction: ``2mnk·batch / time`` of :mod:`fabricsim.transformer.kernels`
-(including its fixed per-kernel time, calibrated on the XLA table's smallest GEMMs, G32/G34, not
-in the file); attention ``3.5 x forward FLOPs /
-(forward + backward time)``.
+calibration inputs -- each device's catalog kernel figures and the points the kernel-model
+constants were fitted on (the same file's ``calibration`` list: the XLA H100 K sweep ends behind
+``TILE_OVERHEAD_S``, the 256^3 GEMMs behind ``KERNEL_FIXED_S``, FA3 A6-A8 behind the attention
+shape constants) -- are :func:`calibration_inputs`; no row is one of them, by id or by shape
+(tests/validation/test_kernels_suite.py), so every row is out-of-sample. Prediction: ``2mnk·batch
+/ time`` of :mod:`fabricsim.transformer.kernels` (including its fixed per-kernel time); attention
+``3.5 x forward FLOPs / (forward + backward time)``.
 """
 
 from __future__ import annotations
@@ -31,10 +32,42 @@ DATA_FILE = "kernels-public.yaml"
 # A catalog system per device of the file (suites get specs through the API's SpecSource, which
 # loads systems and models; the device is the system's).
 DEVICE_SYSTEMS = {"a100-80gb": "dgx-a100", "h100-sxm": "dgx-h100", "h800": "h800", "b200": "dgx-b200"}
-CALIBRATION = (
-    "out-of-sample: the calibration points (catalog kernel figures G9/G18/G20/G22-G25/G39-16384, XLA "
-    "H100 K=256 G33 and 256^3 G32/G34, DeepGEMM G2/G4, FA3 A6-A8, FA2 A2 16k) are not among these rows"
-)
+
+
+def calibration_inputs(source: SpecSource) -> list[dict[str, Any]]:
+    """Every kernel-level figure the compute model was calibrated on, with an id: the points the
+    kernel-model constants were fitted on (the data file's ``calibration`` list) and the catalog
+    kernel figures of the suite's devices (id ``catalog:DEVICE:gemm:FORMAT`` / ``...:attention``)."""
+    points = load_entries(DATA_FILE, "calibration")
+    for name in sorted(DEVICE_SYSTEMS):
+        kernels = source.load_system(DEVICE_SYSTEMS[name]).device.kernels
+        if kernels is None:
+            continue
+        for fmt, bench in sorted(kernels.gemm.items()):
+            points.append({"id": f"catalog:{name}:gemm:{fmt}", "kind": "gemm", "device": name, "format": fmt,
+                           "m": bench.m, "n": bench.n, "k": bench.k})
+        att = kernels.attention
+        points.append({"id": f"catalog:{name}:attention", "kind": "attention", "device": name, "seq": att.seq_len,
+                       "head_dim": att.head_dim, "causal": att.causal})
+    return points
+
+
+def shape_keys(row: dict[str, Any]) -> set[tuple[object, ...]]:
+    """What a row or calibration point measures: (kind, device, format, batch, m, n, k) for a GEMM;
+    (kind, device, seq, head_dim, causal) for attention, one key per sequence length and mask of a sweep."""
+    if row["kind"] == "gemm":
+        return {("gemm", row["device"], row["format"], int(row.get("batch", 1)), row["m"], row["n"], row["k"])}
+    seqs = row["seq"] if isinstance(row["seq"], list) else [row["seq"]]
+    masks = row["causal"] if isinstance(row["causal"], list) else [row["causal"]]
+    return {("attention", row["device"], int(s), int(row["head_dim"]), bool(c)) for s in seqs for c in masks}
+
+
+def _calibration_line() -> str:
+    fitted = ", ".join(f"{p['id']} ({p['fits']})" for p in load_entries(DATA_FILE, "calibration"))
+    return (
+        "out-of-sample: no row is a calibration input (disjoint by id and shape); calibrated on each device's "
+        f"catalog kernel figures and the constants' fit points {fitted}"
+    )
 
 
 def row_device(row: dict[str, Any], source: SpecSource) -> DeviceSpec:
@@ -85,4 +118,4 @@ def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
                 by_format.setdefault(str(row["format"]), []).append((float(row["value"]), predict(row, alone)))
         for kind, groups in (("leave-one-device-out", by_device), ("leave-one-dtype-out", by_format)):
             held += [HoldoutError(kind, g, mean_abs_error(p), len(p)) for g, p in sorted(groups.items())]
-    return SuiteResult("kernels", entries, calibration=CALIBRATION, holdout=tuple(held))
+    return SuiteResult("kernels", entries, calibration=_calibration_line(), holdout=tuple(held))

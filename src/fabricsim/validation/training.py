@@ -55,7 +55,8 @@ KORTHIKANTI_SCHEDULE = {"22b": (4, 1), "175b": (1, 3), "530b": (1, 3), "1t": (1,
 CALIBRATION = (
     "out-of-sample: no constant fitted on these rows; compute calibrated on A100 kernel benchmarks "
     "(cuBLAS BF16 GEMM G18, FlashAttention-2 A2, STREAM B2) and kernel-level sweeps (H100 XLA K sweep "
-    "G33, FA3 seq/head-dim A6-A8), at the A100's sustained clock at its power limit (1305 MHz, S4); one "
+    "G33, FA3 seq/head-dim A6-A8), at the A100's sustained clock at its power limit (1305 MHz, S4: NVIDIA's "
+    "FP64 HPL rating, ASSUMED for fp16 tensor work, no BF16/FP16 clock measurement found); one "
     "device and one dtype (fp16 runs on the BF16 GEMM figure), so leave-one-dtype-out is the suite itself"
 )
 # Dimensions of the Korthikanti models, from the MFU rows of the same file (the time rows omit them).

@@ -47,8 +47,8 @@ CALIBRATION = (
     "out-of-sample: no constant fitted on these rows; compute calibrated on each device's kernel "
     "benchmarks in the catalog (cuBLAS/DeepGEMM/CUTLASS GEMMs, FlashAttention/cuDNN attention, "
     "STREAM-class bandwidth; devices/*.yaml 'kernels') and kernel-level sweeps (XLA K sweep, FA3 "
-    "seq/head-dim sweep), at each device's sustained clock (Hopper S5, B200 S14; GB200: the B200's "
-    "measured fraction, assumed); compute beside an overlapped collective 18.9% slower (S9)"
+    "seq/head-dim sweep), at each device's sustained clock (Hopper S5, B200 S14; GB200: not measured, the "
+    "catalog median fraction 0.874 ASSUMED, S8); compute beside an overlapped collective 18.9% slower (S9)"
 )
 
 # Gradient buffer and data-parallel reduction in bf16 for every row: the performance paths turn the
