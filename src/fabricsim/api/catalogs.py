@@ -25,5 +25,5 @@ def validate(suite: str = "all", system: str | None = None) -> dict[str, object]
     """Run published-measurement suites; JSON ``{suites: [{name, entries, mean_abs_error}]}``.
     With ``system`` (a calibrated system YAML), report its fit's residuals instead."""
     if system is not None:
-        return {"suites": [run_system(catalog.load_system(system)).to_json()]}
+        return {"suites": [run_system(catalog.load_system(system), system).to_json()]}
     return {"suites": [result.to_json() for result in validation.run_suites(suite, catalog)]}

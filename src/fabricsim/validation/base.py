@@ -36,6 +36,9 @@ class ValidationEntry:
     predicted: float
     source: str
     detail: str = ""
+    command: str | None = None  # the CLI line reproducing ``predicted`` (validation/commands.py)
+    command_output: str = ""  # which key of the command's --json output it is: KEY, KEY x F or KEY / D
+    command_note: str = ""  # what the command cannot express (no CLI option), or why there is none
 
     @property
     def error(self) -> float:
@@ -52,6 +55,9 @@ class ValidationEntry:
             "error": self.error,
             "source": self.source,
             "detail": self.detail,
+            "command": self.command,
+            **({"command_output": self.command_output} if self.command else {}),
+            **({"command_note": self.command_note} if self.command_note else {}),
         }
 
 

@@ -11,10 +11,12 @@ from fabricsim.collectives import CollectiveOp, bus_factor, estimate, place_grou
 from fabricsim.errors import FabricsimError
 from fabricsim.specs import SystemSpec
 from fabricsim.validation.base import SuiteResult, ValidationEntry
+from fabricsim.validation.commands import collective_command
 
 
-def run_system(system: SystemSpec) -> SuiteResult:
-    """One entry per measured row of each of ``system``'s collective fits (busbw, GB/s)."""
+def run_system(system: SystemSpec, name_or_path: str | None = None) -> SuiteResult:
+    """One entry per measured row of each of ``system``'s collective fits (busbw, GB/s);
+    ``name_or_path``: how the user named the system (its rows' commands name it so)."""
     fits = [fit for fit in system.collective_fits if fit.measured_sizes_bytes]
     if not fits:
         raise FabricsimError(
@@ -39,6 +41,8 @@ def run_system(system: SystemSpec) -> SuiteResult:
                     predicted=size / predicted_s * factor / 1e9,
                     source=source,
                     detail=f"{fit.op} on {fit.ranks} ranks / {fit.nodes} nodes, {size} B",
+                    command=collective_command(op.value, name_or_path or system.name, fit.ranks, size),
+                    command_output="busbw_GBps",
                 )
             )
     return SuiteResult(

@@ -40,6 +40,7 @@ from typing import Any
 
 from fabricsim.collectives import bus_factor, estimate, parse_op, place_group
 from fabricsim.validation.base import SpecSource, SuiteResult, ValidationEntry, load_entries
+from fabricsim.validation.commands import collective_command
 
 DATA_FILE = "collectives-nccl-tests.yaml"
 SYSTEMS = {"H100": "dgx-h100", "A100": "dgx-a100"}
@@ -70,10 +71,13 @@ def predict(row: dict[str, Any], source: SpecSource) -> ValidationEntry:
     result = estimate(op, size, place_group(system, gpus))
     busbw = size / result.time_s * bus_factor(op, gpus) / 1e9
     detail = f"{system.name} {gpus} GPUs {op.value} {size} B: {result.algorithm.value}/{result.protocol}"
+    line = collective_command(op.value, _system_name(row), gpus, size)
     if float(row["value"]) > 0.0:
-        return ValidationEntry(row["id"], "busbw", "GB/s", float(row["value"]), busbw, row["source"], detail)
+        return ValidationEntry(row["id"], "busbw", "GB/s", float(row["value"]), busbw, row["source"], detail,
+                               command=line, command_output="busbw_GBps")
     measured_us = next(float(a["value"]) for a in row.get("also_reported", []) if a["metric"] == "time")
-    return ValidationEntry(row["id"], "time", "us", measured_us, result.time_s * 1e6, row["source"], detail)
+    return ValidationEntry(row["id"], "time", "us", measured_us, result.time_s * 1e6, row["source"], detail,
+                           command=line, command_output="time_s x 1000000.0")
 
 
 CALIBRATION = (

@@ -13,6 +13,7 @@ The metric is output tokens / (last finish - first arrival). No constant is spec
 from __future__ import annotations
 
 import math
+import shlex
 
 from fabricsim.engine.inference.serving import ServeScenario, replica_kv_tokens, simulate_serving
 from fabricsim.engine.inference.step import InferenceLayout
@@ -77,6 +78,28 @@ def predict(entry: dict, source: SpecSource, system: SystemSpec | None = None) -
     return simulate_serving(scenario, stream, (math.inf, math.inf)).output_tokens_per_s
 
 
+def command_note(entry: dict, source: SpecSource) -> str:
+    """Why the row has no exact CLI command, with the nearest ``fabricsim serve`` line."""
+    workload = entry["workload"]
+    isl, osl, tp = int(workload["isl"]), int(workload["osl"]), int(workload["tensor_parallel"])
+    model = source.load_model(MODELS[workload["model"]])
+    layout = InferenceLayout(tensor_parallel=tp, weight_dtype="fp8", kv_dtype="fp8")
+    probe = ServeScenario(model, source.load_system("dgx-h100"), layout, kv_free_fraction=KV_FREE_FRACTION)
+    batch, tokens = trtllm_bench_settings(replica_kv_tokens(probe), isl, osl)
+    count = REQUESTS[(isl, osl)]
+    nearest = shlex.join([
+        "fabricsim", "serve", "--model", MODELS[workload["model"]], "--system", "dgx-h100", "--gpus", str(tp),
+        "--tp", str(tp), "--dtype", "fp8", "--kv-dtype", "fp8", "--admission", "reserve", "--token-budget",
+        str(tokens), "--max-batch", str(batch), "--request-trace", f"offline-{count}x{isl}-{osl}.csv", "--json",
+    ])
+    return (
+        f"no exact CLI command: serve has no option for the KV memory fraction ({KV_FREE_FRACTION}, trtllm-bench's "
+        "kv_cache_free_gpu_mem_fraction; serve uses 0.90) and no offline arrival (--arrival-rate must be finite); "
+        f"nearest: {nearest}, the trace holding {count} rows 'arrival_s,input_len,output_len' = '0,{isl},{osl}'; "
+        "output key output_tokens_per_s"
+    )
+
+
 def _rows() -> list[dict]:
     return [entry for entry in load_entries(DATA_FILE) if entry["workload"]["model"] in MODELS]
 
@@ -95,6 +118,7 @@ def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
             id=entry["id"], metric=entry["metric"], unit="output tokens/s", measured=float(entry["value"]),
             predicted=predict(entry, source), source=entry["source"],
             detail=f"TP{workload['tensor_parallel']} ISL {workload['isl']} OSL {workload['osl']} FP8",
+            command_note=command_note(entry, source),
         ))
     held: list[HoldoutError] = []
     if holdout:

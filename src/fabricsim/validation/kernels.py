@@ -95,8 +95,15 @@ def _entry(row: dict[str, Any], device: DeviceSpec) -> ValidationEntry:
     else:
         detail = f"{row['device']} {row['format']} {row.get('batch', 1)}x{row['m']}x{row['n']}x{row['k']}"
     return ValidationEntry(
-        row["id"], "achieved", "TFLOP/s", float(row["value"]), predict(row, device), row["source"], detail
+        row["id"], "achieved", "TFLOP/s", float(row["value"]), predict(row, device), row["source"], detail,
+        command_note=NO_COMMAND,
     )
+
+
+NO_COMMAND = (
+    "no CLI command predicts one kernel: the row is fabricsim.validation.kernels.predict (the burst rate of "
+    "fabricsim.transformer.kernels gemm_rates(device, format).time_s(m, n, k, batch) or attention_rates(device))"
+)
 
 
 def run(source: SpecSource, holdout: bool = False) -> SuiteResult:

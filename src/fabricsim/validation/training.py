@@ -40,6 +40,7 @@ from fabricsim.validation.base import (
     mean_abs_error,
     system_without_kernels,
 )
+from fabricsim.validation.commands import model_file, train_command
 from fabricsim.workload.training import TrainingOptions
 
 MEGATRON_FILE = "training-megatron-sc21-a100.yaml"
@@ -79,6 +80,17 @@ def gpt_model(name: str, workload: dict[str, Any]) -> ModelSpec:
     )
 
 
+def model_stem(model: ModelSpec) -> str:
+    """Name of the shipped file (``data/models``) holding a Megatron GPT of these dimensions."""
+    return f"megatron-gpt-h{model.hidden_size}-l{model.num_hidden_layers}-a{model.num_attention_heads}"
+
+
+def command(estimate: TrainingEstimate, model: ModelSpec, options: TrainingOptions, system: str = SYSTEM) -> str:
+    """The ``fabricsim train`` line of one estimate of a GPT built from a row's dimensions."""
+    return train_command(model_file(model_stem(model)), system, estimate.global_batch, estimate.seq_len,
+                         estimate.layout, options)
+
+
 def _megatron_estimate(workload: dict[str, Any], system: SystemSpec) -> TrainingEstimate:
     dims = {**GPT3_175B, **workload}
     model = gpt_model("gpt", dims)
@@ -103,6 +115,7 @@ def megatron_entries(system: SystemSpec) -> list[ValidationEntry]:
         estimate = _megatron_estimate(row["workload"], system)
         layout = estimate.layout
         detail = f"tp{layout.tensor_parallel} pp{layout.pipeline_parallel} dp{layout.data_parallel}"
+        line = command(estimate, gpt_model("gpt", {**GPT3_175B, **row["workload"]}), MEGATRON_OPTIONS)
         entries.append(
             ValidationEntry(
                 id=row["id"],
@@ -112,6 +125,8 @@ def megatron_entries(system: SystemSpec) -> list[ValidationEntry]:
                 predicted=estimate.hardware_flops_per_gpu_s / 1e12,
                 source=row["source"],
                 detail=detail,
+                command=line,
+                command_output="hardware_tflops_per_gpu",
             )
         )
         for extra in row.get("also_reported", []):
@@ -125,6 +140,8 @@ def megatron_entries(system: SystemSpec) -> list[ValidationEntry]:
                         predicted=estimate.step_time_s,
                         source=row["source"],
                         detail=detail,
+                        command=line,
+                        command_output="step_time_s",
                     )
                 )
     return entries
@@ -166,9 +183,9 @@ def korthikanti_entries(system: SystemSpec) -> list[ValidationEntry]:
             f"vpp{layout.virtual_stages}"
         )
         if row["metric"] == "MFU":
-            predicted, unit = estimate.mfu * 100.0, "%"
+            predicted, unit, output = estimate.mfu * 100.0, "%", "mfu x 100"
         else:
-            predicted, unit = estimate.step_time_s, "s"
+            predicted, unit, output = estimate.step_time_s, "s", "step_time_s"
         metric = "mfu" if row["metric"] == "MFU" else "iteration_time"
         entries.append(
             ValidationEntry(
@@ -179,6 +196,8 @@ def korthikanti_entries(system: SystemSpec) -> list[ValidationEntry]:
                 predicted=predicted,
                 source=row["source"],
                 detail=detail,
+                command=command(estimate, gpt_model(f"gpt-{key}", dims[key]), KORTHIKANTI_OPTIONS),
+                command_output=output,
             )
         )
     return entries

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from fabricsim.engine.training.analytic import TrainingEstimate, estimate_training
-from fabricsim.specs import ParallelLayout, Recompute, SystemSpec
+from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.validation.base import (
     HoldoutError,
     SpecSource,
@@ -36,6 +36,7 @@ from fabricsim.validation.base import (
     mean_abs_error,
     system_without_kernels,
 )
+from fabricsim.validation.commands import model_file, train_command
 from fabricsim.validation.training import gpt_model
 from fabricsim.workload.training import TrainingOptions
 
@@ -54,11 +55,21 @@ def rows() -> tuple[dict[str, Any], ...]:
     return tuple(load_entries(DATA_FILE))
 
 
-def estimate_row(row: dict[str, Any], system: SystemSpec) -> TrainingEstimate:
-    """fabricsim's estimate of one row (module docstring) on ``system``."""
+def row_model(row: dict[str, Any]) -> ModelSpec:
+    """The row's GPT: its dimensions, vocabulary and sequence length, untied embeddings (module docstring)."""
     dims = {key: row[key] for key in ("hidden_size", "num_layers", "attention_heads")}
     model = gpt_model(f"gpt-{row['model_size']}", {**dims, "vocab_size": row["vocab"]})
-    model = model.model_copy(update={"max_position_embeddings": int(row["seq"]), "tie_word_embeddings": False})
+    return model.model_copy(update={"max_position_embeddings": int(row["seq"]), "tie_word_embeddings": False})
+
+
+def model_stem(row: dict[str, Any]) -> str:
+    """Name of the shipped file (``data/models``) holding the row's model."""
+    return f"megatron-core-gpt-{str(row['model_size']).lower()}"
+
+
+def estimate_row(row: dict[str, Any], system: SystemSpec) -> TrainingEstimate:
+    """fabricsim's estimate of one row (module docstring) on ``system``."""
+    model = row_model(row)
     tp = int(row["tp"])
     layout = ParallelLayout(
         tensor_parallel=tp,
@@ -83,10 +94,13 @@ def _entries(system: SystemSpec) -> list[ValidationEntry]:
                 metric=str(row["metric"]),
                 unit="TFLOP/s",
                 measured=float(row["value"]),
-                predicted=estimate.model_flops / layout.gpus / estimate.step_time_s / 1e12,
+                predicted=estimate.model_flops_per_gpu_s / 1e12,  # Megatron's count = fabricsim's model FLOPs
                 source=str(row["source"]),
                 detail=f"{row['gpus']} H100 tp{layout.tensor_parallel} pp{layout.pipeline_parallel} "
                 f"dp{layout.data_parallel} gbs{row['gbs']} (MFU {row['mfu_percent']}%)",
+                command=train_command(model_file(model_stem(row)), SYSTEM, estimate.global_batch, estimate.seq_len,
+                                      layout, OPTIONS),
+                command_output="model_tflops_per_gpu",
             )
         )
     return entries

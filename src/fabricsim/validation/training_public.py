@@ -40,6 +40,7 @@ from fabricsim.validation.base import (
     system_without_format,
     system_without_kernels,
 )
+from fabricsim.validation.commands import train_command
 from fabricsim.workload.training import TrainingOptions
 
 DATA_FILE = "training-nvidia-public.yaml"
@@ -117,7 +118,15 @@ def estimate_row(row: dict[str, Any], source: SpecSource, system: SystemSpec | N
 def predicted_value(row: dict[str, Any], estimate: TrainingEstimate) -> float:
     if row["metric"] == "step_time_s":
         return estimate.step_time_s
-    return int(row["gbs"]) * int(row["seq"]) / estimate.step_time_s / int(row["gpus"])
+    return estimate.tokens_per_s / int(row["gpus"])  # gbs x seq / step time, per GPU
+
+
+def row_command(row: dict[str, Any], moe: bool) -> tuple[str, str]:
+    """(``fabricsim train`` line, the key of its JSON output that is the row's prediction)."""
+    line = train_command(str(row["model"]), str(row["system"]), int(row["gbs"]), int(row["seq"]), row_layout(row),
+                         row_options(row), moe)
+    output = "step_time_s" if row["metric"] == "step_time_s" else f"tokens_per_s / {int(row['gpus'])}"
+    return line, output
 
 
 def row_format(row: dict[str, Any]) -> str:
@@ -125,8 +134,9 @@ def row_format(row: dict[str, Any]) -> str:
     return gemm_format(str(row["dtype"]), row.get("recipe"))
 
 
-def _entry(row: dict[str, Any], predicted: float) -> ValidationEntry:
+def _entry(row: dict[str, Any], predicted: float, moe: bool = False) -> ValidationEntry:
     unit = "s" if row["metric"] == "step_time_s" else "tokens/s/GPU"
+    line, output = row_command(row, moe)
     detail = (
         f"{row['system']} {row['gpus']} GPUs {row['model']} {row['dtype']}"
         f"{'/' + row['recipe'] if row.get('recipe') else ''} tp{row['tp']} pp{row['pp']} cp{row['cp']} "
@@ -134,7 +144,7 @@ def _entry(row: dict[str, Any], predicted: float) -> ValidationEntry:
     )
     return ValidationEntry(
         id=row["id"], metric=str(row["metric"]), unit=unit, measured=float(row["value"]), predicted=predicted,
-        source=str(row["source"]), detail=detail,
+        source=str(row["source"]), detail=detail, command=line, command_output=output,
     )
 
 
@@ -176,7 +186,7 @@ def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
         except FabricsimError as exc:  # e.g. a layout the engine cannot lay out yet
             skipped.append((str(row["id"]), str(exc)))
             continue
-        entries.append(_entry(row, predicted_value(row, estimate)))
+        entries.append(_entry(row, predicted_value(row, estimate), source.load_model(str(row["model"])).is_moe))
         usable.append(row)
     held = tuple(holdout_errors(usable, source)) if holdout else ()
     return SuiteResult(
