@@ -135,3 +135,12 @@ def test_a_rate_file_with_a_bad_key_is_a_user_error(tmp_path):
     bad.write_text("name: x\nreference: {system: dgx-h100, gpus: 8, days: 1}\ncauses: {}\n", encoding="utf-8")
     with pytest.raises(FabricsimError, match="failure_rates"):
         load_rates(str(bad))
+
+
+def test_a_checkpoint_saves_one_copy_of_what_context_parallel_ranks_share():
+    """Context-parallel ranks hold the same weights (and, below ZeRO-1, optimizer states): dp=4 x
+    cp=2 saves the same bytes as dp=8 x cp=1."""
+    run = ("llama3.1-8b", "dgx-h100", 8, 128, 4096)
+    folded = api.goodput(*run, days=1, runs=10, zero=2, dp=4, cp=2).to_json()
+    plain = api.goodput(*run, days=1, runs=10, zero=2, dp=8, cp=1).to_json()
+    assert folded["checkpoint_bytes"] == plain["checkpoint_bytes"]

@@ -112,8 +112,9 @@ def _interval(value: str | float) -> float | None:
 def _checkpoint_path(result: TrainResult, system: SystemSpec, pfs_Bps: float) -> CheckpointPath:
     memory = dict(result.memory_breakdown_bytes)
     layout = dict(result.layout)
+    replicas = int(layout["dp"]) * int(layout["cp"])  # the ranks holding the same weights
     state = reliability.unique_state_bytes(
-        memory["weights"], memory["optimizer_states"], result.gpus, int(layout["dp"]), int(layout["zero"])
+        memory["weights"], memory["optimizer_states"], result.gpus, replicas, int(layout["zero"])
     )
     per_node = min(system.gpus_per_node, result.gpus)
     nic_Bps = system.scale_out.bandwidth_per_node_Bps / per_node
