@@ -133,7 +133,7 @@ def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple
     gather_s = 0.0
     edp = layout.expert_data_parallel
     expert_group = (edp, layout.expert_tp * layout.expert_parallel)
-    # bucket size: Megatron-Core sizes it by the dp group without cp (step_time.GRAD_BUCKET_PARAMS)
+    # dense bucket size: by the dp group without cp, as Megatron-Core (step_time.GRAD_BUCKET_PARAMS)
     for params, group, bucket_ranks in ((dense, (dp, stride), layout.data_parallel), (expert, expert_group, edp)):
         if params <= 0 or group[0] <= 1:
             continue
