@@ -101,3 +101,18 @@ def test_validate_reports_the_fit_residuals(calibrated, capsys):
     assert "a3mega-16xh100-all_reduce.log" in large[0]["source"]
     assert main(["validate", "--system", "dgx-h100"]) == 2
     assert "no nccl-tests measurements" in capsys.readouterr().err
+
+
+def test_an_op_contradicting_the_log_is_refused(tmp_path, capsys):
+    """Issue 27: --op all-to-all on an all_reduce_perf log fitted a 90.4 GB/s NIC, silently."""
+    out = tmp_path / "wrong.yaml"
+    rc = main(["calibrate", "nccl-tests", str(LOG), "--system", "dgx-h100", "--out", str(out), "--op", "all-to-all"])
+    err = capsys.readouterr().err
+    assert rc == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1 and "all_reduce_perf" in err and "--op" in err
+
+
+def test_an_op_naming_the_logs_own_binary_is_accepted():
+    assert parse_nccl_tests(LOG.read_text(), "log", "all-reduce").op == "all-reduce"
+    stripped = LOG.read_text().replace("all_reduce_perf", "a_benchmark")  # a log that does not name its op
+    assert parse_nccl_tests(stripped, "log", "all-to-all").op == "all-to-all"

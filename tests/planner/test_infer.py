@@ -94,3 +94,24 @@ def test_api_contract_and_determinism() -> None:
         api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_tpot_s=0.0)
     with pytest.raises(FabricsimError, match="objective"):
         api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, objective="cheap")
+
+
+@pytest.mark.parametrize("slo", [None, 0.02, 1e-6])
+def test_counts_mean_what_their_names_say(slo) -> None:
+    """Issue 27: "evaluated 278 layouts ... costed 2,102" -- costed counted engine calls. Layouts:
+    evaluated = pruned by memory + costed, costed = feasible + missing the SLOs; estimates (batch
+    sizes priced by the bisection) are counted apart."""
+    search = search_infer(LLAMA, goal=InferGoal(tpot_slo_s=slo))
+    assert search.feasible <= search.costed <= search.evaluated
+    assert search.costed + search.pruned_memory == search.evaluated == len(infer_layouts(LLAMA, InferSpace()))
+    assert search.feasible + search.pruned_slo == search.costed
+    assert search.estimates >= search.costed  # with an SLO the bisection prices several batch sizes
+    if slo == 0.02:
+        assert search.estimates > search.costed
+
+
+def test_plan_infer_json_keeps_the_slo_out_of_the_before_costing_prunes() -> None:
+    out = api.plan_infer("llama3-70b", "dgx-h100", 8, 1024, 256, slo_tpot_s=0.02).to_json()
+    assert out["costed"] <= out["evaluated"] and out["estimates"] >= out["costed"]
+    assert out["costed"] + sum(out["pruned"].values()) == out["evaluated"]
+    assert out["feasible"] + out["rejected_slo"] == out["costed"]

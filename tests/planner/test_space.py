@@ -39,7 +39,7 @@ def test_every_enumerated_layout_is_valid_and_unique() -> None:
     for layout in layouts:
         assert check_layout(MIXTRAL, layout, 64, 4096) >= 1  # raises if invalid
         assert layout.sequence_parallel is False or layout.tensor_parallel > 1
-        assert layout.zero_stage == 0 or layout.data_parallel > 1
+        assert layout.zero_stage == 0 or layout.data_context_parallel > 1
         if layout.virtual_stages > 1:
             assert MIXTRAL.layers % (layout.pipeline_parallel * layout.virtual_stages) == 0
     assert {layout.expert_parallel for layout in layouts} >= {1, 2, 8}
@@ -111,3 +111,11 @@ def test_pipeline_split_accounting_changes_which_stages_and_chunks_are_valid() -
     for plan in result.plans:
         layout = dict(plan.result.layout)
         assert 81 % (layout["pp"] * layout["vpp"]) == 0
+
+
+def test_zero_stages_are_searched_when_context_parallel_ranks_share_the_weights() -> None:
+    """ZeRO shards over dp·cp (Megatron-Core's dp_cp group): dp = 1, cp = 2 has four distinct stages."""
+    group = sp.Group(1, 1, 2, 1, 1, "bf16", False, Recompute.NONE)
+    assert sp.zero_options(TrainSpace(), group) == (3, 2, 1, 0)
+    alone = sp.Group(1, 1, 1, 1, 1, "bf16", False, Recompute.NONE)
+    assert sp.zero_options(TrainSpace(), alone) == (0,)

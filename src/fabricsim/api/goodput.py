@@ -3,7 +3,8 @@
 Gathers what :mod:`fabricsim.reliability` needs from the rest of fabricsim: the component counts
 of the system's topology (:func:`fabricsim.topology.inventory.count_inventory`), the checkpoint state from
 the memory model (:func:`fabricsim.api.train`'s memory breakdown), the failure rates from the
-catalog (``catalog/data/reliability/*.yaml``), and the slowdown of a rerouted cable failure from
+catalog (``catalog/data/reliability/*.yaml``; by default the set observed on the system's GPU
+generation, :func:`default_rate_set`), and the slowdown of a rerouted cable failure from
 the flow model (the machinery of ``traffic --fail-links``).
 """
 
@@ -40,13 +41,13 @@ from fabricsim.reliability import (
 from fabricsim.reliability.goodput import GoodputEstimate, choose_interval_s, expected_ettr_of
 from fabricsim.reliability.montecarlo import check_runs
 from fabricsim.specs import SystemSpec
+from fabricsim.specs.device import Generation
 from fabricsim.specs.inputs import SEED_LIMIT
 from fabricsim.topology.graph import NodeKind, cables, remove_links
 from fabricsim.topology.inventory import count_inventory
 from fabricsim.topology.routing import Routing, route_table, unroutable
 from fabricsim.topology.system import build_system_topology
 
-DEFAULT_RATES = "llama3-h100"
 FLOW_PROBE_GPUS = 1024  # GPUs of the topology the rerouting slowdown is measured on (flow model cost)
 _PROBE_BYTES = 64 * 2**20  # bytes per probe flow; the completion ratio does not depend on it
 
@@ -74,6 +75,18 @@ def load_rates(name_or_path: str) -> FailureRatesSpec:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
         raise FabricsimError("failure_rates", f"{path}: {where}: {error['msg']}", "fix that key") from None
+
+
+def default_rate_set(system: SystemSpec) -> tuple[str, str]:
+    """(name, basis) of the shipped rate set for the GPUs of ``system``: the one observed on its
+    device generation (Llama 3's H100 events for Hopper, Meta's RSC-1 for Ampere); for a generation
+    no set was observed on, the newest generation's set, and the basis says so."""
+    generation = system.device.generation
+    observed = {g: name for name in rate_sets() for g in load_rates(name).generations}
+    if generation in observed:
+        return observed[generation], f"{generation.value} GPUs"
+    newest = max(observed, key=list(Generation).index)
+    return observed[newest], f"no published {generation.value} rates: {newest.value}'s"
 
 
 @lru_cache(maxsize=64)
@@ -112,8 +125,9 @@ def _interval(value: str | float) -> float | None:
 def _checkpoint_path(result: TrainResult, system: SystemSpec, pfs_Bps: float) -> CheckpointPath:
     memory = dict(result.memory_breakdown_bytes)
     layout = dict(result.layout)
+    replicas = int(layout["dp"]) * int(layout["cp"])  # the ranks holding the same weights
     state = reliability.unique_state_bytes(
-        memory["weights"], memory["optimizer_states"], result.gpus, int(layout["dp"]), int(layout["zero"])
+        memory["weights"], memory["optimizer_states"], result.gpus, replicas, int(layout["zero"])
     )
     per_node = min(system.gpus_per_node, result.gpus)
     nic_Bps = system.scale_out.bandwidth_per_node_Bps / per_node
@@ -176,6 +190,7 @@ class GoodputOptions:
     """The validated goodput inputs other than the model, system and layout."""
 
     rates: FailureRatesSpec
+    rates_basis: str  # why this rate set: given, or the system's GPU generation
     interval_s: float | None
     target: CheckpointTarget
     policy: LinkFailurePolicy
@@ -190,9 +205,10 @@ def goodput_options(
     link_failures: str = "reroute",
     **more: Any,
 ) -> GoodputOptions:
-    """Parse and check the options of :func:`goodput` (``more``: failure_rates, pfs_bandwidth_Bps,
-    restart, runs, seed), each error naming its field."""
-    unknown = set(more) - {"failure_rates", "pfs_bandwidth_Bps", "restart", "runs", "seed"}
+    """Parse and check the options of :func:`goodput` (``more``: system, failure_rates,
+    pfs_bandwidth_Bps, restart, runs, seed), each error naming its field. Without ``failure_rates``
+    the rate set is the one of ``system``'s GPU generation (:func:`default_rate_set`)."""
+    unknown = set(more) - {"system", "failure_rates", "pfs_bandwidth_Bps", "restart", "runs", "seed"}
     if unknown:
         raise FabricsimError(sorted(unknown)[0], "is not a goodput option")
     runs, seed = more.get("runs", 1000), more.get("seed", 0)
@@ -200,12 +216,16 @@ def goodput_options(
     check_runs(runs)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
         raise FabricsimError("seed", f"must be an integer in 0..2^63-1, got {show(seed)}", "give a smaller seed")
-    rates_spec = _with_restart(load_rates(more.get("failure_rates", DEFAULT_RATES)), more.get("restart"))
+    rates_name, basis = more.get("failure_rates"), "given"
+    if rates_name is None:
+        rates_name, basis = default_rate_set(catalog.load_system(more["system"]))
+    rates_spec = _with_restart(load_rates(rates_name), more.get("restart"))
     pfs_Bps = rates_spec.storage.pfs_bandwidth_Bps
     if more.get("pfs_bandwidth_Bps") is not None:
         pfs_Bps = _positive_number("pfs_bandwidth", more["pfs_bandwidth_Bps"], 1e18)
     return GoodputOptions(
         rates=rates_spec,
+        rates_basis=basis,
         interval_s=_interval(checkpoint_interval),
         target=parse_choice("checkpoint_target", checkpoint_target, CheckpointTarget),
         policy=parse_choice("link_failures", link_failures, LinkFailurePolicy),
@@ -259,7 +279,7 @@ def goodput(
     checkpoint_interval: str | float = "auto",
     checkpoint_target: str = "pfs",
     link_failures: str = "reroute",
-    failure_rates: str = DEFAULT_RATES,
+    failure_rates: str | None = None,
     pfs_bandwidth_Bps: float | None = None,
     restart: Mapping[str, float] | None = None,
     runs: int = 1000,
@@ -268,7 +288,8 @@ def goodput(
 ) -> GoodputResult:
     """Interruptions, checkpoint interval and costs, ETTR and goodput of ``days`` of training
     ``model`` on ``gpus`` GPUs of ``system`` (``layout`` takes :func:`train`'s keywords: tp, pp,
-    ...). Failure rates come from the rate set ``failure_rates``; ``checkpoint_interval`` is
+    ...). Failure rates come from the rate set ``failure_rates`` (default: the set observed on the
+    system's GPU generation); ``checkpoint_interval`` is
     "auto" (Daly's optimum) or seconds; ``restart`` replaces restart phases of the rate set
     (detection, reschedule, startup, warmup: seconds); ``runs`` seeded Monte-Carlo runs give the spread."""
     options = goodput_options(
@@ -276,6 +297,7 @@ def goodput(
         checkpoint_interval,
         checkpoint_target,
         link_failures,
+        system=system,
         failure_rates=failure_rates,
         pfs_bandwidth_Bps=pfs_bandwidth_Bps,
         restart=restart,
@@ -311,6 +333,7 @@ def _result(step: TrainResult, inputs: tuple[GoodputSetup, Scenario], estimate: 
         runs=plan.runs,
         seed=plan.seed,
         failure_rates=options.rates.name,
+        failure_rates_basis=options.rates_basis,
         checkpoint_target=options.target.value,
         link_failures=options.policy.value,
         components=setup.counts,

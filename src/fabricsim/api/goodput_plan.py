@@ -40,7 +40,7 @@ def plan_goodput(
     checkpoint_interval, checkpoint_target, link_failures, failure_rates, pfs_bandwidth_Bps, seed)."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise FabricsimError("top", f"must be a positive integer, got {top!r}")
-    parsed = goodput_options(days, **options)
+    parsed = goodput_options(days, **options, system=system)
     search = plan_train(
         model,
         system,

@@ -234,7 +234,7 @@ def plan_infer(
     served = serving is not None and serving.arrival_rate is not None
     extra = (("serving", _serving_splits(question, search, goal, serving)),) if served else ()
     result = _infer_plan_result(question, search, goal, time.perf_counter() - start)
-    return dataclasses.replace(result, extra=extra)
+    return dataclasses.replace(result, extra=result.extra + extra)
 
 
 def _serving_splits(
@@ -287,7 +287,8 @@ def _infer_plan_result(
         evaluated=search.evaluated,
         feasible=search.feasible,
         costed=search.costed,
-        pruned=(("memory", search.pruned_memory), ("slo", search.pruned_slo)),
+        pruned=(("memory", search.pruned_memory),),  # before costing; the SLO rejects after it
+        extra=(("rejected_slo", search.pruned_slo), ("estimates", search.estimates)),
         elapsed_s=elapsed_s,
         plans=tuple(
             PlanEntry(rank, attach_infer(infer_result(names, question.gpus, p.layout, p.estimate), question.system),

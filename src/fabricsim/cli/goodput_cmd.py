@@ -61,7 +61,9 @@ def goodput(
     link_failures: str = typer.Option(
         "reroute", "--link-failures", help="reroute (switch-switch cables degrade) | stop (every failure stops)"
     ),
-    failure_rates: str = typer.Option("llama3-h100", "--failure-rates", help="rate-set name or YAML path"),
+    failure_rates: str | None = typer.Option(
+        None, "--failure-rates", help="rate-set name or YAML path (default: the set of the system's GPU generation)"
+    ),
     pfs_bandwidth: str | None = typer.Option(None, "--pfs-bandwidth", help="file-system bandwidth, e.g. 2TB/s"),
     restart: str | None = typer.Option(
         None, "--restart", help="restart phases in seconds, e.g. detection=60,reschedule=120,startup=240,warmup=120"

@@ -31,6 +31,7 @@ _PERF_OPS = {  # nccl-tests binary stem -> CollectiveOp value
     "broadcast": "broadcast",
     "reduce": "reduce",
 }
+_PERF_NAMES = {op: stem for stem, op in _PERF_OPS.items()}
 _PERF_RE = re.compile(r"\b(all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce)_perf\b")
 _RANK_RE = re.compile(r"^#\s*Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\s+\d+\s*(?:\[[^\]]*\])?\s*(.*)$")
 _ALGO_RE = re.compile(r"\bNCCL_ALGO\s*=\s*([A-Za-z_,^]+)")
@@ -88,9 +89,19 @@ def _is_row(tokens: list[str]) -> bool:
 
 
 def _detect_op(text: str, op: str | None, source: str) -> str:
-    if op is not None:
-        return op
+    """The op of a log: the one its ``*_perf`` binary names. ``op`` (``--op``) names it for a log that
+    does not, or picks one of several; an ``op`` that contradicts the log's only binary is refused
+    (fitting an all_reduce_perf log as all-to-all gives a wrong bandwidth, silently)."""
     found = {_PERF_OPS[m] for m in _PERF_RE.findall(text)}
+    if op is not None:
+        if len(found) == 1 and op not in found:
+            named = found.pop()
+            raise FabricsimError(
+                "op",
+                f"{op} contradicts {source}, whose binary is {_PERF_NAMES[named]}_perf ({named})",
+                f"drop --op (the log names its op) or give {_PERF_NAMES[op]}_perf output",
+            )
+        return op
     if len(found) != 1:
         problem = "does not name its nccl-tests binary" if not found else f"names several binaries ({sorted(found)})"
         raise FabricsimError("op", f"{source} {problem}", "pass --op all-reduce|all-gather|... for this log")
@@ -145,7 +156,6 @@ def parse_nccl_tests(text: str, source: str, op: str | None = None) -> NcclTests
     )
 
 
-_PERF_NAMES = {op: stem for stem, op in _PERF_OPS.items()}
 _COLUMNS = """#                                                              out-of-place                       in-place
 #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
 #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"""

@@ -15,6 +15,11 @@ inference engine's default for the weight dtype unless given); the rest of the G
    Objective ``latency``: the given batch (default 1), ranked by end-to-end latency.
 3. **Costing** with :func:`~fabricsim.engine.inference.infer_estimate` (milliseconds per point).
 
+Counts: ``evaluated`` layouts = ``pruned_memory`` (no batch fits: not costed) + ``costed`` (layouts
+the engine priced); ``costed`` = ``feasible`` (fit and meet the SLOs) + ``pruned_slo`` (even batch 1
+misses an SLO). ``estimates`` counts the engine calls: a costed layout is priced at each batch size
+its bisection tries, so there are more estimates than layouts.
+
 Ranking: (objective, canonical layout key), deterministic.
 """
 
@@ -96,8 +101,9 @@ class InferPlan:
 
 @dataclass(frozen=True, slots=True)
 class InferSearch:
-    """Ranked plans and counts: ``evaluated`` layouts, ``feasible`` (fit and meet the SLOs),
-    ``costed`` estimates run, layouts pruned by memory and by the SLOs, the smallest memory need."""
+    """Ranked plans and counts (module docstring): ``evaluated`` layouts, ``feasible`` (fit and meet
+    the SLOs), ``costed`` layouts the engine priced, layouts pruned by memory (before costing) and by
+    the SLOs (after), ``estimates`` engine calls (batch sizes priced), the smallest memory need."""
 
     plans: tuple[InferPlan, ...]
     evaluated: int
@@ -107,6 +113,7 @@ class InferSearch:
     pruned_slo: int
     smallest_memory_bytes: float | None
     smallest_memory_layout: InferenceLayout | None
+    estimates: int = 0
 
 
 @dataclass(slots=True)
@@ -115,7 +122,8 @@ class _Walk:
     goal: InferGoal
     space: InferSpace
     found: list = field(default_factory=list)
-    costed: int = 0
+    costed: int = 0  # layouts priced
+    estimates: int = 0  # engine calls (batch sizes priced)
     pruned_memory: int = 0
     pruned_slo: int = 0
 
@@ -171,7 +179,7 @@ def infer_layouts(question: InferQuestion, space: InferSpace) -> list[InferenceL
 
 def _estimate(walk: _Walk, layout: InferenceLayout, batch: int) -> InferEstimate:
     q = walk.question
-    walk.costed += 1
+    walk.estimates += 1
     return infer_estimate(InferScenario(q.model, q.system, layout, q.input_len, q.output_len, batch))
 
 
@@ -213,6 +221,7 @@ def _plan_layout(walk: _Walk, layout: InferenceLayout) -> None:
     if room < 1 or (walk.goal.objective is InferObjective.LATENCY and room < batch):
         walk.pruned_memory += 1
         return
+    walk.costed += 1
     if walk.goal.objective is InferObjective.LATENCY or space.batch is not None:
         estimate = _estimate(walk, layout, batch)
         chosen = None if _fails(walk.goal, estimate) else (estimate, "fixed")
@@ -276,6 +285,7 @@ def search_infer(
         pruned_slo=walk.pruned_slo,
         smallest_memory_bytes=smallest[0],
         smallest_memory_layout=smallest[1],
+        estimates=walk.estimates,
     )
 
 

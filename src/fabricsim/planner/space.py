@@ -16,8 +16,9 @@ anything is costed:
 * interleaving (vpp > 1) needs pp > 1, layers divisible by pp·vpp (Megatron-LM's rule) and the
   micro-batch count divisible by pp; with pipeline-split accounting the layers + accounted
   embedding/loss must divide into pp (and pp·vpp) equal chunks instead;
-* redundant layouts are skipped: sequence parallelism needs tp > 1 and ZeRO stages need dp > 1
-  (with dp = 1 every stage is the same layout as stage 0).
+* redundant layouts are skipped: sequence parallelism needs tp > 1 and ZeRO stages need dp·cp > 1
+  (ZeRO shards over the dp·cp ranks that share the weights; with dp·cp = 1 every stage is the
+  same layout as stage 0).
 
 Order is canonical (ascending values, :data:`RECOMPUTE_ORDER`), so searches are deterministic.
 """
@@ -194,10 +195,10 @@ def micro_batches(problem: TrainProblem, space: TrainSpace, group: Group) -> tup
 
 
 def zero_options(space: TrainSpace, group: Group) -> tuple[int, ...]:
-    """ZeRO stages, most sharded first (least memory first); with dp = 1 every stage is the same
-    layout, so only the lowest allowed one."""
+    """ZeRO stages, most sharded first (least memory first); with dp·cp = 1 (nothing to shard over)
+    every stage is the same layout, so only the lowest allowed one."""
     stages = _allowed(ZERO_STAGES, space.zero_stage)
-    if group.data_parallel == 1:
+    if group.data_parallel * group.context_parallel == 1:
         return stages[:1]
     return tuple(sorted(stages, reverse=True))
 

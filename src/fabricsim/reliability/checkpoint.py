@@ -68,12 +68,13 @@ class CheckpointCost:
     load_s: float
 
 
-def unique_state_bytes(weights_per_gpu: float, optimizer_per_gpu: float, gpus: int, dp: int, zero: int) -> float:
+def unique_state_bytes(weights_per_gpu: float, optimizer_per_gpu: float, gpus: int, replicas: int, zero: int) -> float:
     """Bytes of one checkpoint of the job from the memory model's per-GPU figures (most loaded GPU,
-    so an upper bound over pipeline stages): weights are replicated over the dp ranks below ZeRO-3,
-    optimizer states below ZeRO-1; one copy of each is saved."""
-    weight_copies = dp if zero < 3 else 1
-    optimizer_copies = dp if zero < 1 else 1
+    so an upper bound over pipeline stages): weights are replicated over the ``replicas`` = dp·cp
+    ranks that share them (context-parallel ranks hold the same weights) below ZeRO-3, optimizer
+    states below ZeRO-1; one copy of each is saved."""
+    weight_copies = replicas if zero < 3 else 1
+    optimizer_copies = replicas if zero < 1 else 1
     return gpus * (weights_per_gpu / weight_copies + optimizer_per_gpu / optimizer_copies)
 
 

@@ -24,6 +24,7 @@ class GoodputResult:
     runs: int
     seed: int
     failure_rates: str
+    failure_rates_basis: str  # "given", or the GPU generation the set was picked for
     checkpoint_target: str
     link_failures: str
     components: ComponentCounts
@@ -55,6 +56,7 @@ class GoodputResult:
             "runs": self.runs,
             "seed": self.seed,
             "failure_rates": self.failure_rates,
+            "failure_rates_basis": self.failure_rates_basis,
             "checkpoint_target": self.checkpoint_target,
             "link_failures": self.link_failures,
             "components": {

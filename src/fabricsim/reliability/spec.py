@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFlo
 
 from fabricsim.reliability.checkpoint import RestartCost
 from fabricsim.reliability.failures import Component, ComponentCounts, FailureCause, rate_from_events
+from fabricsim.specs.device import Generation
 
 
 class _Spec(BaseModel):
@@ -46,8 +47,12 @@ class RestartSpec(_Spec):
 
 
 class FailureRatesSpec(_Spec):
+    """``generations``: the GPU generations (``Generation`` values) the set was observed on; goodput
+    picks by the system's device generation among the shipped sets."""
+
     name: str
     description: str = ""
+    generations: tuple[Generation, ...] = ()
     reference: ReferenceSpec
     causes: dict[str, CauseSpec] = Field(min_length=1)
     storage: StorageSpec

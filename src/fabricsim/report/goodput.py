@@ -22,7 +22,11 @@ def goodput_table(result: dict[str, Any]) -> Group:
         f" ({result['runs']} runs, seed {result['seed']})",
         [
             ("components", ", ".join(f"{k} {v}" for k, v in counts.items())),
-            ("failure rates", f"{result['failure_rates']}; job MTTF {format_seconds(result['mttf_s'])}"),
+            (
+                "failure rates",
+                f"{result['failure_rates']} ({result.get('failure_rates_basis', 'given')}); "
+                f"job MTTF {format_seconds(result['mttf_s'])}",
+            ),
             ("interruptions", _spread(result["interruptions"], 1)),
             ("rerouted cable failures", f"{result['rerouted_link_failures']:.1f} ({result['link_failures']})"),
             ("checkpoint", f"{format_bytes(result['checkpoint_bytes'])} to {result['checkpoint_target']}"),

@@ -222,6 +222,14 @@ def compact_layout(layout: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def _costing_note(result: dict[str, Any]) -> str:
+    """``plan infer``: a costed layout is priced at several batch sizes (its bisection), and the SLOs
+    reject layouts after costing."""
+    if "estimates" not in result:
+        return ""
+    return f", {result['estimates']:,} estimates (batch sizes tried), {result['rejected_slo']:,} missing the SLOs"
+
+
 def _plan_summary(result: dict[str, Any]) -> Table:
     pruned = ", ".join(f"{count:,} {reason.replace('_', ' ')}" for reason, count in result["pruned"].items())
     elapsed = result["elapsed_s"]
@@ -229,8 +237,8 @@ def _plan_summary(result: dict[str, Any]) -> Table:
     rows = [
         ("objective", str(result["objective"])),
         ("evaluated", f"{result['evaluated']:,} layouts ({rate:,.0f}/s)"),
-        ("feasible (fit)", f"{result['feasible']:,}"),
-        ("costed", f"{result['costed']:,} (pruned before costing: {pruned})"),
+        ("feasible (fit, SLOs)" if "rejected_slo" in result else "feasible (fit)", f"{result['feasible']:,}"),
+        ("costed", f"{result['costed']:,} layouts{_costing_note(result)} (pruned before costing: {pruned})"),
         ("elapsed", format_seconds(elapsed)),
     ]
     if result.get("refined"):

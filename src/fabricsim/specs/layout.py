@@ -78,6 +78,17 @@ class ParallelLayout:
         return self.tensor_parallel if etp is None else etp
 
     @property
+    def data_context_parallel(self) -> int:
+        """dp x cp: the ranks of a stage that hold the same (non-expert) weights. Megatron-Core
+        reduces their gradients and its distributed optimizer shards their state over this group,
+        the data-parallel group *with* context parallelism (``get_data_parallel_group(
+        with_context_parallel=True)``: DistributedDataParallel's gradient buffers use
+        ``intra_dp_cp_group``, distributed_data_parallel.py:289, and the distributed optimizer is
+        built on ``dp_cp_group``, optimizer/__init__.py:1141, NVIDIA/Megatron-LM @ d98e8a6); ZeRO
+        stages shard over it. Its ranks stride tp (order tp-cp-dp-pp)."""
+        return self.data_parallel * self.context_parallel
+
+    @property
     def expert_data_parallel(self) -> int:
         """Replicas of each expert: tp*cp*dp / (etp*ep) (Megatron-Core parallel folding)."""
         ranks = self.tensor_parallel * self.context_parallel * self.data_parallel

@@ -6,8 +6,9 @@ bf16 parameters; the 18 B/parameter this gives matches the parameter + optimizer
 Korthikanti et al. 2022, Fig. 1; 2 B for 16-bit gradients) and 12 B of optimizer state (fp32
 master, m, v), plus the optimizer's fp32 copy of 16-bit gradients (4 B: 20 B/parameter in all,
 Megatron-LM docs/user-guide/features/dist_optimizer.md). ZeRO stage 1 shards the optimizer state over the
-data-parallel group, stage 2 also the gradients, stage 3 (FSDP) also the weights; expert
-parameters are sharded over the expert-data-parallel group (dp / ep) instead.
+data-parallel group with context parallelism (dp x cp, Megatron-Core's ``dp_cp`` group: context-
+parallel ranks hold the same weights), stage 2 also the gradients, stage 3 (FSDP) also the weights;
+expert parameters are sharded over the expert-data-parallel group (tp·cp·dp / (etp·ep)) instead.
 
 Activations per layer and micro-batch follow Korthikanti et al. 2022 (sec. 4, eq. 1-2), written
 per token so GQA, MLA, SwiGLU and MoE fall out of the same terms: for GPT this is
@@ -74,7 +75,8 @@ def state_bytes(
     """Bytes of weights, gradients and Adam state for the parameters one GPU holds.
 
     ``dense_params``/``expert_params``: parameters on this GPU before ZeRO sharding;
-    ``shards`` = (zero stage, data-parallel size, expert-data-parallel size); ``gradient_bytes``: 4
+    ``shards`` = (zero stage, ranks sharing the dense parameters: data x context parallel,
+    expert-data-parallel size); ``gradient_bytes``: 4
     (fp32) or 2 (16-bit gradients, whose fp32 copy joins the optimizer state). ZeRO stage 1 shards
     the optimizer state, 2 also the gradients, 3 also the weights (Rajbhandari et al., SC'20).
     The one implementation of the rule: the analytic engine's memory calls it per layout.

@@ -388,7 +388,7 @@ class CommSizes:
     expert_bytes: float  # each EP all-to-all (dispatch or combine)
     expert_tp_bytes: float  # each expert-TP all-gather (after dispatch) or reduce-scatter (before combine)
     pipeline_bytes: float  # each stage-to-stage send/recv
-    dense_grad_bytes: float  # per step: gradients reduced over the data-parallel group
+    dense_grad_bytes: float  # per step: gradients reduced over the dp x cp ranks that share the weights
     expert_grad_bytes: float  # per step: expert gradients over the expert-data-parallel group
 
 
@@ -424,6 +424,6 @@ def comm_sizes(
         expert_bytes=dispatched if layout.expert_parallel > 1 and dims.experts else 0.0,
         expert_tp_bytes=dispatched * etp if etp > 1 and dims.experts else 0.0,
         pipeline_bytes=hidden_bytes / scatter if layout.pipeline_parallel > 1 else 0.0,
-        dense_grad_bytes=dense_params * per_grad if layout.data_parallel > 1 else 0.0,
+        dense_grad_bytes=dense_params * per_grad if layout.data_context_parallel > 1 else 0.0,
         expert_grad_bytes=expert_params * per_grad if layout.expert_data_parallel > 1 else 0.0,
     )

@@ -80,11 +80,12 @@ def stage_activations(
 
 def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> MemoryBreakdown:
     """Bytes on the most loaded GPU: model states after ZeRO sharding
-    (:func:`fabricsim.transformer.memory.state_bytes`; expert parameters over the expert-data-parallel
-    size tp·cp·dp/(etp·ep)), plus under
+    (:func:`fabricsim.transformer.memory.state_bytes`; dense parameters over the dp·cp ranks that
+    hold them (:attr:`~fabricsim.specs.ParallelLayout.data_context_parallel`), expert parameters over
+    the expert-data-parallel size tp·cp·dp/(etp·ep)), plus under
     ZeRO-3 two gathered layers (current + prefetched); activations of the in-flight micro-batches on
     stage 0 (or one micro-batch plus the logits on the last stage); framework overhead."""
-    dp = layout.data_parallel
+    dp = layout.data_context_parallel
     shards = (layout.zero_stage, dp, layout.expert_data_parallel)
     states = state_bytes(entry.dense_params, entry.expert_params, shards, entry.gradient_bytes)
     weights = states.weights

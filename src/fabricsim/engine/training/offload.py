@@ -47,11 +47,12 @@ class OffloadTime(NamedTuple):
 
 
 def owned_params(layout: ParallelLayout, entry: StageEntry) -> float:
-    """Parameters whose optimizer state this GPU holds (ZeRO >= 1 shards them over data parallel)."""
+    """Parameters whose optimizer state this GPU holds (ZeRO >= 1 shards them as the memory model
+    does: dense over dp·cp, experts over the expert-data-parallel group)."""
     dense, expert = entry.dense_params, entry.expert_params
     if layout.zero_stage >= 1:
-        dense /= layout.data_parallel
-        expert /= max(1, layout.data_parallel // layout.expert_parallel)
+        dense /= layout.data_context_parallel
+        expert /= layout.expert_data_parallel
     return dense + expert
 
 
@@ -59,8 +60,8 @@ def weight_store_bytes(layout: ParallelLayout, entry: StageEntry) -> float:
     """16-bit weights this GPU keeps (its shard under ZeRO-3)."""
     if layout.zero_stage < 3:
         return WEIGHT_BYTES * (entry.dense_params + entry.expert_params)
-    edp = max(1, layout.data_parallel // layout.expert_parallel)
-    return WEIGHT_BYTES * (entry.dense_params / layout.data_parallel + entry.expert_params / edp)
+    dense = entry.dense_params / layout.data_context_parallel
+    return WEIGHT_BYTES * (dense + entry.expert_params / layout.expert_data_parallel)
 
 
 def resident_bytes(

@@ -122,20 +122,22 @@ def _chunks(case: TrainingCase, ctx: analytic.TrainingContext, microbatches: int
 def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple[Transfer, ...], Transfer | None]:
     """Gradient buckets of one model chunk and the ZeRO parameter all-gather of one rank."""
     layout = case.layout
-    dp, v = layout.data_parallel, layout.virtual_stages
+    dp, v = layout.data_context_parallel, layout.virtual_stages  # dense gradients: dp x cp ranks
     if dp == 1:
         return (), None
-    stride = layout.tensor_parallel * layout.context_parallel
+    stride = layout.tensor_parallel
     entry = ctx.stage(layout, case.seq_len)  # the analytic path's own parameter split
     dense, expert, grad = entry.dense_params, entry.expert_params, entry.gradient_bytes
     op = "all-reduce" if layout.zero_stage == 0 else "reduce-scatter"
     buckets: list[Transfer] = []
     gather_s = 0.0
-    expert_group = (layout.expert_data_parallel, layout.expert_tp * layout.expert_parallel)
-    for params, group in ((dense, (dp, stride)), (expert, expert_group)):
+    edp = layout.expert_data_parallel
+    expert_group = (edp, layout.expert_tp * layout.expert_parallel)
+    # dense bucket size: by the dp group without cp, as Megatron-Core (step_time.GRAD_BUCKET_PARAMS)
+    for params, group, bucket_ranks in ((dense, (dp, stride), layout.data_parallel), (expert, expert_group, edp)):
         if params <= 0 or group[0] <= 1:
             continue
-        count = max(1, math.ceil(params / v / grad_bucket_params(group[0])))
+        count = max(1, math.ceil(params / v / grad_bucket_params(bucket_ranks)))
         total_s = ctx.comm.time_s(analytic.RS if op != "all-reduce" else analytic.AR, params * grad, *group)
         payload = _payload(case, op, params * grad / v / count, group)
         buckets += [Transfer(total_s / v / count, f"dp-{op}", payload, 1, Stream.DP_COMM)] * count

@@ -49,7 +49,9 @@ from fabricsim.workload.pipeline import a2a_paired_share, bubble_stage_times, p2
 from fabricsim.workload.training import TrainingOptions
 
 # Megatron-Core's default gradient bucket: max(40M, 1M x dp) parameters (DistributedDataParallel:
-# ``bucket_size = max(40000000, 1000000 * data_parallel_group.size())``).
+# ``bucket_size = max(40000000, 1000000 * dp_group.size())``, the data-parallel group *without*
+# context parallelism, distributed_data_parallel.py:134 @ d98e8a6, although the buckets are reduced
+# over dp x cp).
 GRAD_BUCKET_PARAMS = 40.0e6
 GRAD_BUCKET_PARAMS_PER_DP_RANK = 1.0e6
 
@@ -299,11 +301,14 @@ def _tail_work(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, 
 
 
 def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, params: tuple[float, float]) -> float:
-    """Exposed seconds of the data-parallel gradient reduction and ZeRO parameter gathers."""
-    dp, zero = layout.data_parallel, layout.zero_stage
+    """Exposed seconds of the data-parallel gradient reduction and ZeRO parameter gathers: dense
+    gradients over the dp·cp ranks that share the weights (stride tp; context-parallel ranks reduce
+    their gradients too, :attr:`~fabricsim.specs.ParallelLayout.data_context_parallel`), expert
+    gradients over the expert-data-parallel group."""
+    dp, zero = layout.data_context_parallel, layout.zero_stage
     if dp == 1:
         return 0.0
-    comm, stride = ctx.comm, layout.tensor_parallel * layout.context_parallel
+    comm, stride = ctx.comm, layout.tensor_parallel
     edp, expert_stride = layout.expert_data_parallel, layout.expert_tp * layout.expert_parallel
     dense, expert = params
     grad = ctx.options.gradient_bytes(layout.dtype)
@@ -321,17 +326,16 @@ def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, par
     # gradient comes last and which a bucket never splits (param_and_grad_buffer.py: buckets close at a
     # parameter boundary), so it is at least that large
     total = dense + expert
-    last_bucket = max(grad_bucket_params(dp), ctx.dims.embedding_params / layout.tensor_parallel)
+    last_bucket = max(grad_bucket_params(layout.data_parallel), ctx.dims.embedding_params / layout.tensor_parallel)
     tail = reduce_s * min(1.0, last_bucket / total) if total else 0.0
     return tail + overlapped_s(reduce_s - tail, stage.backward_s + stage.recompute_s) + gather_s
 
 
 def zero3_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, params: tuple[float, float]) -> float:
     """ZeRO-3/FSDP: per micro-batch the weights are all-gathered for forward and for backward."""
-    if layout.zero_stage < 3 or layout.data_parallel == 1:
+    if layout.zero_stage < 3 or layout.data_context_parallel == 1:
         return 0.0
-    stride = layout.tensor_parallel * layout.context_parallel
-    gather = ctx.comm.time_s(AG, params[0] * WEIGHT_BYTES, layout.data_parallel, stride)
+    gather = ctx.comm.time_s(AG, params[0] * WEIGHT_BYTES, layout.data_context_parallel, layout.tensor_parallel)
     expert_stride = layout.expert_tp * layout.expert_parallel
     gather += ctx.comm.time_s(AG, params[1] * WEIGHT_BYTES, layout.expert_data_parallel, expert_stride)
     return overlapped_s(gather, stage.forward_s) + overlapped_s(gather, stage.backward_s + stage.recompute_s)
@@ -346,14 +350,14 @@ def optimizer_s(ctx: StepContext, layout: ParallelLayout, params: tuple[float, f
     dense, expert = params
     local = dense + expert
     if layout.zero_stage >= 1:
-        dense /= layout.data_parallel
+        dense /= layout.data_context_parallel
         expert /= layout.expert_data_parallel
     shard = dense + expert
     grad = ctx.options.gradient_bytes(layout.dtype)
     per_param = OPTIMIZER_SHARD_BYTES + (FP16_UNSCALE_BYTES if layout.dtype == "fp16" else 0.0)
     per_param += 0.0 if ctx.options.gradients_in_fp32(layout.dtype) else MAIN_GRAD_COPY_BYTES
     buffer = shard if layout.zero_stage >= 3 else local
-    passes = 1.0 + GRAD_NAN_CHECK_PASSES + (GRAD_SCALE_PASSES if layout.data_parallel > 1 else 0.0)
+    passes = 1.0 + GRAD_NAN_CHECK_PASSES + (GRAD_SCALE_PASSES if layout.data_context_parallel > 1 else 0.0)
     return (shard * per_param + buffer * grad * passes) / ctx.rates(layout.dtype).hbm_Bps
 
 
