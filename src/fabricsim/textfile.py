@@ -9,8 +9,10 @@ only regular files are read, at most :data:`MAX_INPUT_BYTES`, decoded as UTF-8, 
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,15 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+def unreadable_value(exc: ValueError, where: str) -> str:
+    """The problem of a value a YAML or JSON parser could not build: an integer longer than
+    Python's int-str limit (``sys.get_int_max_str_digits()``, 4,300 digits by default: reading
+    one is quadratic, CVE-2020-10735) or, from YAML, an impossible date such as 2024-13-45."""
+    if "integer string conversion" in str(exc):
+        return f"{where} holds an integer of more than {sys.get_int_max_str_digits()} digits"
+    return f"{where} holds an unreadable value ({' '.join(str(exc).split())[:80]})"
+
+
 def parse_yaml(text: str, field: str, where: str = "the file") -> Any:
     """Parse YAML ``text`` safely (no Python objects, no aliases); errors name ``field``."""
     try:
@@ -79,6 +90,20 @@ def parse_yaml(text: str, field: str, where: str = "the file") -> Any:
         raise FabricsimError(field, f"malformed YAML in {where}{at}", "fix the YAML syntax") from None
     except RecursionError:
         raise FabricsimError(field, f"{where} nests too deeply", "flatten the YAML") from None
+    except ValueError as exc:  # after YAMLError, which is not a ValueError
+        raise FabricsimError(field, unreadable_value(exc, where), "write a number fabricsim can use") from None
+
+
+def parse_json(text: str, field: str, where: str = "the file") -> Any:
+    """Parse JSON ``text``; malformed JSON, deep nesting and over-long integers name ``field``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise FabricsimError(field, f"{where} nests too deeply", "flatten the JSON") from None
+    except json.JSONDecodeError as exc:
+        raise FabricsimError(field, f"malformed JSON in {where} at line {exc.lineno}", "fix the JSON") from None
+    except ValueError as exc:  # JSONDecodeError is a ValueError too: caught above
+        raise FabricsimError(field, unreadable_value(exc, where), "write a number fabricsim can use") from None
 
 
 def read_yaml(path: str | Path, field: str) -> Any:
