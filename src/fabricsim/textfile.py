@@ -91,7 +91,7 @@ def parse_yaml(text: str, field: str, where: str = "the file") -> Any:
     except RecursionError:
         raise FabricsimError(field, f"{where} nests too deeply", "flatten the YAML") from None
     except ValueError as exc:  # after YAMLError, which is not a ValueError
-        raise FabricsimError(field, unreadable_value(exc, where), "write a number fabricsim can use") from None
+        raise FabricsimError(field, unreadable_value(exc, where), "fix that value") from None
 
 
 def parse_json(text: str, field: str, where: str = "the file") -> Any:
@@ -103,7 +103,7 @@ def parse_json(text: str, field: str, where: str = "the file") -> Any:
     except json.JSONDecodeError as exc:
         raise FabricsimError(field, f"malformed JSON in {where} at line {exc.lineno}", "fix the JSON") from None
     except ValueError as exc:  # JSONDecodeError is a ValueError too: caught above
-        raise FabricsimError(field, unreadable_value(exc, where), "write a number fabricsim can use") from None
+        raise FabricsimError(field, unreadable_value(exc, where), "fix that value") from None
 
 
 def read_yaml(path: str | Path, field: str) -> Any:
