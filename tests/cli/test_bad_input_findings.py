@@ -132,9 +132,14 @@ def test_a_trace_arrival_past_the_horizon_is_refused(tmp_path, capsys):
     refused(capsys, [*SERVE[:7], "--request-trace", str(tmp_path / "rq.csv")], "request-trace", "line 3")
 
 
-@pytest.mark.parametrize("days", ["5e-324", "1e-9", "0.005"])
-def test_a_run_too_short_to_keep_any_work_is_refused(days, capsys):
-    refused(capsys, [*GOODPUT, "--days", days], "days", "first checkpoint")
+@pytest.mark.parametrize(("days", "why"), [("5e-324", "launch"), ("1e-9", "launch"), ("0.01", "first checkpoint")])
+def test_a_run_too_short_to_keep_any_work_is_refused(days, why, capsys):
+    refused(capsys, [*GOODPUT, "--days", days], "days", why)
+
+
+def test_plan_train_by_goodput_refuses_a_run_shorter_than_its_launch(capsys):
+    refused(capsys, ["plan", "train", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "64", "--global-batch",
+                     "64", "--seq-len", "2048", "--objective", "goodput", "--days", "5e-324"], "days", "launch")
 
 
 def test_goodput_checks_its_numbers_before_the_layout_fit(capsys):

@@ -203,6 +203,10 @@ def goodput_options(
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
         raise FabricsimError("seed", f"must be an integer in 0..2^63-1, got {show(seed)}", "give a smaller seed")
     rates_spec = _with_restart(load_rates(more.get("failure_rates", DEFAULT_RATES)), more.get("restart"))
+    launch_s = rates_spec.restart.cost().total_s(0.0)
+    if days_value * DAY_S < launch_s:  # known before any layout: the restart phases alone
+        problem = f"a run of {days_value:.3g} days is shorter than its launch ({launch_s:.4g} s of restart phases)"
+        raise FabricsimError("days", problem, f"give at least {launch_s / DAY_S:.3g}")
     pfs_Bps = rates_spec.storage.pfs_bandwidth_Bps
     if more.get("pfs_bandwidth_Bps") is not None:
         pfs_Bps = _positive_number("pfs-bandwidth", more["pfs_bandwidth_Bps"], 1e18)
