@@ -3,12 +3,14 @@
 A user file may be a directory, a device that never ends (``/dev/zero``), a FIFO that never
 answers, text that is not UTF-8, or YAML whose aliases expand exponentially ("billion laughs").
 Each becomes one :class:`FabricsimError` naming the option, instead of a traceback or a hang:
-only regular files are read, at most :data:`MAX_INPUT_BYTES`, decoded as UTF-8, and YAML aliases
+only regular files are read, at most :data:`MAX_INPUT_BYTES`, decoded as UTF-8 (a leading
+byte-order mark, as spreadsheets and some editors write, is dropped), and YAML aliases
 (``*name``) are refused (fabricsim's files never need them).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import stat
@@ -52,10 +54,12 @@ def read_text(path: str | Path, field: str) -> str:
             data = handle.read(limit + 1)
     except OSError as exc:
         raise FabricsimError(field, f"cannot read {where}: {exc.strerror}", "check the path") from None
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0  # a byte-order mark (utf-8-sig)
     try:
-        return data.decode("utf-8")
+        return data[skip:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FabricsimError(field, f"{where} is not UTF-8 text (byte {exc.start})", "save it as UTF-8") from None
+        problem = f"{where} is not UTF-8 text (byte {skip + exc.start})"
+        raise FabricsimError(field, problem, "save it as UTF-8") from None
 
 
 class _NoAliasLoader(yaml.SafeLoader):

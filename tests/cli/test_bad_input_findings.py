@@ -223,3 +223,9 @@ def test_a_request_csv_with_a_byte_order_mark_is_read(tmp_path, capsys):
     path = tmp_path / "rq.csv"
     path.write_bytes(b"\xef\xbb\xbfarrival_s,input_len,output_len\n0,100,10\n0.5,100,10\n")
     assert accepted(capsys, [*SERVE[:7], "--request-trace", str(path)])["requests"] == 2
+
+
+def test_a_config_json_with_a_byte_order_mark_is_read(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({**LLAMA, "hidden_size": 4096, "num_attention_heads": 32}).encode())
+    assert accepted(capsys, ["train", "--model", str(path), *TRAIN])["model"] == tmp_path.name
