@@ -3,14 +3,18 @@
 A user file may be a directory, a device that never ends (``/dev/zero``), a FIFO that never
 answers, text that is not UTF-8, or YAML whose aliases expand exponentially ("billion laughs").
 Each becomes one :class:`FabricsimError` naming the option, instead of a traceback or a hang:
-only regular files are read, at most :data:`MAX_INPUT_BYTES`, decoded as UTF-8, and YAML aliases
+only regular files are read, at most :data:`MAX_INPUT_BYTES`, decoded as UTF-8 (a leading
+byte-order mark, as spreadsheets and some editors write, is dropped), and YAML aliases
 (``*name``) are refused (fabricsim's files never need them).
 """
 
 from __future__ import annotations
 
+import codecs
+import json
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -50,10 +54,12 @@ def read_text(path: str | Path, field: str) -> str:
             data = handle.read(limit + 1)
     except OSError as exc:
         raise FabricsimError(field, f"cannot read {where}: {exc.strerror}", "check the path") from None
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0  # a byte-order mark (utf-8-sig)
     try:
-        return data.decode("utf-8")
+        return data[skip:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FabricsimError(field, f"{where} is not UTF-8 text (byte {exc.start})", "save it as UTF-8") from None
+        problem = f"{where} is not UTF-8 text (byte {skip + exc.start})"
+        raise FabricsimError(field, problem, "save it as UTF-8") from None
 
 
 class _NoAliasLoader(yaml.SafeLoader):
@@ -64,6 +70,15 @@ class _NoAliasLoader(yaml.SafeLoader):
             event = self.peek_event()
             raise yaml.YAMLError(f"alias *{event.anchor} at line {event.start_mark.line + 1}")
         return super().compose_node(parent, index)
+
+
+def unreadable_value(exc: ValueError, where: str) -> str:
+    """The problem of a value a YAML or JSON parser could not build: an integer longer than
+    Python's int-str limit (``sys.get_int_max_str_digits()``, 4,300 digits by default: reading
+    one is quadratic, CVE-2020-10735) or, from YAML, an impossible date such as 2024-13-45."""
+    if "integer string conversion" in str(exc):
+        return f"{where} holds an integer of more than {sys.get_int_max_str_digits()} digits"
+    return f"{where} holds an unreadable value ({' '.join(str(exc).split())[:80]})"
 
 
 def parse_yaml(text: str, field: str, where: str = "the file") -> Any:
@@ -79,6 +94,20 @@ def parse_yaml(text: str, field: str, where: str = "the file") -> Any:
         raise FabricsimError(field, f"malformed YAML in {where}{at}", "fix the YAML syntax") from None
     except RecursionError:
         raise FabricsimError(field, f"{where} nests too deeply", "flatten the YAML") from None
+    except ValueError as exc:  # after YAMLError, which is not a ValueError
+        raise FabricsimError(field, unreadable_value(exc, where), "fix that value") from None
+
+
+def parse_json(text: str, field: str, where: str = "the file") -> Any:
+    """Parse JSON ``text``; malformed JSON, deep nesting and over-long integers name ``field``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise FabricsimError(field, f"{where} nests too deeply", "flatten the JSON") from None
+    except json.JSONDecodeError as exc:
+        raise FabricsimError(field, f"malformed JSON in {where} at line {exc.lineno}", "fix the JSON") from None
+    except ValueError as exc:  # JSONDecodeError is a ValueError too: caught above
+        raise FabricsimError(field, unreadable_value(exc, where), "fix that value") from None
 
 
 def read_yaml(path: str | Path, field: str) -> Any:

@@ -13,6 +13,7 @@ import math
 import re
 
 from fabricsim.errors import FabricsimError
+from fabricsim.limits import show
 
 _BYTE_FACTORS: dict[str, float] = {
     "": 1.0,
@@ -59,20 +60,23 @@ def parse_size(text: str | int | float, field: str = "size") -> int:
     if isinstance(text, bool):
         raise FabricsimError(field, f"not a size: {text!r}", "give bytes, e.g. 8GiB or 1048576")
     if isinstance(text, (int, float)):
-        value, unit = float(text), ""
+        big = not isinstance(text, float) and abs(text) >= 2**1000  # float() of it would raise OverflowError
+        value, unit = ((math.inf if text > 0 else -math.inf) if big else float(text)), ""
     else:
         match = _SIZE_RE.match(str(text))
         if not match:
             raise FabricsimError(
-                field, f"cannot parse size {text!r}", "use a number with an optional unit, e.g. 8GiB, 512MB"
+                field, f"cannot parse size {show(text)}", "use a number with an optional unit, e.g. 8GiB, 512MB"
             )
         value, unit = float(match.group(1)), match.group(2).lower()
         _reject_bits(match.group(2), field)
         if unit not in _BYTE_FACTORS:
             raise FabricsimError(field, f"unknown unit {match.group(2)!r}", "use B, KB, MB, GB, KiB, MiB, GiB, TiB")
         value *= _BYTE_FACTORS[unit]
+    if value == math.inf and not (isinstance(text, float) and math.isinf(text)):  # digits past float's range
+        raise FabricsimError(field, f"size {show(text)} is too large (over 1.8e308 bytes)", "e.g. 1GiB")
     if not math.isfinite(value) or value < 0:
-        raise FabricsimError(field, f"size must be a non-negative number, got {text!r}", "e.g. 1GiB")
+        raise FabricsimError(field, f"size must be a non-negative number, got {show(text)}", "e.g. 1GiB")
     return round(value)
 
 

@@ -101,7 +101,7 @@ def test_packet_options_are_refused_with_the_flow_fidelity(capsys, extra, tmp_pa
         (["--fidelity", "flow", "--topology", "fat-tree:k=3"], "k"),
         (["--fidelity", "flow", "--topology", "ring-world"], "topology"),
         (["--fidelity", "packet", "--topology", TOPO, "--cc", "tcp"], "cc"),
-        (["--fidelity", "packet", "--topology", TOPO, "--cc-param", "nope=1"], "cc_param"),
+        (["--fidelity", "packet", "--topology", TOPO, "--cc-param", "nope=1"], "cc-param"),
         (["--fidelity", "packet", "--topology", TOPO, "--buffer", "10KB"], "buffer"),
         (["--fidelity", "flow", "--topology", TOPO, "--routing", "random"], "routing"),
         (["--fidelity", "packet", "--topology", TOPO, "--size", "0"], "size"),

@@ -43,8 +43,8 @@ def test_fixed_interval_and_table(capsys):
     ("extra", "field"),
     [
         (["--days", "-3"], "days"),
-        (["--checkpoint-interval", "often"], "checkpoint_interval"),
-        (["--checkpoint-target", "tape"], "checkpoint_target"),
+        (["--checkpoint-interval", "often"], "checkpoint-interval"),
+        (["--checkpoint-target", "tape"], "checkpoint-target"),
         (["--pfs-bandwidth", "fast"], "pfs-bandwidth"),
         (["--runs", "0"], "runs"),
     ],

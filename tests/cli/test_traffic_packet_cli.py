@@ -55,8 +55,8 @@ def test_table_output(capsys):
     [
         (["--cc", "dcqn"], "cc"),
         (["--lossless", "ethernet"], "lossless"),
-        (["--cc-param", "timer=1"], "cc_param"),
-        (["--cc-param", "pmax=3"], "cc_param"),
+        (["--cc-param", "timer=1"], "cc-param"),
+        (["--cc-param", "pmax=3"], "cc-param"),
         (["--buffer", "-1"], "buffer"),
         (["--buffer", "10KB"], "buffer"),
         (["--load", "nan"], "load"),

@@ -112,13 +112,13 @@ def test_a_rerouted_cable_on_a_single_leaf_group_costs_nothing():
     [
         ({"days": -1}, "days"),
         ({"days": float("nan")}, "days"),
-        ({"checkpoint_interval": "soon"}, "checkpoint_interval"),
-        ({"checkpoint_interval": 0}, "checkpoint_interval"),
-        ({"checkpoint_target": "disk"}, "checkpoint_target"),
-        ({"link_failures": "ignore"}, "link_failures"),
-        ({"failure_rates": "llama2"}, "failure_rates"),
-        ({"failure_rates": "missing.yaml"}, "failure_rates"),
-        ({"pfs_bandwidth_Bps": 0}, "pfs_bandwidth"),
+        ({"checkpoint_interval": "soon"}, "checkpoint-interval"),
+        ({"checkpoint_interval": 0}, "checkpoint-interval"),
+        ({"checkpoint_target": "disk"}, "checkpoint-target"),
+        ({"link_failures": "ignore"}, "link-failures"),
+        ({"failure_rates": "llama2"}, "failure-rates"),
+        ({"failure_rates": "missing.yaml"}, "failure-rates"),
+        ({"pfs_bandwidth_Bps": 0}, "pfs-bandwidth"),
         ({"runs": 0}, "runs"),
         ({"seed": -1}, "seed"),
         ({"tp": 1, "pp": 1, "zero": 0, "recompute": "none"}, "layout"),
@@ -133,7 +133,7 @@ def test_bad_inputs_name_the_field(options, field):
 def test_a_rate_file_with_a_bad_key_is_a_user_error(tmp_path):
     bad = tmp_path / "rates.yaml"
     bad.write_text("name: x\nreference: {system: dgx-h100, gpus: 8, days: 1}\ncauses: {}\n", encoding="utf-8")
-    with pytest.raises(FabricsimError, match="failure_rates"):
+    with pytest.raises(FabricsimError, match="failure-rates"):
         load_rates(str(bad))
 
 

@@ -11,6 +11,7 @@ the flow model (the machinery of ``traffic --fail-links``).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -38,6 +39,7 @@ from fabricsim.reliability import (
     RunPlan,
     Scenario,
 )
+from fabricsim.reliability.failures import DAY_S
 from fabricsim.reliability.goodput import GoodputEstimate, choose_interval_s, expected_ettr_of
 from fabricsim.reliability.montecarlo import check_runs
 from fabricsim.specs import SystemSpec
@@ -61,20 +63,20 @@ def rate_sets() -> list[str]:
 def load_rates(name_or_path: str) -> FailureRatesSpec:
     """A failure-rate set by catalog name or YAML path, numbers unwrapped and sources kept."""
     path = Path(name_or_path)
-    if path.suffix not in (".yaml", ".yml"):
-        if name_or_path not in rate_sets():
-            raise unknown_name("failure_rates", name_or_path, rate_sets())
+    if path.suffix in (".yaml", ".yml") or os.path.exists(name_or_path):  # False for a NUL or an over-long name
+        catalog.existing_file(path, "failure-rates", "give a rate-set name or a file")
+    elif name_or_path in rate_sets():
         path = catalog.data_root() / "reliability" / f"{name_or_path}.yaml"
-    elif not path.is_file():
-        raise FabricsimError("failure_rates", f"file not found: {name_or_path}", "give a rate-set name or a file")
-    data, sources = catalog.unwrap_sources(catalog.read_yaml(path, "failure_rates"))
+    else:
+        raise unknown_name("failure-rates", name_or_path, rate_sets())
+    data, sources = catalog.unwrap_sources(catalog.read_yaml(path, "failure-rates"))
     data.setdefault("name", path.stem)
     try:
         return FailureRatesSpec.model_validate({**data, "sources": sources})
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
-        raise FabricsimError("failure_rates", f"{path}: {where}: {error['msg']}", "fix that key") from None
+        raise FabricsimError("failure-rates", f"{path}: {where}: {error['msg']}", "fix that key") from None
 
 
 def default_rate_set(system: SystemSpec) -> tuple[str, str]:
@@ -119,7 +121,7 @@ def _positive_number(field: str, value: object, maximum: float) -> float:
 def _interval(value: str | float) -> float | None:
     if isinstance(value, str) and value.strip().lower() == "auto":
         return None
-    return _positive_number("checkpoint_interval", value, 1e9)
+    return _positive_number("checkpoint-interval", value, 1e9)
 
 
 def _checkpoint_path(result: TrainResult, system: SystemSpec, pfs_Bps: float) -> CheckpointPath:
@@ -220,15 +222,19 @@ def goodput_options(
     if rates_name is None:
         rates_name, basis = default_rate_set(catalog.load_system(more["system"]))
     rates_spec = _with_restart(load_rates(rates_name), more.get("restart"))
+    launch_s = rates_spec.restart.cost().total_s(0.0)
+    if days_value * DAY_S < launch_s:  # known before any layout: the restart phases alone
+        problem = f"a run of {days_value:.3g} days is shorter than its launch ({launch_s:.4g} s of restart phases)"
+        raise FabricsimError("days", problem, f"give at least {launch_s / DAY_S:.3g}")
     pfs_Bps = rates_spec.storage.pfs_bandwidth_Bps
     if more.get("pfs_bandwidth_Bps") is not None:
-        pfs_Bps = _positive_number("pfs_bandwidth", more["pfs_bandwidth_Bps"], 1e18)
+        pfs_Bps = _positive_number("pfs-bandwidth", more["pfs_bandwidth_Bps"], 1e18)
     return GoodputOptions(
         rates=rates_spec,
         rates_basis=basis,
         interval_s=_interval(checkpoint_interval),
-        target=parse_choice("checkpoint_target", checkpoint_target, CheckpointTarget),
-        policy=parse_choice("link_failures", link_failures, LinkFailurePolicy),
+        target=parse_choice("checkpoint-target", checkpoint_target, CheckpointTarget),
+        policy=parse_choice("link-failures", link_failures, LinkFailurePolicy),
         pfs_Bps=pfs_Bps,
         plan=RunPlan(days_value, runs, seed),
     )
@@ -257,11 +263,39 @@ def goodput_setup(system: str, gpus: int, options: GoodputOptions) -> GoodputSet
     return GoodputSetup(catalog.load_system(system), counts, cluster, ratio, options)
 
 
-def _scenario(step: TrainResult, setup: GoodputSetup) -> Scenario:
-    """The failure scenario of one layout (its state bytes and its scale-out share of the step)."""
+def _require_fit(step: TrainResult) -> None:
     if not step.fits:
         layout_text = ", ".join(f"{k}={v}" for k, v in step.layout)
         raise FabricsimError("layout", f"{layout_text} does not fit in GPU memory", "raise --tp/--pp or --zero")
+
+
+def _check_run(step: TrainResult, scenario: Scenario, plan: RunPlan) -> None:
+    """Refuse a checkpoint interval or a run length the run cannot have, instead of silently
+    changing it (an interval of 5e-324 s ran as one step) or reporting an ETTR of 0 by construction.
+
+    * An interval shorter than one step: checkpoints are taken between steps. Shorter than the
+      overlapped persist: a snapshot cannot start before the previous one is durable.
+    * A run shorter than its launch (the restart phases and the checkpoint load), one interval
+      and its blocking checkpoint keeps no work at all (:mod:`fabricsim.reliability.montecarlo`).
+    """
+    given = scenario.interval_s
+    floor_s = max(step.step_time_s, scenario.checkpoint.overlapped_s)
+    if given is not None and given < floor_s:
+        why = "one training step" if floor_s == step.step_time_s else "the time a checkpoint takes to persist"
+        problem = f"{given:.3g} s is shorter than {why} ({floor_s:.3g} s)"
+        raise FabricsimError("checkpoint-interval", problem, f"give at least {floor_s:.4g} or auto")
+    if given is None and scenario.rates.total_per_s == 0:
+        return  # no failures: auto checkpoints once, at the end of the run
+    interval_s = choose_interval_s(scenario, step.step_time_s, plan.days)
+    first_s = scenario.restart.total_s(scenario.checkpoint.load_s) + interval_s + scenario.checkpoint.blocking_s
+    if plan.days * DAY_S < first_s:
+        problem = (f"a run of {plan.days:.3g} days ends before its launch and first checkpoint "
+                   f"({first_s:.4g} s at a {interval_s:.4g} s interval): it would keep no work")
+        raise FabricsimError("days", problem, f"give at least {first_s / DAY_S:.3g} or a shorter interval")
+
+
+def _scenario(step: TrainResult, setup: GoodputSetup) -> Scenario:
+    """The failure scenario of one layout (its state bytes and its scale-out share of the step)."""
     options = setup.options
     degradation = reliability.Degradation(options.rates.link_repair_s, _degraded_fraction(step, setup.completion_ratio))
     cost = reliability.checkpoint_cost(_checkpoint_path(step, setup.system, options.pfs_Bps), options.target)
@@ -307,6 +341,8 @@ def goodput(
     step = train(model, system, gpus, global_batch, seq_len, **layout)
     setup = goodput_setup(system, gpus, options)
     scenario = _scenario(step, setup)
+    _check_run(step, scenario, options.plan)  # the numbers first, then whether the layout fits
+    _require_fit(step)
     training = reliability.Training(step.step_time_s, step.tokens_per_s, gpus)
     return _result(step, (setup, scenario), reliability.estimate(scenario, training, options.plan))
 
@@ -314,6 +350,7 @@ def goodput(
 def expected_goodput(step: TrainResult, setup: GoodputSetup) -> tuple[float, float, float]:
     """(goodput tokens/s, expected ETTR, checkpoint interval s) of one layout, closed form only:
     what the planner ranks by (no Monte-Carlo)."""
+    _require_fit(step)
     scenario = _scenario(step, setup)
     interval_s = choose_interval_s(scenario, step.step_time_s, setup.options.plan.days)
     ettr = expected_ettr_of(scenario, interval_s)

@@ -37,6 +37,7 @@ from fabricsim.specs.inputs import (
     edge,
 )
 from fabricsim.textfile import read_text
+from fabricsim.transformer.parameters import check_cluster_can_hold
 from fabricsim.units import parse_size
 from fabricsim.workload import requests as request_streams
 from fabricsim.workload.requests import RequestStream
@@ -48,6 +49,7 @@ def inference_specs(
     """Catalog names -> (ModelSpec, SystemSpec, InferenceLayout) for ``infer`` and ``serve``."""
     model_spec = catalog.load_model(model)
     system_spec = catalog.load_system(system)
+    check_cluster_can_hold(model_spec, system_spec)
     layout = resolve_layout(model_spec, system_spec, layout_request)
     return model_spec, system_spec, layout
 
@@ -135,6 +137,7 @@ def request_stream(model_spec: ModelSpec, options: dict[str, Any]) -> RequestStr
     if max(dists[0].upper_bound, dists[1].upper_bound) < float("inf"):
         check_lengths(model_spec, dists[0].upper_bound, dists[1].upper_bound)
     count = int(options["requests"])  # type: ignore[call-overload]
+    request_streams.check_arrival_rate(float(rate), count)
     stream = request_streams.poisson_stream(float(rate), count, dists, (context - 1, context - 1), int(options["seed"]))
     return request_streams.clip_to_context(stream, context)
 

@@ -15,11 +15,11 @@ MAX_SIZES = 64
 
 def size_sweep(min_size: str | int, max_size: str | int, factor: int = 2) -> list[int]:
     """nccl-tests' ``-b MIN -e MAX -f FACTOR`` sweep, in bytes."""
-    low, high = parse_size(min_size, "min_bytes"), parse_size(max_size, "max_bytes")
+    low, high = parse_size(min_size, "min-bytes"), parse_size(max_size, "max-bytes")
     if factor < 2:
         raise FabricsimError("step_factor", f"must be >= 2, got {factor}")
     if low <= 0 or high < low:
-        field = "min_bytes" if low <= 0 or high > 0 else "max_bytes"  # name the one that is wrong on its own
+        field = "min-bytes" if low <= 0 or high > 0 else "max-bytes"  # name the one that is wrong on its own
         raise FabricsimError(field, f"need 0 < min <= max, got {low} and {high}", "e.g. -b 1KiB -e 16MiB")
     sizes = [low]
     while sizes[-1] * factor <= high and len(sizes) < MAX_SIZES:

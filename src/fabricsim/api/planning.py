@@ -37,6 +37,7 @@ from fabricsim.specs.inputs import (
 )
 from fabricsim.specs.memory_tier import OffloadSpec
 from fabricsim.transformer.flops import model_dims
+from fabricsim.transformer.parameters import check_cluster_can_hold
 from fabricsim.workload.pipeline_layout import check_layout_content
 
 
@@ -94,6 +95,7 @@ def plan_train(
     settings = {name: value for name, value in locals().items() if name in SETTINGS}  # first: the arguments
     model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
+    check_cluster_can_hold(model_spec, system_spec)
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints.model_dump() if constraints is not None else {})
     options = training_options(**settings, free=True)
@@ -225,6 +227,7 @@ def plan_infer(
     """
     model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
+    check_cluster_can_hold(model_spec, system_spec)
     check_lengths(model_spec, input_len, output_len)
     goal = planner.InferGoal(planner.parse_infer_objective(objective), slo_tpot_s, slo_ttft_s, top)
     question = planner.InferQuestion(model_spec, system_spec, gpus, input_len, output_len)

@@ -10,6 +10,7 @@ from fabricsim import sweep as sweeps
 from fabricsim.api.communication import collective
 from fabricsim.api.inference import infer, serve
 from fabricsim.api.training import train
+from fabricsim.errors import FabricsimError
 from fabricsim.metrics import (
     SweepSummary,
 )
@@ -49,6 +50,9 @@ def sweep(
     local Ray). ``export`` writes the spec's rows to ``.csv`` or ``.parquet``. ``on_progress(completed,
     total)`` is called as tasks finish. Re-running a killed sweep completes it; each task is stored once.
     """
+    for name, path in (("spec", spec), ("db", db), ("export", export)):  # Path("") would be "."
+        if path is not None and not str(path).strip():
+            raise FabricsimError(name, "the path is empty", "give a file name")
     runners = sweep_runners()
     tasks = sweeps.expand(sweeps.load_spec(spec), runners)
     options = sweeps.SweepOptions(

@@ -27,6 +27,7 @@ from fabricsim.specs.inputs import (
 from fabricsim.specs.layout import long_names
 from fabricsim.specs.memory_tier import parse_offload
 from fabricsim.transformer.compute import CROSS_ENTROPY_IMPLS
+from fabricsim.transformer.parameters import check_cluster_can_hold
 from fabricsim.workload.training import FP8_RECIPES, MOE_DISPATCHERS, TrainingOptions
 
 # The framework settings train / plan train / sweeps accept, with Megatron-Core's defaults
@@ -224,6 +225,7 @@ def training_specs(
     model_spec = catalog.load_model(model)
     system_spec = catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
+    check_cluster_can_hold(model_spec, system_spec)
     layout = analytic.resolve_layout(gpus, model_spec, **long_names(given))
     return model_spec, system_spec, layout
 

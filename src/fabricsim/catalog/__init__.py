@@ -10,7 +10,7 @@ accepted, a path to a YAML file (or, for models, a Hugging Face ``config.json``)
 
 from __future__ import annotations
 
-import json
+import os
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -74,19 +74,28 @@ def _locate(kind: str, name_or_path: str, field: str) -> Path:
 def _locate_path(kind: str, name_or_path: str, field: str) -> Path:
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml", ".json") or candidate.exists():
-        if not candidate.is_file():
-            raise FabricsimError(field, f"file not found: {name_or_path}", "give a catalog name or an existing file")
-        return candidate
+        return existing_file(candidate, field, "give a catalog name or an existing file")
     path = data_root() / kind / f"{name_or_path}.yaml"
     if not path.is_file():
         raise unknown_name(field, name_or_path, names(kind))
     return path
 
 
+def existing_file(path: Path, field: str, fix: str) -> Path:
+    """``path`` if it is a regular file; otherwise an error that says what it is instead (missing,
+    a directory, or another kind of file such as a FIFO or ``/dev/null``)."""
+    if os.path.isfile(path):  # os.path: False, not an exception, for a NUL or an over-long name
+        return path
+    if not os.path.exists(path):
+        raise FabricsimError(field, f"file not found: {path}", fix)
+    kind = "a directory" if os.path.isdir(path) else "not a regular file"
+    raise FabricsimError(field, f"{path} is {kind}", fix)
+
+
 def _validation_message(exc: ValidationError) -> tuple[str, str]:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"]) or "(document)"
-    return where, error["msg"]
+    return where, str(error["msg"]).removeprefix("Value error, ")  # a validator's own message reads alone
 
 
 def _build(spec_type: type, data: dict[str, Any], field: str, origin: str) -> Any:
@@ -109,12 +118,7 @@ def _load_item(kind: str, name_or_path: str, field: str) -> tuple[dict[str, Any]
 
 
 def _read_json(path: Path, field: str) -> dict[str, Any]:
-    try:
-        data = json.loads(textfile.read_text(path, field))
-    except RecursionError:
-        raise FabricsimError(field, f"{path} nests too deeply", "give a config.json") from None
-    except json.JSONDecodeError as exc:
-        raise FabricsimError(field, f"malformed JSON in {path} at line {exc.lineno}", "fix the JSON") from None
+    data = textfile.parse_json(textfile.read_text(path, field), field, str(path))
     if not isinstance(data, dict):
         raise FabricsimError(field, f"{path} does not hold a JSON object", "give a config.json")
     return data

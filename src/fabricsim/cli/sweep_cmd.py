@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from fabricsim.cli.common import JSON_OPTION, emit
@@ -11,15 +9,16 @@ from fabricsim.cli.progress import progress_bar
 
 
 def sweep(
-    spec: Path = typer.Argument(..., help="YAML sweep spec: tasks: [{kind: collective, grid: {...}} | {list: [...]}]"),
-    db: Path = typer.Option(None, "--db", help="SQLite result store (default: SPEC name + .sqlite); reused to resume"),
+    spec: str = typer.Argument(..., help="YAML sweep spec: tasks: [{kind: collective, grid: {...}} | {list: [...]}]"),
+    db: str = typer.Option(None, "--db", help="SQLite result store (default: SPEC name + .sqlite); reused to resume"),
     executor: str = typer.Option("local", "--executor", help="local (process pool) | ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address HOST:PORT (default: start a local Ray)"),
     workers: int = typer.Option(None, "--workers", help="worker processes (default: all CPUs)"),
-    export: Path = typer.Option(None, "--export", help="also write the spec's results to out.csv or out.parquet"),
+    export: str = typer.Option(None, "--export", help="also write the spec's results to out.csv or out.parquet"),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run every task of SPEC not yet in the store; a killed sweep resumes where it stopped."""
+    # paths stay text: typer would turn "" into Path(".") and the error would name a directory
     from fabricsim import api
 
     with progress_bar("sweep", not as_json) as on_progress:

@@ -94,12 +94,12 @@ def cluster_rates(causes: tuple[FailureCause, ...], counts: ComponentCounts, pol
     proportion to the cable counts: the switch-to-switch share degrades, the NIC-to-switch share
     (no spare path: the NIC's rank is cut off) still stops the job."""
     if not causes:
-        raise FabricsimError("failure_rates", "no failure causes given", "list at least one cause")
+        raise FabricsimError("failure-rates", "no failure causes given", "list at least one cause")
     stop = np.empty(len(causes))
     degrade = 0.0
     for i, cause in enumerate(causes):
         if not (np.isfinite(cause.rate_per_s) and cause.rate_per_s >= 0):
-            raise FabricsimError("failure_rates", f"{cause.name}: rate must be finite and >= 0")
+            raise FabricsimError("failure-rates", f"{cause.name}: rate must be finite and >= 0")
         rate = cause.rate_per_s * counts.of(cause.component)
         if cause.component is Component.CABLE and policy is LinkFailurePolicy.REROUTE and counts.cables:
             spare = rate * counts.fabric_cables / counts.cables
@@ -112,5 +112,5 @@ def cluster_rates(causes: tuple[FailureCause, ...], counts: ComponentCounts, pol
 def rate_from_events(events: float, components: int, days: float) -> float:
     """Per-component rate (1/s) from ``events`` observed on ``components`` units over ``days``."""
     if components <= 0 or days <= 0 or events < 0:
-        raise FabricsimError("failure_rates", "events >= 0 over a positive component count and duration")
+        raise FabricsimError("failure-rates", "events >= 0 over a positive component count and duration")
     return events / (components * days * DAY_S)

@@ -63,7 +63,7 @@ def _check(model: RunModel, runs: int) -> None:
     if not (np.isfinite(model.days) and 0 < model.days <= 100_000):
         raise FabricsimError("days", f"must be a number in (0, 100000], got {model.days!r}")
     if not model.interval_s > 0:
-        raise FabricsimError("checkpoint_interval", f"must be > 0 s, got {model.interval_s!r}")
+        raise FabricsimError("checkpoint-interval", f"must be > 0 s, got {model.interval_s!r}")
 
 
 def _kept_work_s(spacing_s: np.ndarray, last: np.ndarray, model: RunModel) -> np.ndarray:

@@ -11,15 +11,24 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, BeforeValidator, Field, model_validator
 
 from fabricsim.specs.base import FrozenSpec
 
+
+def _not_bool(value: object) -> object:
+    """Refuse a JSON/YAML ``true``/``false`` where a count is expected (pydantic reads it as 1/0)."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be an integer, got {str(value).lower()}")
+    return value
+
+
 # Sizes a model file may give: ten-fold the largest published models (hidden 2^14-2^15, 128 layers,
 # 256 experts, 10^6-token contexts), so a typo or 1e30 is refused before it sizes any array or loop.
-PositiveInt = Annotated[int, Field(gt=0, le=2**24)]
-NonNegativeInt = Annotated[int, Field(ge=0, le=2**24)]
-Layers = Annotated[int, Field(gt=0, le=2**16)]
+_Count = Annotated[int, BeforeValidator(_not_bool)]
+PositiveInt = Annotated[_Count, Field(gt=0, le=2**24)]
+NonNegativeInt = Annotated[_Count, Field(ge=0, le=2**24)]
+Layers = Annotated[_Count, Field(gt=0, le=2**16)]
 
 GATED_ACTIVATIONS = frozenset({"silu", "swiglu", "swish", "geglu", "gelu_glu"})
 
@@ -36,7 +45,7 @@ class ModelSpec(FrozenSpec):
     intermediate_size: PositiveInt
     vocab_size: PositiveInt
     hidden_act: str = "gelu"
-    max_position_embeddings: Annotated[int, Field(gt=0, le=2**30)] = 2048
+    max_position_embeddings: Annotated[_Count, Field(gt=0, le=2**30)] = 2048
     tie_word_embeddings: bool = False
     # Mixture of experts
     num_local_experts: NonNegativeInt = Field(
@@ -56,6 +65,12 @@ class ModelSpec(FrozenSpec):
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
+        if self.head_dim is None and self.hidden_size < self.num_attention_heads:
+            # head_size = hidden_size // heads would be 0: attention with 0-wide heads
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be at least num_attention_heads "
+                f"({self.num_attention_heads}), or give head_dim"
+            )
         if self.num_key_value_heads is not None and self.num_attention_heads % self.num_key_value_heads:
             raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
         if self.num_local_experts and not (0 < self.num_experts_per_tok <= self.num_local_experts):

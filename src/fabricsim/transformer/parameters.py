@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabricsim.specs import ModelSpec
+from fabricsim.errors import FabricsimError
+from fabricsim.limits import cap, cap_hint
+from fabricsim.specs import ModelSpec, SystemSpec
+
+MIN_WEIGHT_BYTES_PER_PARAMETER = 0.5
+"""The narrowest weight dtype fabricsim models: FP4 (NVFP4/MXFP4), 4 bits per parameter."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +116,20 @@ def parameter_counts(model: ModelSpec) -> ParameterCounts:
         experts_per_token=model.num_experts_per_tok,
         final_norm=h,
     )
+
+
+def check_cluster_can_hold(model: ModelSpec, system: SystemSpec) -> None:
+    """Refuse a model whose weights alone, at FP4, exceed the memory (HBM and every memory tier)
+    of the largest cluster fabricsim accepts: ``FABRICSIM_MAX_GPUS`` GPUs of ``system``. No layout
+    can run it, and its figures would be noise (a config.json with 10^6 experts, each routed,
+    reported 39,856 TiB per GPU and 0 tokens/s)."""
+    per_gpu_bytes = system.device.hbm_capacity_bytes + sum(
+        tier.capacity_per_gpu_bytes for tier in system.memory_tiers.values()
+    )
+    gpus = cap("GPUS")
+    total = parameter_counts(model).total
+    need_bytes = total * MIN_WEIGHT_BYTES_PER_PARAMETER
+    if need_bytes > gpus * per_gpu_bytes:
+        problem = (f"{model.name} has {total:.3g} parameters: even as FP4 weights ({need_bytes:.3g} B) they exceed "
+                   f"the memory of {gpus} GPUs of {system.name} ({gpus * per_gpu_bytes:.3g} B)")
+        raise FabricsimError("model", problem, cap_hint("GPUS"))

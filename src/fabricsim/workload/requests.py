@@ -27,6 +27,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.limits import check_cap
+from fabricsim.textfile import unreadable_value
 
 ARRIVAL_KEYS = ("arrival_s", "arrival_time", "timestamp")
 INPUT_KEYS = ("input_len", "input_tokens", "prompt_len")
@@ -108,6 +109,23 @@ def sample_lengths(dist: LengthDist, rng: np.random.Generator, count: int, limit
     return np.clip(values, 1, limit).astype(np.int64)
 
 
+TIME_RESOLUTION_S = 1e-6  # the finest time a serving run must resolve: a kernel launch (~µs)
+MAX_ARRIVAL_S = TIME_RESOLUTION_S * 2**52
+"""Latest arrival a serving run accepts, ~4.5e9 s (~143 years): times are float64 seconds, whose
+52 fraction bits resolve 1 µs only up to 2^52 µs; later, step times and latencies round away
+(``--arrival-rate 1e-300`` gave e2e p50 0.0 s and 6.6e300 J per token)."""
+
+
+def check_arrival_rate(rate_per_s: float, count: int, field: str = "arrival-rate") -> None:
+    """Refuse a Poisson rate whose ``count`` arrivals would span past :data:`MAX_ARRIVAL_S`."""
+    if math.isinf(rate_per_s) or count <= rate_per_s * MAX_ARRIVAL_S:
+        return
+    lowest = count / MAX_ARRIVAL_S
+    problem = (f"{rate_per_s:g} requests/s spreads {count} requests past the {MAX_ARRIVAL_S:.3g} s "
+               "(~143 years) that float64 seconds resolve to 1 µs")
+    raise FabricsimError(field, problem, f"give at least {lowest:.3g}")
+
+
 def poisson_stream(rate_per_s: float, count: int, lengths: tuple[LengthDist, LengthDist],
                    limits: tuple[int, int], seed: int) -> RequestStream:
     """``count`` requests with exponential inter-arrival gaps of mean ``1 / rate_per_s`` (Poisson),
@@ -151,6 +169,9 @@ def _row_values(row: object, line: int) -> tuple[float, int, int]:
     if not all(math.isfinite(v) for v in (arrival, inp, out)) or arrival < 0 or inp < 1 or out < 1:
         problem = f"line {line}: arrival must be a finite time >= 0 and lengths >= 1"
         raise FabricsimError(TRACE, problem, "fix that row")
+    if arrival > MAX_ARRIVAL_S:
+        problem = f"line {line}: arrival {arrival:.3g} s is past {MAX_ARRIVAL_S:.3g} s (float64 seconds resolve 1 µs)"
+        raise FabricsimError(TRACE, problem, "fix that row")
     check_cap(f"{TRACE} line {line}", max(inp, out), "TOKENS")
     return arrival, int(inp), int(out)
 
@@ -165,6 +186,8 @@ def _rows(text: str, jsonl: bool) -> list[tuple[int, object]]:
                 rows.append((number, json.loads(line)))
             except (json.JSONDecodeError, RecursionError):
                 raise FabricsimError(TRACE, f"line {number}: not valid JSON", "one JSON object per line") from None
+            except ValueError as exc:  # an integer over Python's int-str digit limit
+                raise FabricsimError(TRACE, unreadable_value(exc, f"line {number}"), "use numbers") from None
         return rows
     reader = csv.DictReader(io.StringIO(text))
     try:
@@ -180,8 +203,9 @@ def _cell(value: object) -> str:
 
 
 def parse_trace(text: str, jsonl: bool) -> RequestStream:
-    """A request stream from trace text (CSV with header, or JSON Lines), sorted by arrival."""
-    rows = _rows(text, jsonl)
+    """A request stream from trace text (CSV with header, or JSON Lines), sorted by arrival. A
+    leading UTF-8 byte-order mark (spreadsheets write one) is dropped, as Python's utf-8-sig does."""
+    rows = _rows(text.removeprefix("\ufeff"), jsonl)
     check_cap(f"{TRACE} rows", len(rows), "REQUESTS")
     values = [_row_values(row, line) for line, row in rows]
     if not values:

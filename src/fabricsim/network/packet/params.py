@@ -103,7 +103,7 @@ class PacketParams:
         known = {f.name for f in fields(self)}
         for name, value in overrides.items():
             if name not in known:
-                raise FabricsimError("cc_param", f"unknown parameter {name!r}", did_you_mean(name, known))
+                raise FabricsimError("cc-param", f"unknown parameter {name!r}", did_you_mean(name, known))
             _check(name, value)
         return replace(self, **overrides)
 
@@ -123,13 +123,13 @@ _FRACTIONS = {
 
 def _check(name: str, value: float) -> None:
     if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise FabricsimError("cc_param", f"{name} must be a finite number, got {value!r}")
+        raise FabricsimError("cc-param", f"{name} must be a finite number, got {value!r}")
     if name in _FRACTIONS and not 0.0 <= value <= 1.0:
-        raise FabricsimError("cc_param", f"{name} must be in [0, 1], got {value}")
+        raise FabricsimError("cc-param", f"{name} must be in [0, 1], got {value}")
     if name not in _FRACTIONS and value < 0:
-        raise FabricsimError("cc_param", f"{name} must be >= 0, got {value}")
+        raise FabricsimError("cc-param", f"{name} must be >= 0, got {value}")
     if name in ("mtu_bytes", "timer_s", "alpha_period_s", "byte_reset_bytes") and value <= 0:
-        raise FabricsimError("cc_param", f"{name} must be > 0, got {value}")
+        raise FabricsimError("cc-param", f"{name} must be > 0, got {value}")
 
 
 def parse_cc_params(items: list[str] | tuple[str, ...]) -> dict[str, float]:
@@ -138,11 +138,11 @@ def parse_cc_params(items: list[str] | tuple[str, ...]) -> dict[str, float]:
     for item in items:
         name, sep, text = item.partition("=")
         if not sep:
-            raise FabricsimError("cc_param", f"{item!r} is not NAME=VALUE", "e.g. --cc-param timer_s=1.2e-3")
+            raise FabricsimError("cc-param", f"{item!r} is not NAME=VALUE", "e.g. --cc-param timer_s=1.2e-3")
         try:
             value = float(text)
         except ValueError:
-            raise FabricsimError("cc_param", f"{name.strip()} must be a number, got {text.strip()!r}") from None
+            raise FabricsimError("cc-param", f"{name.strip()} must be a number, got {text.strip()!r}") from None
         out[name.strip().replace("-", "_")] = value
     return out
 
