@@ -50,7 +50,7 @@ def sweep(
     total)`` is called as tasks finish. Re-running a killed sweep completes it; each task is stored once.
     """
     runners = sweep_runners()
-    tasks = sweeps.expand(sweeps.load_spec(spec), runners)
+    parsed = sweeps.load_spec(spec)
     options = sweeps.SweepOptions(
         db_path=Path(db) if db is not None else Path(Path(spec).stem + ".sqlite"),
         executor=sweeps.parse_executor(executor),
@@ -58,4 +58,9 @@ def sweep(
         address=address,
         export_path=None if export is None else Path(export),
     )
+    sweeps.check_options(options)  # --db and --export first: expanding a large spec takes a while
+    count = sweeps.check_task_count(parsed)  # refuses a huge grid before building any task
+    if on_progress is not None:
+        on_progress(0, count)  # shows the bar while the spec expands
+    tasks = sweeps.expand(parsed, runners)
     return sweeps.run_sweep(tasks, runners, options, on_progress)
