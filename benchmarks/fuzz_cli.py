@@ -156,7 +156,8 @@ def _summary(records: list[dict[str, Any]], files: list[str]) -> tuple[int, int]
     for r in stuck:
         print(f"still running after {SLOW_CASE_S:.0f} s when pytest ended: fabricsim {' '.join(r['argv'])}")
     for r in [r for r in done if r["rc"] == 2 and r["error_lines"] != 1][:10]:
-        print(f"refused on {r['error_lines']} error: lines: fabricsim {' '.join(r['argv'])}  ({r['test']})")
+        bare = " (a bare command prints its help and exits 2)" if len(r["argv"]) <= 1 else ""
+        print(f"refused on {r['error_lines']} error: lines{bare}: fabricsim {' '.join(r['argv'])}  ({r['test']})")
     for r in done:
         if r["traceback"] or r["rc"] not in (0, 2):
             print(f"traceback ({r['escaped'] or 'printed'}, exit {r['rc']}): fabricsim {' '.join(r['argv'])}")
