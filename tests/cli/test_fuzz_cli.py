@@ -7,8 +7,11 @@ devices, /proc paths, missing folders, non-UTF-8 and alias-bomb YAML. Each case 
 
 * exit 0 or 2, never with a traceback (an internal error would surface as an exception here);
 * on 2, print exactly one ``error: ...`` line on stderr and nothing on stdout;
-* finish within ``CASE_LIMIT_S``;
 * write nothing outside the output folder (the working folder stays as it was, devices stay devices).
+
+No case asserts a wall-clock limit: on a busy machine the first packet run alone compiles numba for
+minutes. Hangs are ``benchmarks/fuzz_cli.py``'s to find: it times every case and reports those over
+60 s.
 
 The caps of :mod:`fabricsim.limits` are lowered for the run (the environment variables that raise
 them lower them too), so a valid-but-large draw is refused in microseconds instead of running for
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from pathlib import Path
 
 import pytest
@@ -30,10 +32,10 @@ from hypothesis import strategies as st
 from fabricsim.cli.app import main
 
 EXAMPLES = int(os.environ.get("FABRICSIM_FUZZ_EXAMPLES", "600"))  # ~3,400 cases, ~20-30 s on 2 cores
-CASE_LIMIT_S = 20.0  # generous: the machine is shared; a hang is minutes, not seconds
 LOW_CAPS = {
     "GPUS": 4096, "GLOBAL_BATCH": 4096, "TOKENS": 2**20, "REQUESTS": 2000, "TOP": 20, "SEEDS": 8,
     "HOSTS": 4096, "FLOWS": 2**16, "SEARCH_LAYOUTS": 10**6, "INPUT_BYTES": 2**20, "WORKERS": 2,
+    "SWEEP_TASKS": 64, "SIMULATED_PASSES": 4096,
 }
 
 NUMBERS = ["-1", "0", "nan", "NaN", "inf", "-inf", "1e400", "10**400", "1e21", "9007199254740993",
@@ -146,16 +148,13 @@ def invocations(draw: st.DrawFn, command: str, root: Path) -> list[str]:
 
 def _check(argv: list[str], root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = _snapshot(root / "work")
-    start = time.perf_counter()
     rc = main(argv)
-    elapsed = time.perf_counter() - start
     captured = capsys.readouterr()
     assert rc in (0, 2), (argv, rc, captured.err[-2000:])
     assert "Traceback" not in captured.err, (argv, captured.err[-2000:])
     if rc == 2:
         assert captured.out == "", argv
         assert captured.err.startswith("error: ") and captured.err.count("\n") == 1, (argv, captured.err)
-    assert elapsed < CASE_LIMIT_S, (argv, elapsed)
     work = root / "work"
     new = _snapshot(work) - before
     asked = {os.path.normpath(argv[i + 1]) for i, word in enumerate(argv[:-1]) if word in OUTPUT_FLAGS}
@@ -217,21 +216,49 @@ def test_fuzz_raw_argv(argv: list[str]) -> None:
     assert rc in (0, 2), argv
 
 
+def _axis(n: int, start: int = 2) -> str:
+    return "[" + ", ".join(str(start + i) for i in range(n)) + "]"
+
+
 SPEC_PARTS = ["tasks:", "  - kind: collective", "  - kind: train", "    grid: {gpus: [8, -1]}", "    grid: {}",
               "    list: [{op: all-reduce, system: dgx-h100, gpus: nan, size: 1e400}]", "    gird: {gpus: 8}",
               "name: x", "a: &a [1]", "b: *a", "\t", "- -", "tasks: []", "    grid: {gpus: [8], size: [0]}",
-              "    list: [{op: all-reduce, system: dgx-h100, gpus: 8, size: 1MiB, extra: 1}]"]
+              "    list: [{op: all-reduce, system: dgx-h100, gpus: 8, size: 1MiB, extra: 1}]",
+              # huge grids: refused by the task cap (lowered to 64 here) before anything is expanded
+              f"    grid: {{op: all-reduce, system: dgx-h100, gpus: {_axis(200)}, size: {_axis(200)}}}",
+              f"    grid: {{op: all-reduce, system: dgx-h100, gpus: {_axis(2000)}, size: {_axis(2000)},"
+              f" algorithm: {_axis(2000)}}}",
+              "    grid: {op: all-reduce, system: dgx-h100, gpus: [8, 16], size: [1MiB, 2MiB]}",
+              # anchors and aliases: a reused list, an alias bomb, a merge key, an anchor on a grid
+              "    grid: {op: all-reduce, system: dgx-h100, gpus: &g [8, 16], size: *g}",
+              "x: &x [8, 8, 8, 8, 8, 8, 8, 8]\ny: &y [*x, *x, *x, *x, *x, *x, *x, *x]\nz: &z [*y, *y, *y, *y, *y, *y]",
+              "    grid: {gpus: *z}", "    grid: &grid {gpus: 8}", "  - kind: collective\n    grid: *grid",
+              "    <<: {grid: {gpus: 8}}", "    grid: {gpus: 8, gpus: 16}", "&top tasks: []"]
+
+
+def _db_targets(root: Path) -> list[str]:
+    """Where --db may point: a new store, and every place that is not one."""
+    out = root / "out"
+    return [str(out / "s.sqlite"), str(out / "s.sqlite"), str(root / "not-a-db.sqlite"), str(root / "bad.yaml"),
+            str(out), str(out / "missing" / "s.sqlite"), "", " ", "/dev/null", "/dev/full", "/proc/fabricsim-fuzz",
+            "/proc/self/status", "/", "x" * 5000, "a\0b"]
 
 
 def test_fuzz_sweep_specs(fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Random spec files (YAML fragments, garbage): a one-line error, never a traceback or a store
-    outside the output folder."""
+    """Random spec files (YAML fragments, huge grids, anchors, garbage) and --db targets: a one-line
+    error, never a traceback, a store outside the output folder or a non-database file overwritten."""
     spec = fuzz_env / "spec.yaml"
+    not_db = fuzz_env / "not-a-db.sqlite"
+    not_db.write_text("a text file that only looks like a store\n")
+    keep = {path: path.read_bytes() for path in (not_db, fuzz_env / "bad.yaml")}
+
+    parts = st.lists(st.sampled_from(SPEC_PARTS) | st.text(max_size=20), max_size=6)
 
     @SLOW
-    @given(st.lists(st.sampled_from(SPEC_PARTS) | st.text(max_size=20), max_size=6))
-    def case(lines: list[str]) -> None:
+    @given(parts, st.sampled_from(_db_targets(fuzz_env)))
+    def case(lines: list[str], db: str) -> None:
         spec.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
-        _check(["sweep", str(spec), "--db", str(fuzz_env / "out" / "s.sqlite"), "--workers", "1"], fuzz_env, capsys)
+        _check(["sweep", str(spec), "--db", db, "--workers", "1"], fuzz_env, capsys)
+        assert all(path.read_bytes() == data for path, data in keep.items()), db
 
     case()

@@ -1,13 +1,12 @@
 """Regression tests of issue 15: every crash, hang and overwrite found by the randomised CLI run.
 
 Each case must end with exit status 2, exactly one ``error: FIELD: ...`` line on stderr naming the
-option, nothing on stdout, no traceback, in well under a second of work.
+option, nothing on stdout, no traceback (no wall-clock limit here: speed belongs to benchmarks/).
 """
 
 import json
 import os
 import stat
-import time
 
 import pytest
 
@@ -27,15 +26,12 @@ HUGE = str(10**60)
 
 
 def one_line_error(capsys, argv: list[str], field: str) -> str:
-    start = time.perf_counter()
     rc = main(argv)
-    elapsed = time.perf_counter() - start
     captured = capsys.readouterr()
     assert rc == 2, (argv, captured)
     assert captured.out == "" and "Traceback" not in captured.err
     assert captured.err.count("\n") == 1 and captured.err.startswith("error: "), captured.err
     assert field in captured.err, captured.err
-    assert elapsed < 10, (argv, elapsed)
     return captured.err
 
 

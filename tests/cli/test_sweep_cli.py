@@ -117,3 +117,32 @@ def test_progress_bar_callback_is_off_for_json_or_pipes_and_counts_when_on(capsy
     with progress_bar("sweep", True) as update:  # stderr is not a terminal under pytest: off too
         assert update is None
     assert capsys.readouterr().out == ""  # the bar is drawn on stderr only
+
+
+AXIS = "[" + ", ".join(str(2 + i) for i in range(200)) + "]"
+HUGE_GRID = f"tasks:\n  - kind: collective\n    grid: {{op: all-reduce, system: dgx-h100, gpus: {AXIS}, size: {AXIS}, "
+HUGE_GRID += f"algorithm: {AXIS}}}\n"  # 200^3 = 8 x 10^6 tasks: the hang
+
+
+def test_a_huge_grid_is_refused_before_it_is_expanded(tmp_path, capsys):
+    assert main(["sweep", _spec(tmp_path, HUGE_GRID), "--db", str(tmp_path / "h.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: spec tasks: 8000000 exceeds the cap 1000000 (set FABRICSIM_MAX_SWEEP_TASKS to raise it)\n"
+    assert not (tmp_path / "h.sqlite").exists()
+
+
+@pytest.mark.parametrize("target", ["notes.txt", "folder", "missing/s.sqlite"])
+def test_a_bad_db_is_refused_before_the_spec_is_expanded(tmp_path, capsys, monkeypatch, target):
+    from fabricsim import sweep as sweeps
+
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    (tmp_path / "folder").mkdir()
+
+    def never(*args, **kwargs):
+        raise AssertionError("the spec was expanded before --db was checked")
+
+    monkeypatch.setattr(sweeps, "expand", never)
+    assert main(["sweep", _spec(tmp_path, HUGE_GRID), "--db", str(tmp_path / target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: db: ") and err.count("\n") == 1, err
+    assert (tmp_path / "notes.txt").read_text() == "not a database\n"

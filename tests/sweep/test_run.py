@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import sweep_fakes
 
 from fabricsim.sweep import SweepOptions, Task, expand, open_store, parse_spec, run_sweep
@@ -59,6 +60,7 @@ DRIVER = """
 import sys
 from pathlib import Path
 sys.path.insert(0, {here!r})
+import pytest
 import sweep_fakes
 from fabricsim.sweep import SweepOptions, expand, parse_spec, run_sweep
 tasks = expand(parse_spec(sweep_fakes.grid_spec({gpus!r})), sweep_fakes.RUNNERS)
@@ -105,3 +107,44 @@ def test_a_sigkilled_sweep_resumes_with_every_task_exactly_once(tmp_path):
     assert len(rows) == len({r[0] for r in rows}) == TOTAL
     assert rows == _rows(tmp_path / "clean.sqlite")
     assert all(json.loads(r[4])["gpus"] == json.loads(r[2])["gpus"] for r in rows if r[3] == "ok")
+
+
+def _live_group_members(pgid: int) -> list[str]:
+    """Processes of process group ``pgid`` that are not zombies (an orphan's zombie waits for init)."""
+    members = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat_file.read_text()
+        except OSError:  # ended meanwhile
+            continue
+        state, _ppid, group = text.rpartition(")")[2].split()[:3]
+        if int(group) == pgid and state != "Z":
+            members.append(f"{stat_file.parent.name} {text[:80]}")
+    return members
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes through /proc (Linux)")
+def test_workers_and_temp_folder_do_not_outlive_a_sigkilled_driver(tmp_path):
+    """kill -9 of the driver alone (not its group): its pool workers, forkserver and resource tracker
+    end, and its multiprocessing temp folder (pymp-*) goes; polled, no duration asserted."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, sweep_fakes.DELAY_ENV: "0.5", "TMPDIR": str(temp)}
+    code = DRIVER.format(here=str(sweep_fakes.HERE), gpus=GPUS, db=str(tmp_path / "orphans.sqlite"))
+    driver = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while _stored_count(tmp_path / "orphans.sqlite") < 2 and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert driver.poll() is None, "the driver must still be running when it is killed"
+        assert list(temp.glob("pymp-*")), "the pool's temp folder exists while it runs"
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+        deadline = time.monotonic() + 60  # a bound on waiting, not a speed claim
+        while (_live_group_members(driver.pid) or list(temp.glob("pymp-*"))) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _live_group_members(driver.pid) == []
+        assert list(temp.glob("pymp-*")) == []
+    finally:
+        if _live_group_members(driver.pid):
+            os.killpg(driver.pid, signal.SIGKILL)

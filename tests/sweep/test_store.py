@@ -8,6 +8,7 @@ import pytest
 
 from fabricsim.errors import FabricsimError
 from fabricsim.sweep import TaskOutcome, open_store
+from fabricsim.sweep.store import check_store
 
 
 def _outcome(task_id: str, status: str = "ok") -> TaskOutcome:
@@ -47,7 +48,7 @@ def test_wal_mode_and_unique_constraint(tmp_path):
 def test_a_file_that_is_not_a_store_is_a_user_error(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("not a database " * 100)
-    with pytest.raises(FabricsimError, match="cannot use"):
+    with pytest.raises(FabricsimError, match="is not a SQLite database"):
         open_store(path)
     other = tmp_path / "other.sqlite"
     db = sqlite3.connect(other)
@@ -57,3 +58,18 @@ def test_a_file_that_is_not_a_store_is_a_user_error(tmp_path):
         open_store(other)
     with pytest.raises(FabricsimError, match="does not exist"):
         open_store(tmp_path / "missing" / "s.sqlite")
+
+
+def test_check_store_refuses_a_non_database_and_writes_nothing(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("meeting notes, not a database\n")
+    with pytest.raises(FabricsimError, match=r"db: .* is not a SQLite database"):
+        check_store(notes)
+    assert notes.read_text() == "meeting notes, not a database\n"
+    assert check_store(tmp_path / "new.sqlite") == tmp_path / "new.sqlite"
+    assert not (tmp_path / "new.sqlite").exists()  # checked, not created
+    (tmp_path / "empty.sqlite").touch()
+    check_store(tmp_path / "empty.sqlite")  # an empty file becomes a store
+    with open_store(tmp_path / "real.sqlite"):
+        pass
+    check_store(tmp_path / "real.sqlite")

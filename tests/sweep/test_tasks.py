@@ -9,8 +9,9 @@ import pytest
 import sweep_fakes
 
 from fabricsim import api
+from fabricsim.errors import FabricsimError
 from fabricsim.sweep import TaskKind, expand, parse_spec, run_task
-from fabricsim.sweep.tasks import STATUS_FAILED, STATUS_OK, params_model, task_id
+from fabricsim.sweep.tasks import STATUS_FAILED, STATUS_OK, params_model, task_count, task_id
 
 CASE = {"op": "all-reduce", "system": "dgx-h100", "gpus": 8, "size": "1GiB"}
 
@@ -85,3 +86,22 @@ def test_train_tasks_take_every_framework_setting():
     result = json.loads(outcome.result_json or "{}")
     assert result["options"]["moe_dispatcher"] == "deepep" and result["layout"]["expert_tp"] == 1
     assert result["options"]["cross_entropy"] == "te" and result["options"]["grad_reduce_in_fp32"] is False
+
+
+def test_task_count_is_computed_not_enumerated_and_capped(monkeypatch):
+    axis = list(range(200))
+    huge = {"tasks": [{"kind": "collective", "grid": {"op": "all-reduce", "system": "dgx-h100", "gpus": axis,
+                                                      "size": axis, "algorithm": axis[:200]}},
+                      {"kind": "collective", "list": [CASE, CASE]}]}
+    spec = parse_spec(huge)
+    assert task_count(spec) == 200**3 + 2  # 8 x 10^6 + 2, the hang, counted in microseconds
+    with pytest.raises(FabricsimError, match=r"spec tasks: 8000002 exceeds the cap 1000000 \(set FABRICSIM_MAX_SWEEP"):
+        expand(spec, sweep_fakes.RUNNERS)
+    monkeypatch.setenv("FABRICSIM_MAX_SWEEP_TASKS", "3")
+    small = parse_spec({"tasks": [{"kind": "collective", "list": [CASE, CASE]}, {"kind": "collective",
+                                                                                "grid": {**CASE, "gpus": [8, 16]}}]})
+    assert task_count(small) == 4  # duplicates are counted: a bound known before expanding
+    with pytest.raises(FabricsimError, match="exceeds the cap 3"):
+        expand(small, sweep_fakes.RUNNERS)
+    monkeypatch.setenv("FABRICSIM_MAX_SWEEP_TASKS", "4")
+    assert len(expand(small, sweep_fakes.RUNNERS)) == 2

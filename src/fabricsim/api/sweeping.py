@@ -54,7 +54,7 @@ def sweep(
         if path is not None and not str(path).strip():
             raise FabricsimError(name, "the path is empty", "give a file name")
     runners = sweep_runners()
-    tasks = sweeps.expand(sweeps.load_spec(spec), runners)
+    parsed = sweeps.load_spec(spec)
     options = sweeps.SweepOptions(
         db_path=Path(db) if db is not None else Path(Path(spec).stem + ".sqlite"),
         executor=sweeps.parse_executor(executor),
@@ -62,4 +62,9 @@ def sweep(
         address=address,
         export_path=None if export is None else Path(export),
     )
+    sweeps.check_options(options)  # --db and --export first: expanding a large spec takes a while
+    count = sweeps.check_task_count(parsed)  # refuses a huge grid before building any task
+    if on_progress is not None:
+        on_progress(0, count)  # shows the bar while the spec expands
+    tasks = sweeps.expand(parsed, runners)
     return sweeps.run_sweep(tasks, runners, options, on_progress)

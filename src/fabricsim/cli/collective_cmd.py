@@ -8,6 +8,7 @@ from enum import StrEnum
 import typer
 
 from fabricsim.cli.common import JSON_OPTION, SYSTEM_OPTION, emit
+from fabricsim.cli.progress import PACKET_LABEL, working
 from fabricsim.errors import FabricsimError, parse_choice
 
 
@@ -99,7 +100,8 @@ def _network(kind, what, how, trace, as_json) -> None:
         buffer=buffer,
         trace=trace is not None,
     )
-    out = network_collective(spec)
+    with working(PACKET_LABEL if kind == CollectiveFidelity.PACKET else "network simulation"):
+        out = network_collective(spec)
     if trace is not None:
         from fabricsim.io.collective_trace import write_collective_trace
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabricsim.cli.common import emit
+from fabricsim.cli.progress import working
 from fabricsim.errors import parse_choice
 
 
@@ -60,7 +61,8 @@ def run_train(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> 
     fidelity = _fidelity(flags)
     if flags.trace is not None:
         check_output_path(flags.trace, "trace")
-    result = api.simulate_train(**inputs, fidelity=fidelity, variability=variability(flags))
+    with working(f"simulating the training step ({fidelity.value})"):
+        result = api.simulate_train(**inputs, fidelity=fidelity, variability=variability(flags))
     if flags.trace is not None:
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.result.timeline, sim.result.comm)
@@ -76,7 +78,8 @@ def run_infer(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> 
     fidelity = _fidelity(flags)
     if flags.trace is not None:
         check_output_path(flags.trace, "trace")
-    result = api.simulate_infer(**inputs, fidelity=fidelity, variability=variability(flags))
+    with working(f"simulating the inference steps ({fidelity.value})"):
+        result = api.simulate_infer(**inputs, fidelity=fidelity, variability=variability(flags))
     if flags.trace is not None:
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.timeline)

@@ -11,6 +11,7 @@ import typer
 
 from fabricsim.cli import options as o
 from fabricsim.cli.common import emit
+from fabricsim.cli.progress import working
 from fabricsim.errors import FabricsimError
 
 DIST_HELP = "DIST: an integer, uniform:LO,HI, lognormal:MEAN,SIGMA or normal:MEAN,STD (tokens)"
@@ -51,5 +52,6 @@ def serve(
                              "--trace is the Perfetto output of train and infer")
     for key in ("as_json", "trace", "slo_ttft", "slo_tpot"):
         params.pop(key)
-    result = api.serve(**params, slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot)
+    with working("serving simulation"):
+        result = api.serve(**params, slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot)
     emit(result.to_json(), as_json, "serve_table")

@@ -7,6 +7,7 @@ from enum import StrEnum
 import typer
 
 from fabricsim.cli.common import JSON_OPTION, emit
+from fabricsim.cli.progress import PACKET_LABEL, working
 from fabricsim.errors import FabricsimError, parse_choice
 
 
@@ -99,7 +100,8 @@ def _packet(pattern, topology, routing, seed, size, hosts, transport, run_opts) 
         duration_s=duration,
         series=trace is not None,
     )
-    out = api.packet_traffic(spec)
+    with working(PACKET_LABEL):
+        out = api.packet_traffic(spec)
     if trace is not None:
         write_packet_trace(trace, out.run, out.link_names)
     emit(out.result.to_json(), as_json, "traffic_table")

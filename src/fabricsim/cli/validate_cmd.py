@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from fabricsim.cli.common import JSON_OPTION, emit
+from fabricsim.cli.progress import working
 
 
 def validate(
@@ -15,4 +16,6 @@ def validate(
     """Compare fabricsim's predictions with published measurements, per entry."""
     from fabricsim import api
 
-    emit(api.validate(suite, system), as_json, "validation_tables")
+    with working("validate: running the published-measurement suites"):
+        result = api.validate(suite, system)
+    emit(result, as_json, "validation_tables")

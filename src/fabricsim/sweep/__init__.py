@@ -10,10 +10,10 @@ sweep sits below the public API and never imports it.
 
 from fabricsim.sweep.executors import ExecutorKind, parse_executor
 from fabricsim.sweep.export import export_results
-from fabricsim.sweep.run import SweepOptions, default_workers, run_sweep
+from fabricsim.sweep.run import SweepOptions, check_options, default_workers, run_sweep
 from fabricsim.sweep.spec import SweepSpec, TaskKind, load_spec, parse_spec
 from fabricsim.sweep.store import ResultStore, open_store
-from fabricsim.sweep.tasks import Runner, RunnerRegistry, Task, TaskOutcome, expand, run_task
+from fabricsim.sweep.tasks import Runner, RunnerRegistry, Task, TaskOutcome, check_task_count, expand, run_task
 
 __all__ = [
     "ExecutorKind",
@@ -25,6 +25,8 @@ __all__ = [
     "Task",
     "TaskKind",
     "TaskOutcome",
+    "check_options",
+    "check_task_count",
     "default_workers",
     "expand",
     "export_results",

@@ -10,6 +10,13 @@ modules that define the runners are preloaded into that server (``set_forkserver
 acts once per process: when the server starts), so a new worker starts in milliseconds instead of
 re-importing fabricsim. As with any non-``fork`` pool, a script that calls a sweep must guard its
 entry point with ``if __name__ == "__main__":``.
+
+A local worker dies with the driver: a ``kill -9`` of the sweep must not leave its workers (and
+through them the forkserver and resource tracker, which live while a worker holds their pipes)
+running as orphans, nor its multiprocessing temp folder (``pymp-*``) behind. Each worker starts a
+watchdog thread (:func:`watch_driver`) that waits for the driver process to end (a pidfd on Linux,
+a poll elsewhere), removes the driver's temp folder (the driver, killed, cannot) and exits. Linux's
+``PR_SET_PDEATHSIG`` would not do: a worker's parent is the forkserver, not the driver.
 Ray is an optional extra: it is imported only when the Ray executor is entered. An address that does
 not accept a TCP connection within :data:`RAY_CONNECT_TIMEOUT_S` is reported at once as a user error
 (``ray.init`` itself would retry for minutes).
@@ -19,7 +26,13 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import multiprocessing.util
+import os
+import select
+import shutil
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from enum import StrEnum
@@ -31,6 +44,8 @@ from fabricsim.errors import FabricsimError, parse_choice
 RAY_CONNECT_TIMEOUT_S = 3.0  # a reachable head node answers a TCP connect in milliseconds
 WINDOW_PER_WORKER = 2  # items in flight per worker: one running, one queued
 LOCAL_START_METHOD = "forkserver"
+DRIVER_POLL_S = 0.5  # how often a worker looks for its driver where no pidfd exists (not Linux)
+ORPHAN_EXIT_CODE = 3  # a worker's exit status when it outlived its driver
 
 
 class ExecutorKind(StrEnum):
@@ -66,6 +81,43 @@ def _windowed(
             pending.add(submit(item))
 
 
+def _wait_for_exit(pid: int) -> None:
+    """Return once process ``pid`` has ended: blocks on a pidfd (Linux >= 5.3), else polls."""
+    try:
+        fd = os.pidfd_open(pid)  # refers to this process only: no pid reuse race
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):  # not Linux, or an old kernel: poll
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            except PermissionError:  # exists, owned by someone else
+                pass
+            time.sleep(DRIVER_POLL_S)
+    try:
+        select.select([fd], [], [])  # readable once the process has exited
+    finally:
+        os.close(fd)
+
+
+def _exit_with_driver(driver_pid: int, temp_dir: str | None) -> None:
+    _wait_for_exit(driver_pid)
+    if temp_dir is not None:
+        shutil.rmtree(temp_dir, ignore_errors=True)  # the other workers may be removing it too
+    os._exit(ORPHAN_EXIT_CODE)
+
+
+def watch_driver(driver_pid: int, temp_dir: str | None) -> None:
+    """Pool-worker initializer: a daemon thread ends this worker (and removes the driver's
+    multiprocessing temp folder ``temp_dir``) as soon as the driver ``driver_pid`` has ended."""
+    watcher = threading.Thread(
+        target=_exit_with_driver, args=(driver_pid, temp_dir), name="fabricsim-driver-watch", daemon=True
+    )
+    watcher.start()
+
+
 class LocalExecutor:
     """A ``concurrent.futures`` process pool with a fixed number of workers."""
 
@@ -77,8 +129,11 @@ class LocalExecutor:
     def __enter__(self) -> LocalExecutor:
         context = multiprocessing.get_context(LOCAL_START_METHOD)
         if LOCAL_START_METHOD == "forkserver":
-            context.set_forkserver_preload(["__main__", "fabricsim.sweep.tasks", *self.preload])
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+            context.set_forkserver_preload(["__main__", "fabricsim.sweep.tasks", __name__, *self.preload])
+        temp_dir = multiprocessing.util.get_temp_dir()  # pymp-*: the forkserver's socket lives there
+        self._pool = ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=context, initializer=watch_driver, initargs=(os.getpid(), temp_dir)
+        )
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from fabricsim.metrics import SweepSummary
 from fabricsim.sweep.executors import ExecutorKind, LocalExecutor, RayExecutor, make_executor
 from fabricsim.sweep.export import check_export, export_results
-from fabricsim.sweep.store import ResultStore, open_store
+from fabricsim.sweep.store import ResultStore, check_store, open_store
 from fabricsim.sweep.tasks import STATUS_FAILED, RunnerRegistry, Task, run_chunk
 
 CHUNKS_PER_WORKER = 8  # enough chunks to balance uneven task times across workers
@@ -48,6 +48,13 @@ class SweepOptions:
     workers: int = 1
     address: str | None = None
     export_path: Path | None = None
+
+
+def check_options(options: SweepOptions) -> None:
+    """Check the store and export paths without writing anything (before a spec is expanded)."""
+    check_store(options.db_path)
+    if options.export_path is not None:
+        check_export(options.export_path)
 
 
 def chunk_size(tasks: int, workers: int) -> int:
@@ -98,8 +105,7 @@ def run_sweep(
     ``completed`` counts tasks skipped as already stored plus tasks finished in this run.
     """
     started = time.perf_counter()
-    if options.export_path is not None:
-        check_export(options.export_path)
+    check_options(options)
     modules = tuple(sorted({runner.__module__ for runner in runners.values()}))
     executor = make_executor(options.executor, options.workers, options.address, modules)  # started only if needed
     total = len(tasks)

@@ -20,6 +20,7 @@ from fabricsim.sweep.tasks import TaskOutcome
 from fabricsim.textfile import check_output_path
 
 SCHEMA_VERSION = "1"
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 database (sqlite.org/fileformat.html)
 COLUMNS = ("task_id", "kind", "params_json", "status", "result_json", "error")
 
 _SCHEMA = """
@@ -101,9 +102,26 @@ def _check_schema(db: sqlite3.Connection, path: Path) -> None:
         raise FabricsimError("db", f"{path} holds a different 'results' table", "give a new --db path")
 
 
+def check_store(path: str | Path) -> Path:
+    """``path`` as a place for a store, checked without writing anything: nothing yet (in an existing,
+    writable folder), an empty file, or a file that starts as a SQLite database. Cheap, so a sweep
+    checks its ``--db`` before expanding its spec; :func:`open_store` checks the schema."""
+    target = check_output_path(path, "db")
+    try:
+        with open(target, "rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise FabricsimError("db", f"cannot read {target}: {exc.strerror}", "give a new --db path") from None
+    if head and head != SQLITE_HEADER:
+        raise FabricsimError("db", f"{target} is not a SQLite database", "give a new --db path or an earlier sweep's")
+    return target
+
+
 def open_store(path: str | Path) -> ResultStore:
     """Open (or create) the SQLite store at ``path`` in WAL mode with the results table."""
-    target = check_output_path(path, "db")  # a regular file or nothing, in an existing, writable folder
+    target = check_store(path)  # a regular file or nothing, in an existing, writable folder
     with _user_errors(target):
         db = sqlite3.connect(target)
     try:

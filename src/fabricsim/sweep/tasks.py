@@ -18,6 +18,7 @@ import hashlib
 import inspect
 import itertools
 import json
+import math
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from fabricsim.errors import FabricsimError, did_you_mean
+from fabricsim.limits import check_cap
 from fabricsim.sweep.spec import SweepSpec, TaskBlock, TaskKind
 
 Runner = Callable[..., Any]
@@ -120,8 +122,31 @@ def _runner_for(index: int, kind: TaskKind, runners: RunnerRegistry) -> Runner:
     return runners[kind]
 
 
+def block_size(block: TaskBlock) -> int:
+    """Tasks of one block before duplicates are dropped: the product of its grid's list lengths
+    (a single value counts 1), or the length of its list. Computed, never enumerated."""
+    if block.grid is not None:
+        return math.prod(len(v) if isinstance(v, list) else 1 for v in block.grid.values())
+    return len(block.cases or [])
+
+
+def task_count(spec: SweepSpec) -> int:
+    """Tasks the spec expands to before duplicates are dropped (an upper bound of the distinct ones)."""
+    return sum(block_size(block) for block in spec.tasks)
+
+
+def check_task_count(spec: SweepSpec) -> int:
+    """:func:`task_count`, or a one-line error when it exceeds the cap ``SWEEP_TASKS`` (checked before
+    any task is built: a grid of 8 x 10^6 would otherwise take minutes and gigabytes to expand)."""
+    count = task_count(spec)
+    check_cap("spec tasks", count, "SWEEP_TASKS")
+    return count
+
+
 def expand(spec: SweepSpec, runners: RunnerRegistry) -> tuple[Task, ...]:
-    """Every distinct task of the spec, validated, sorted by task id (duplicates kept once)."""
+    """Every distinct task of the spec, validated, sorted by task id (duplicates kept once).
+    Refuses a spec of more than the ``SWEEP_TASKS`` cap before building any task."""
+    check_task_count(spec)
     tasks: dict[str, Task] = {}
     for index, block in enumerate(spec.tasks):
         model = params_model(block.kind, _runner_for(index, block.kind, runners))

@@ -7,9 +7,11 @@ own costs through Megatron's schedules; the issue's bound is 3% on every row.
 import pytest
 
 from fabricsim import api
+from fabricsim.api.training import training_specs
 from fabricsim.catalog import load_system
 from fabricsim.engine.training.simulate import TrainingCase, simulate_training
 from fabricsim.engine.variability import Variability
+from fabricsim.errors import FabricsimError
 from fabricsim.validation import training as suite
 from fabricsim.validation.base import load_entries
 
@@ -102,3 +104,34 @@ def test_zero_interleaving_and_experts_stay_close_to_analytic(model, layout):
     form assumes) and expert all-to-alls."""
     result = api.simulate_train(model, "dgx-h100", 256, 256, 4096, **layout).to_json()
     assert result["step_time_s"] == pytest.approx(result["analytic_step_time_s"], rel=AGREEMENT)
+
+
+def _llama_case(global_batch: int) -> TrainingCase:
+    model_spec, system_spec, layout_spec = training_specs("llama3-8b", "dgx-h100", 8, {"pp": 2})
+    return TrainingCase(model_spec, system_spec, layout_spec, global_batch, 512)
+
+
+def test_a_huge_batch_is_refused_before_its_graph_is_built():
+    """Issue 27: ``--global-batch 16777216 --fidelity simulate`` built a graph of 4M micro-batches."""
+    with pytest.raises(FabricsimError) as info:
+        simulate_training(_llama_case(16_777_216), lambda seed: None)
+    assert str(info.value).startswith(
+        "global-batch: 4194304 micro-batches x 2 pipeline chunks x 1 replicas x 1 runs = 8388608 simulated passes"
+        " exceeds the cap 131072 (lower --global-batch"
+    )
+    assert "FABRICSIM_MAX_SIMULATED_PASSES" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_simulated_passes_cap_counts_replicas_and_runs(monkeypatch):
+    case = _llama_case(64)  # dp 4: 16 micro-batches on 2 stages
+    monkeypatch.setenv("FABRICSIM_MAX_SIMULATED_PASSES", "32")
+    assert simulate_training(case, lambda seed: None).step_time_s > 0
+    monkeypatch.setenv("FABRICSIM_MAX_SIMULATED_PASSES", "31")
+    with pytest.raises(FabricsimError, match=r"= 32 simulated passes exceeds the cap 31"):
+        simulate_training(case, lambda seed: None)
+    stragglers = Variability(straggler_fraction=0.1, straggler_slowdown=0.1, seeds=3, seed=1)  # 4 replicas, 1+4 runs
+    monkeypatch.setenv("FABRICSIM_MAX_SIMULATED_PASSES", str(16 * 2 * 4 * 5))
+    assert simulate_training(case, lambda seed: None, stragglers).tail is not None
+    monkeypatch.setenv("FABRICSIM_MAX_SIMULATED_PASSES", str(16 * 2 * 4 * 5 - 1))
+    with pytest.raises(FabricsimError, match=r"x 4 replicas x 5 runs = 640 simulated passes"):
+        simulate_training(case, lambda seed: None, stragglers)

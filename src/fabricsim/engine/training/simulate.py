@@ -26,6 +26,8 @@ from fabricsim.engine.training import analytic
 from fabricsim.engine.training.analytic import StageWork, TrainingEstimate
 from fabricsim.engine.training.step_time import ep_per_microbatch_s, grad_bucket_params
 from fabricsim.engine.variability import TailResult, TimerFactory, Variability, monte_carlo
+from fabricsim.errors import FabricsimError
+from fabricsim.limits import cap, cap_hint
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.transformer.memory import WEIGHT_BYTES
 from fabricsim.workload import training as work
@@ -194,6 +196,24 @@ class TrainingSimulation:
         return self.result.step_time_s
 
 
+def check_simulated_passes(plan: TrainingPlan, replicas: int, runs: int) -> int:
+    """Micro-batch passes a simulation of ``plan`` executes (micro-batches x pipeline chunks x
+    ``replicas`` x ``runs`` executions of the graph), or a one-line error above the cap
+    ``SIMULATED_PASSES``: a 2^24-sequence batch would build a graph of tens of millions of ops."""
+    chunks = plan.pipeline_parallel * plan.virtual_stages
+    passes = plan.micro_batches * chunks * replicas * runs
+    limit = cap("SIMULATED_PASSES")
+    if passes > limit:
+        raise FabricsimError(
+            "global-batch",
+            f"{plan.micro_batches} micro-batches x {chunks} pipeline chunks x {replicas} replicas x {runs} runs"
+            f" = {passes} simulated passes exceeds the cap {limit}",
+            "lower --global-batch or --seeds, raise --micro-batch, use --fidelity analytic,"
+            f" or {cap_hint('SIMULATED_PASSES')}",
+        )
+    return passes
+
+
 def simulate_training(
     case: TrainingCase, timers: TimerFactory, variability: Variability | None = None
 ) -> TrainingSimulation:
@@ -207,6 +227,8 @@ def simulate_training(
     active = variability is not None and variability.active
     per_gpu = variability is not None and variability.per_gpu  # ECMP re-hashing alone keeps replicas equal
     replicas = min(plan.data_parallel, MAX_UNFOLDED_REPLICAS) if per_gpu else 1
+    runs = 1 + (variability.seeds + 1 if active and variability is not None else 0)  # + monte_carlo's
+    check_simulated_passes(plan, replicas, runs)
     graph = build_training_graph(plan, replicas)
     timer: CommTimer | None = timers(None)
     result = simulate(graph, timer)

@@ -13,7 +13,8 @@ pops the same sequence: results are unchanged.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from fabricsim.network.packet.jit import njit
 
 
 @njit(cache=True, inline="always")

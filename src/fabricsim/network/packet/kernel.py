@@ -27,9 +27,9 @@ ECMP/adaptive). Reordering is tolerated: the receiver counts bytes.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from fabricsim.network.packet import heap
+from fabricsim.network.packet.jit import njit
 from fabricsim.network.packet.layout import (
     EV_BITS,
     EV_TXDONE,

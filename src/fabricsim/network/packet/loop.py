@@ -1,6 +1,7 @@
 """The packet kernel's event loop and per-event handlers (layer L3); the model is described in
 :mod:`fabricsim.network.packet.kernel`. Compiled with numba (``cache=True``: compiled once per
-machine, then loaded from ``__pycache__``).
+version of the package's sources, then loaded from the cache folder of
+:mod:`fabricsim.network.packet.jit`).
 
 The per-packet path (transmission done, arrival, delivery, the switch and NIC send steps, ECN,
 the heap) is compiled with ``inline="always"``: numba then types one function body instead of
@@ -14,9 +15,9 @@ credit, CNP, ACK, wake-up) stay ordinary calls.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from fabricsim.network.packet import heap
+from fabricsim.network.packet.jit import njit
 from fabricsim.network.packet.kernel import (
     _CC_DCQCN,
     _CC_HPCC,

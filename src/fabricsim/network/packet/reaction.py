@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
-
+from fabricsim.network.packet.jit import njit
 from fabricsim.network.packet.layout import (
     FF_ALPHA,
     FF_ALPHA_T,
