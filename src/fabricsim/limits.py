@@ -27,6 +27,9 @@ CAPS: dict[str, int] = {
     "SEARCH_LAYOUTS": 10**8,  # layouts one planner search may enumerate
     "WORKERS": 1024,  # local sweep processes
     "INPUT_BYTES": 2**28,  # 256 MiB: one YAML / JSON / CSV input file
+    # 64 MiB of HTML written by one report (~250,000 drawn marks at ~250 B each); 200 simulated
+    # traces made a 288 MB page (issue 27)
+    "REPORT_BYTES": 2**26,
 }
 
 

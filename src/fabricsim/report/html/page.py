@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from fabricsim.limits import show
+
 _CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1000px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}h3{font-size:15px}
@@ -55,7 +57,10 @@ class Section:
 def number_text(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return escape(str(value))
-    return f"{value:.6g}"
+    try:
+        return f"{value:.6g}"
+    except OverflowError:  # an integer beyond float range
+        return show(value)
 
 
 def numbers_table(rows: list[tuple[str, str, Any, str]]) -> str:
