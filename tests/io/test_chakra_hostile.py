@@ -119,3 +119,20 @@ def test_unknown_node_type_through_the_api():
 
     with pytest.raises(FabricsimError, match="unknown node type 99"):
         replay_chakra([parse_chakra(et_file([META, node(3, 99)]), 0)])
+
+
+def _p2p(node_id: int, kind: int, peer_key: bytes, peer: int, *deps: int) -> bytes:
+    attrs = [attribute(peer_key, pw.varint_field(13, peer)), attribute(b"comm_size", pw.varint_field(13, 8))]
+    return node(node_id, kind, *(pw.varint_field(4, d) for d in deps), *(pw.bytes_field(10, a) for a in attrs))
+
+
+def test_ranks_that_each_receive_before_sending_are_one_error_line(tmp_path, capsys):
+    # rank 0 waits for rank 1's send and rank 1 for rank 0's: the engine's ValueError was a traceback
+    for rank in (0, 1):
+        peer = 1 - rank
+        receive = _p2p(1, NodeType.COMM_RECV, b"comm_src", peer)
+        send = _p2p(2, NodeType.COMM_SEND, b"comm_dst", peer, 1)
+        (tmp_path / f"p.{rank}.et").write_bytes(et_file([META, receive, send]))
+    assert main(["replay", str(tmp_path / "p.0.et"), str(tmp_path / "p.1.et")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: trace: the trace cannot finish") and err.count("\n") == 1

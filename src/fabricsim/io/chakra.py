@@ -223,6 +223,15 @@ def parse_chakra(data: bytes, rank: int, where: str = "") -> ChakraRank:
     in errors. Nodes are decoded one message at a time, and a repeated node id stops the read at
     once (a file of zero bytes is a stream of empty, id-0 messages)."""
     where = where or f"rank {rank}"
+    try:
+        return _parse(data, rank, where)
+    except FabricsimError as exc:
+        if exc.problem.startswith(where):
+            raise
+        raise FabricsimError(exc.field, f"{where}: {exc.problem}", exc.fix) from None
+
+
+def _parse(data: bytes, rank: int, where: str) -> ChakraRank:
     if data[:2] == b"\x1f\x8b":
         data = _gunzip(data, where)
     messages = _messages(data)
