@@ -48,15 +48,17 @@ def write_atomic(path: str | Path, text: str, field: str = "output") -> None:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth of parsed JSON (a scalar is 0), walked without recursion."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is not None:
-            deepest = max(deepest, depth + 1)
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
+    """Nesting depth of parsed JSON (a scalar is 0), level by level without recursion."""
+    depth, level = 0, [value] if isinstance(value, (dict, list)) else []
+    while level:
+        depth += 1
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, (dict, list))
+        ]
+    return depth
 
 
 def parse_result(text: str, where: str, field: str = "result") -> dict[str, Any]:

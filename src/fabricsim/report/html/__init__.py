@@ -15,7 +15,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.limits import cap, cap_hint
 from fabricsim.report.html.fields import MalformedError, mapping, number, required
 from fabricsim.report.html.kinds import BUILDERS, kind_of
-from fabricsim.report.html.page import Section, page, paragraph
+from fabricsim.report.html.page import Section, embedded_json, page, paragraph
 from fabricsim.report.html.svg import Series, xy_chart
 
 KNEE_FACTOR = 2.0  # the knee: the last rate whose P99 latency is within 2x the lowest P99
@@ -79,8 +79,12 @@ def render_report(
 ) -> str:
     """The HTML document for ``results`` (named ``names``, e.g. their files); ``field`` is the
     option that names the output, for the error when the page would exceed the cap. Sections are
-    counted as they are drawn, so an oversized report stops early. O(size of the results)."""
-    limit, size, sections = cap(REPORT_CAP), 0, []
+    counted as they are drawn, after the embedded results, so an oversized report stops early.
+    O(size of the results)."""
+    limit, embedded, sections = cap(REPORT_CAP), embedded_json(results), []
+    size = len(embedded)
+    if size > limit:
+        raise _too_large(field, limit)
     for i, (result, name) in enumerate(zip(results, names, strict=True)):
         kind = kind_of(result)
         try:
@@ -94,7 +98,7 @@ def render_report(
     curve = latency_throughput(results, names)
     if curve is not None:
         sections.append(curve)
-    document = page(title, sections, results)
+    document = page(title, sections, embedded)
     if len(document.encode("utf-8")) > limit:
         raise _too_large(field, limit)
     return document

@@ -82,9 +82,13 @@ def paragraph(text: str) -> str:
     return f'<p class="note">{escape(text)}</p>'
 
 
-def page(title: str, sections: list[Section], results: list[Any]) -> str:
-    """The whole self-contained HTML document."""
-    embedded = json.dumps(results, sort_keys=True).replace("<", "\\u003c").replace(">", "\\u003e")
+def embedded_json(results: list[Any]) -> str:
+    """The results as the page embeds them: JSON with ``<`` and ``>`` escaped."""
+    return json.dumps(results, sort_keys=True).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def page(title: str, sections: list[Section], embedded: str) -> str:
+    """The whole self-contained HTML document; ``embedded`` is :func:`embedded_json` of the results."""
     body = [f"<h2>{escape(s.heading)}</h2>\n{s.html}" for s in sections]
     return "\n".join(
         [
