@@ -100,7 +100,8 @@ def _packed(kind: str, data: bytes) -> list[object]:
         return [_element(kind, wire, v) for v in pw.packed_varints(data)]
     width = 4 if wire == pw.FIXED32 else 8
     if len(data) % width:
-        raise FabricsimError("trace", f"malformed protobuf: packed {kind} list of {len(data)} bytes", "give a whole .et file")
+        problem = f"malformed protobuf: packed {kind} list of {len(data)} bytes"
+        raise FabricsimError("trace", problem, "give a whole .et file")
     return [_element(kind, wire, int.from_bytes(data[i : i + width], "little")) for i in range(0, len(data), width)]
 
 
