@@ -33,6 +33,9 @@ CAPS: dict[str, int] = {
     # step executes: ~75 us and ~2 kB each (measured on a 2-core machine: 131,072 in 9.8 s, 277 MB)
     "SIMULATED_PASSES": 2**17,
     "INPUT_BYTES": 2**28,  # 256 MiB: one YAML / JSON / CSV input file
+    # 64 MiB of HTML written by one report (~250,000 drawn marks at ~250 B each); 200 simulated
+    # traces made a 288 MB page (issue 27)
+    "REPORT_BYTES": 2**26,
 }
 
 

@@ -115,12 +115,20 @@ def read_yaml(path: str | Path, field: str) -> Any:
     return parse_yaml(read_text(path, field), field, str(path))
 
 
+def _read_only(target: Path, mode: int) -> bool:
+    """Whether an existing file must not be replaced: no write bit for anyone (which root, whom
+    ``os.access`` always lets write, would otherwise replace), or not writable by this user. The
+    atomic rename would replace it all the same, so the permission is checked here."""
+    return not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK)
+
+
 def check_output_path(path: str | Path, field: str) -> Path:
     """``path`` as a place fabricsim may write a file, or a one-line error naming ``field``.
 
     Refused: an empty path, a directory, anything that exists but is not a regular file (a device,
-    FIFO, socket or symbolic link: the atomic rename would replace it), a missing parent folder
-    (never created here) and a parent that is not a writable folder.
+    FIFO, socket or symbolic link: the atomic rename would replace it), a read-only file (the rename
+    would replace it too), a missing parent folder (never created here) and a parent that is not a
+    writable folder.
     """
     if not str(path).strip():
         raise FabricsimError(field, "the path is empty", "give a file name")
@@ -135,6 +143,9 @@ def check_output_path(path: str | Path, field: str) -> Path:
     if info is not None and not stat.S_ISREG(info.st_mode):
         kind = "a directory, not a regular file" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         raise FabricsimError(field, f"{target} is {kind}", "give a path to a regular file")
+    if info is not None and _read_only(target, info.st_mode):
+        problem = f"{target} is read-only (mode {stat.S_IMODE(info.st_mode):o})"
+        raise FabricsimError(field, problem, "make it writable or give another path")
     parent = target.parent
     if not parent.is_dir():
         raise FabricsimError(field, f"folder {parent} does not exist", "create it first")

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from fabricsim import catalog
 from fabricsim.collectives import CollectiveOp
 from fabricsim.collectives.times import CollectiveTimes
-from fabricsim.engine.simulate import SimulationResult, simulate
+from fabricsim.engine.simulate import DeadlockError, SimulationResult, simulate
+from fabricsim.errors import FabricsimError
 from fabricsim.specs import Dtype
 from fabricsim.workload.chakra import ChakraRank, graph_from_chakra
 from fabricsim.workload.graph import OpGraph
@@ -64,7 +65,10 @@ def replay_chakra(ranks: list[ChakraRank], *, system: str | None = None) -> Repl
             return times.time_s(CollectiveOp(op), size_bytes, group, 1)
 
     graph = graph_from_chakra(ranks, comm_time, flops)
-    sim = simulate(graph, None)
+    try:
+        sim = simulate(graph, None)
+    except DeadlockError as exc:  # e.g. two ranks that each wait to receive before they send
+        raise FabricsimError("trace", f"the trace cannot finish: {exc}", "check its send/recv pairs") from None
     return ReplayResult(
         sim.step_time_s,
         len(ranks),

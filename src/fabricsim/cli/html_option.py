@@ -46,4 +46,4 @@ def write_html_report(payload: dict, name: str) -> None:
     from fabricsim.io.output import write_output
     from fabricsim.report.html import render_report
 
-    write_output(target, render_report([payload], [name], title=f"fabricsim {name}"), "html")
+    write_output(target, render_report([payload], [name], title=f"fabricsim {name}", field="html"), "html")

@@ -16,9 +16,12 @@ def replay(
     """Step time and communication overlap of a captured training iteration."""
     from fabricsim import api
     from fabricsim.io.chakra import read_chakra_files
+    from fabricsim.io.results import check_output_path
     from fabricsim.io.trace import write_trace
     from fabricsim.report.replay_tables import replay_table
 
+    if trace_out is not None:
+        check_output_path(trace_out, "trace")  # before reading and replaying, so a bad --trace costs nothing
     result = api.replay_chakra(read_chakra_files(traces), system=system)
     if trace_out is not None:
         write_trace(trace_out, result.graph, result.simulation.timeline, result.simulation.comm)

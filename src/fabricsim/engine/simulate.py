@@ -26,6 +26,11 @@ from fabricsim.des import EventLoop
 from fabricsim.workload.graph import CommPayload, OpGraph, Stream
 
 
+class DeadlockError(ValueError):
+    """The op graph cannot finish: a dependency cycle, possibly across ranks through matched
+    collectives or send/recv pairs. A bug for graphs fabricsim builds; a bad input for a trace."""
+
+
 class CommTimer(Protocol):
     """Times one communication payload on an otherwise idle fabric (seconds)."""
 
@@ -143,7 +148,7 @@ def execute(graph: OpGraph, durations_s: np.ndarray) -> Timeline:
     end = np.array(ex.end)
     if np.isnan(end).any():
         stuck = [graph.ops[i].name for i in np.flatnonzero(np.isnan(end))[:3]]
-        raise ValueError(f"op graph deadlocked (dependency cycle or stream order); first stuck ops: {stuck}")
+        raise DeadlockError(f"op graph deadlocked (dependency cycle or stream order); first stuck ops: {stuck}")
     return Timeline(np.array(ex.start), end, ex.loop.events_run)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from fabricsim.errors import FabricsimError
 
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
+WIRE_NAMES = {VARINT: "varint", FIXED64: "fixed64", LENGTH: "length-delimited", FIXED32: "fixed32"}
 _MASK64 = (1 << 64) - 1
 
 
@@ -22,7 +23,7 @@ def _bad(problem: str) -> FabricsimError:
 
 
 def read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    """(unsigned value, next position) of the varint at ``pos``."""
+    """(unsigned value, next position) of the varint at ``pos``; at most 10 bytes and 64 bits."""
     result, shift = 0, 0
     while True:
         if pos >= len(data):
@@ -30,6 +31,8 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
         byte = data[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
+        if result >> 64:  # the tenth byte may carry one bit only
+            raise _bad("varint over 64 bits")
         if not byte & 0x80:
             return result, pos
         shift += 7
@@ -44,6 +47,8 @@ def fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
     while pos < len(data):
         key, pos = read_varint(data, pos)
         number, wire = key >> 3, key & 7
+        if number == 0:  # field numbers start at 1; a zero key is not a field
+            raise _bad("field number 0")
         if wire == VARINT:
             value, pos = read_varint(data, pos)
         elif wire == FIXED64:
@@ -62,6 +67,13 @@ def fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
         else:
             raise _bad(f"unsupported wire type {wire}")
         yield number, wire, value
+
+
+def expect(wire: int, wanted: int, what: str) -> None:
+    """Refuse a field sent with another wire type than its declared type uses (a length where a
+    number belongs would be read as a byte count, or a number as a huge allocation)."""
+    if wire != wanted:
+        raise _bad(f"{what} has wire type {WIRE_NAMES.get(wire, wire)}, expected {WIRE_NAMES[wanted]}")
 
 
 def packed_varints(data: bytes) -> list[int]:

@@ -12,7 +12,8 @@ has ``ctrl_deps`` and ``data_deps`` on nodes of the same rank. The mapping:
   collective (``group`` key), since NCCL requires the same order on all ranks;
   ``COMM_SEND_NODE``/``COMM_RECV_NODE``: pp-send / pp-recv streams, the k-th send src->dst with a
   tag meets the k-th receive of that pair and tag; other node types (metadata, memory, ...) take
-  no time but keep their dependencies;
+  no time but keep their dependencies; a type that ``NodeType`` does not know is an error naming
+  the node, as ASTRA-sim's workload layer stops on one ("Invalid node_type");
 * durations: ``duration_micros`` when the trace has it (a measured trace); otherwise compute takes
   ``num_ops / flops_per_s`` and a collective ``comm_time(op, size, ranks)`` (the analytic model),
   when the caller gives them.
@@ -42,6 +43,8 @@ class NodeType(IntEnum):
     BATCH = 9
     CHECKPOINT = 10
 
+
+NODE_TYPES = frozenset(t.value for t in NodeType)
 
 COLLECTIVES = {
     0: "all-reduce",
@@ -168,6 +171,12 @@ class _Builder:
     def add(self, rank: int, node: ChakraNode) -> None:
         deps = tuple(sorted({self.ids[(rank, d)] for d in (*node.ctrl_deps, *node.data_deps)}))
         kind = node.type
+        if kind not in NODE_TYPES:
+            raise FabricsimError(
+                "trace",
+                f"rank {rank} node {node.id} ({node.name}): unknown node type {kind}",
+                "see NodeType in et_def.proto",
+            )
         if kind == NodeType.COMP:
             op = self._compute(rank, node, deps)
         elif kind == NodeType.COMM_COLL:
@@ -195,7 +204,8 @@ class _Builder:
                 "see CollectiveCommType in et_def.proto",
             )
         name = COLLECTIVES[comm_type]
-        size = _int(node, "comm_size", rank) if name != "barrier" else int(node.attrs.get("comm_size", 0) or 0)
+        sized = name != "barrier" or node.attrs.get("comm_size") not in (None, 0, False)
+        size = _int(node, "comm_size", rank) if sized else 0
         process_group = str(node.attrs.get("pg_name") or node.attrs.get("involved_dim") or "world")
         payload = CommPayload(name, size, self.ranks) if name in TIMED_COLLECTIVES and self.ranks > 1 else None
 
@@ -257,6 +267,8 @@ def graph_from_chakra(
     numbers = sorted(r.rank for r in ranks)
     if numbers != list(range(len(ranks))):
         raise FabricsimError("trace", f"ranks {numbers} are not 0..{len(ranks) - 1}", "give one file per rank")
+    if not any(r.nodes for r in ranks):  # a rank may idle, but a trace of metadata alone is empty
+        raise FabricsimError("trace", "no nodes: the trace holds only its metadata", "give a Chakra trace with nodes")
     builder = _Builder(len(ranks), comm_time, flops_per_s)
     ordered = {r.rank: _order(r) for r in ranks}
     for r in range(len(ranks)):

@@ -2,6 +2,8 @@
 
 :func:`kind_of` recognises a result by its JSON contract keys (DESIGN.md); each builder takes the
 result's index ``i`` in the report (the first component of every ``data-key``) and the result.
+Values a chart needs are read through :mod:`fabricsim.report.html.fields`, so a malformed result
+raises :class:`~fabricsim.report.html.fields.MalformedError` naming the key instead of a traceback.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from fabricsim.report.html.fields import MalformedError, mapping, number, numbers, optional, records, required
 from fabricsim.report.html.page import numbers_table, paragraph
 from fabricsim.report.html.svg import Series, bar_chart, timeline_chart, xy_chart
 
@@ -49,11 +52,13 @@ def train(i: int, result: Result) -> str:
             ],
         )
     ]
-    parts.append(_breakdown("time breakdown per step (s)", result.get("time_breakdown_s", {}), "s"))
-    parts.append(_breakdown("memory per GPU (GB)", result.get("memory_breakdown_bytes", {}), "GB", 1e-9))
+    times = numbers(result.get("time_breakdown_s"), "time_breakdown_s")
+    parts.append(_breakdown("time breakdown per step (s)", times, "s"))
+    memory = numbers(result.get("memory_breakdown_bytes"), "memory_breakdown_bytes")
+    parts.append(_breakdown("memory per GPU (GB)", memory, "GB", 1e-9))
     if "exposed_comm_s" in result:
-        busy = result.get("comm_busy_s", {})
-        exposed = result["exposed_comm_s"]
+        busy = numbers(result.get("comm_busy_s"), "comm_busy_s")
+        exposed = numbers(result["exposed_comm_s"], "exposed_comm_s")
         items = [(f"{k} busy", busy.get(k, 0.0)) for k in sorted(busy)] + [
             (f"{k} exposed", exposed[k]) for k in sorted(exposed)
         ]
@@ -76,13 +81,13 @@ def infer(i: int, result: Result) -> str:
             ],
         )
     ]
-    parts.append(_breakdown("time breakdown (s)", result.get("time_breakdown_s", {}), "s"))
+    parts.append(_breakdown("time breakdown (s)", numbers(result.get("time_breakdown_s"), "time_breakdown_s"), "s"))
     return "\n".join(parts)
 
 
 def _percentiles(result: Result, key: str) -> list[tuple[str, float]]:
-    stats = result.get(key) or {}
-    return [(f"{key} {p}", float(stats[p])) for p in ("p50", "p90", "p99") if p in stats]
+    stats = mapping(result.get(key), key)
+    return [(f"{key} {p}", number(stats[p], f"{key}.{p}")) for p in ("p50", "p90", "p99") if stats.get(p) is not None]
 
 
 def serve(i: int, result: Result) -> str:
@@ -103,7 +108,7 @@ def serve(i: int, result: Result) -> str:
 
 
 def plan(i: int, result: Result) -> str:
-    plans = result.get("plans", [])
+    plans = records(result.get("plans"), "plans")
     parts = [
         _rows(
             i,
@@ -113,12 +118,18 @@ def plan(i: int, result: Result) -> str:
     ]
     rate = "tokens_per_s" if any("tokens_per_s" in p for p in plans) else "output_tokens_per_s"
     ranked = [
-        (f"#{p.get('rank', k + 1)} {_layout(p.get('layout', {}))}", float(p.get(rate, 0.0)))
+        (
+            f"#{p.get('rank', k + 1)} {_layout(mapping(p.get('layout'), f'plans.{k}.layout'))}",
+            optional(p, rate, 0.0, f"plans.{k}.{rate}"),
+        )
         for k, p in enumerate(plans)
     ]
     if ranked:
         parts.append(bar_chart(f"ranked layouts: {rate}", ranked, "tok/s"))
-        points = [(float(p.get("memory_per_gpu_bytes", 0.0)) / 1e9, float(p.get(rate, 0.0))) for p in plans]
+        points = [
+            (optional(p, "memory_per_gpu_bytes", 0.0, f"plans.{k}.memory_per_gpu_bytes") / 1e9, rate_s)
+            for k, (p, (_, rate_s)) in enumerate(zip(plans, ranked, strict=True))
+        ]
         front = pareto_front(points)
         parts.append(
             xy_chart(
@@ -147,7 +158,7 @@ def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]
 
 def _layout(layout: dict[str, Any]) -> str:
     keys = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero")
-    return " ".join(f"{k}{layout[k]}" for k in keys if (k in layout and layout[k] not in (1, 0, None)) or k == "tp")
+    return " ".join(f"{k}{layout[k]}" for k in keys if k in layout and (layout[k] not in (1, 0, None) or k == "tp"))
 
 
 def traffic(i: int, result: Result) -> str:
@@ -166,30 +177,35 @@ def traffic(i: int, result: Result) -> str:
             ],
         )
     ]
-    fraction = result.get("throughput_fraction", {})
-    items = [(f"throughput {k}", float(fraction[k])) for k in ("mean", "p1", "min") if k in fraction]
-    items.append(("max link utilisation", float(result.get("max_link_utilization", 0.0))))
+    fraction = mapping(result.get("throughput_fraction"), "throughput_fraction")
+    items = [
+        (f"throughput {k}", number(fraction[k], f"throughput_fraction.{k}"))
+        for k in ("mean", "p1", "min")
+        if fraction.get(k) is not None
+    ]
+    items.append(("max link utilisation", optional(result, "max_link_utilization", 0.0)))
     parts.append(bar_chart("link utilisation and per-host throughput (fraction of line rate)", items, ""))
     fct = result.get("fct_s")
     if isinstance(fct, list) and fct:
-        values = sorted(float(v) for v in fct)
+        values = sorted(number(v, f"fct_s.{k}") for k, v in enumerate(fct))
         cdf = tuple((v, (k + 1) / len(values)) for k, v in enumerate(values))
         parts.append(xy_chart("flow completion time CDF", [Series("FCT", cdf, "step")], ("FCT (s)", "fraction")))
     elif isinstance(fct, dict) and fct:
-        parts.append(bar_chart("flow completion time (s)", [(k, float(v)) for k, v in sorted(fct.items())], "s"))
+        parts.append(bar_chart("flow completion time (s)", sorted(numbers(fct, "fct_s").items()), "s"))
     return "\n".join(parts)
 
 
 def validate(i: int, result: Result) -> str:
     parts = []
-    for k, suite in enumerate(result.get("suites", [])):
-        entries = suite.get("entries", [])
+    for k, suite in enumerate(records(result.get("suites"), "suites")):
+        entries = records(suite.get("entries"), f"suites.{k}.entries")
         parts.append(f"<h3>{escape(str(suite.get('name', '')))}</h3>")
         parts.append(_rows(i, suite, [("mean |error|", "mean_abs_error", "")], prefix=f"suites.{k}."))
         by_unit: dict[str, list[tuple[float, float]]] = {}
-        for entry in entries:
+        for j, entry in enumerate(entries):
+            where = f"suites.{k}.entries.{j}."
             by_unit.setdefault(str(entry.get("unit", "")), []).append(
-                (float(entry["measured"]), float(entry["predicted"]))
+                (required(entry, "measured", where + "measured"), required(entry, "predicted", where + "predicted"))
             )
         for unit, points in sorted(by_unit.items()):
             positive = all(x > 0 and y > 0 for x, y in points)
@@ -221,9 +237,16 @@ def collective(i: int, result: Result) -> str:
         )
     ]
     parts.append(
-        bar_chart("bandwidth (GB/s)", [("algbw", result["algbw_GBps"]), ("busbw", result["busbw_GBps"])], "GB/s")
+        bar_chart(
+            "bandwidth (GB/s)",
+            [("algbw", required(result, "algbw_GBps")), ("busbw", required(result, "busbw_GBps"))],
+            "GB/s",
+        )
     )
     return "\n".join(parts)
+
+
+_RESIDUAL_KEYS = ("size_bytes", "measured_busbw_GBps", "predicted_busbw_GBps")
 
 
 def calibration(i: int, result: Result) -> str:
@@ -232,11 +255,16 @@ def calibration(i: int, result: Result) -> str:
         ("max |error| >= 1 MiB", "summary_from_1MiB.max_abs_error", ""),
     ]
     parts = [_rows(i, result, summary)]
-    rows = result.get("residuals", [])
-    for op in sorted({r["op"] for r in rows}):
-        mine = [r for r in rows if r["op"] == op]
-        measured = tuple((float(r["size_bytes"]), float(r["measured_busbw_GBps"])) for r in mine)
-        predicted = tuple((float(r["size_bytes"]), float(r["predicted_busbw_GBps"])) for r in mine)
+    by_op: dict[str, list[tuple[float, float, float]]] = {}
+    for j, r in enumerate(records(result.get("residuals"), "residuals")):
+        if not isinstance(r.get("op"), str):
+            raise MalformedError(f"residuals.{j}.op", "is not an operation name")
+        by_op.setdefault(r["op"], []).append(
+            tuple(required(r, key, f"residuals.{j}.{key}") for key in _RESIDUAL_KEYS)  # type: ignore[arg-type]
+        )
+    for op, mine in sorted(by_op.items()):
+        measured = tuple((size, value) for size, value, _ in mine)
+        predicted = tuple((size, value) for size, _, value in mine)
         parts.append(
             xy_chart(
                 f"{op}: busbw, measured vs calibrated",
@@ -248,34 +276,62 @@ def calibration(i: int, result: Result) -> str:
     return "\n".join(parts)
 
 
+def _track(value: Any) -> Any:
+    """A pid or tid as a dict key: JSON scalars as they are, anything else as its text."""
+    return value if value is None or isinstance(value, (str, int, float)) else repr(value)
+
+
+def _meta_names(events: list[Any], kind: str) -> dict[Any, Any]:
+    """(pid, tid) -> name of the ``thread_name`` / ``process_name`` metadata events."""
+    out = {}
+    for e in events:
+        if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == kind:
+            args = e.get("args")
+            out[(_track(e.get("pid")), _track(e.get("tid")))] = args.get("name") if isinstance(args, dict) else None
+    return out
+
+
+def _span(event: dict[str, Any]) -> tuple[float, float, str] | None:
+    """(start s, duration s, name) of a complete event; None when ts or dur is not a finite number
+    in microseconds (the Trace Event Format's units)."""
+    try:
+        start, duration = number(event.get("ts"), "ts"), number(event.get("dur"), "dur")
+    except MalformedError:
+        return None
+    return start * 1e-6, duration * 1e-6, str(event.get("name", ""))
+
+
 def trace(i: int, result: Result) -> str:
-    """A Chrome/Perfetto trace (``traceEvents``): complete events as a timeline, one lane per thread."""
-    names = {
-        (e.get("pid"), e.get("tid")): e.get("args", {}).get("name")
-        for e in result["traceEvents"]
-        if e.get("ph") == "M" and e.get("name") == "thread_name"
-    }
-    process = {
-        e.get("pid"): e.get("args", {}).get("name")
-        for e in result["traceEvents"]
-        if e.get("ph") == "M" and e.get("name") == "process_name"
-    }
+    """A Chrome/Perfetto trace (``traceEvents``): complete events as a timeline, one lane per thread.
+    Events the chart cannot place (no numeric ``ts``/``dur``) are counted and left out, as a trace
+    viewer skips them; a ``traceEvents`` that is not a list is malformed."""
+    events = result["traceEvents"]
+    if not isinstance(events, list):
+        raise MalformedError("traceEvents", "is not a list")
+    names = _meta_names(events, "thread_name")
+    process = {pid: name for (pid, _), name in _meta_names(events, "process_name").items()}
     lanes: dict[tuple[Any, Any], list[tuple[float, float, str]]] = {}
-    for event in result["traceEvents"]:
-        if event.get("ph") == "X":
-            key = (event.get("pid"), event.get("tid"))
-            lanes.setdefault(key, []).append(
-                (float(event["ts"]) * 1e-6, float(event["dur"]) * 1e-6, str(event["name"]))
-            )
+    skipped = 0
+    for event in events:
+        if isinstance(event, dict) and event.get("ph") == "X":
+            span = _span(event)
+            if span is None:
+                skipped += 1
+                continue
+            lanes.setdefault((_track(event.get("pid")), _track(event.get("tid"))), []).append(span)
     rows = [(f"{process.get(k[0], k[0])}/{names.get(k, k[1])}", spans) for k, spans in sorted(lanes.items(), key=str)]
-    events = sum(len(s) for _, s in rows)
-    return "\n".join([paragraph(f"{events} events on {len(rows)} tracks"), timeline_chart("timeline", rows)])
+    count = sum(len(s) for _, s in rows)
+    text = f"{count} events on {len(rows)} tracks"
+    if skipped:
+        text += f"; not drawn: {skipped} complete event{'s' if skipped > 1 else ''} without a numeric ts and dur"
+    return "\n".join([paragraph(text), timeline_chart("timeline", rows)])
 
 
 def replay(i: int, result: Result) -> str:
     """A replayed Chakra trace: step time and busy vs exposed communication per category."""
     parts = [_rows(i, result, [("step time", "step_time_s", "s"), ("ranks", "ranks", ""), ("ops", "ops", "")])]
-    busy, exposed = result.get("comm_busy_s", {}), result.get("exposed_comm_s", {})
+    busy = numbers(result.get("comm_busy_s"), "comm_busy_s")
+    exposed = numbers(result.get("exposed_comm_s"), "exposed_comm_s")
     items = [(f"{k} busy", busy[k]) for k in sorted(busy)] + [
         (f"{k} exposed", exposed.get(k, 0.0)) for k in sorted(busy)
     ]

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from fabricsim.limits import show
+
 _CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1000px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}h3{font-size:15px}
@@ -55,7 +57,10 @@ class Section:
 def number_text(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return escape(str(value))
-    return f"{value:.6g}"
+    try:
+        return f"{value:.6g}"
+    except OverflowError:  # an integer beyond float range
+        return show(value)
 
 
 def numbers_table(rows: list[tuple[str, str, Any, str]]) -> str:
@@ -77,9 +82,13 @@ def paragraph(text: str) -> str:
     return f'<p class="note">{escape(text)}</p>'
 
 
-def page(title: str, sections: list[Section], results: list[Any]) -> str:
-    """The whole self-contained HTML document."""
-    embedded = json.dumps(results, sort_keys=True).replace("<", "\\u003c").replace(">", "\\u003e")
+def embedded_json(results: list[Any]) -> str:
+    """The results as the page embeds them: JSON with ``<`` and ``>`` escaped."""
+    return json.dumps(results, sort_keys=True).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def page(title: str, sections: list[Section], embedded: str) -> str:
+    """The whole self-contained HTML document; ``embedded`` is :func:`embedded_json` of the results."""
     body = [f"<h2>{escape(s.heading)}</h2>\n{s.html}" for s in sections]
     return "\n".join(
         [

@@ -15,6 +15,9 @@ from html import escape
 
 WIDTH, HEIGHT = 640, 300
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 30, 45
+# magnitudes an x-y axis draws: beyond them the axis arithmetic (hi - lo, 10**k) overflows float64
+# (largest ~1.8e308, smallest normal ~2.2e-308); such points are left out like NaN
+PLOTTABLE = 1e300
 PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d", "#bab0ac")
 
 
@@ -107,14 +110,14 @@ class _Axis:
 
 
 def _axis(values: list[float], log: bool, pixels: tuple[float, float], zero: bool) -> _Axis:
-    usable = [v for v in values if math.isfinite(v) and (v > 0 or not log)]
+    usable = [v for v in values if _in_range(v, log)]
     lo, hi = (min(usable), max(usable)) if usable else (0.0, 1.0)
     if log:
         lo, hi = 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
         hi = hi if hi > lo else lo * 10
     else:
         lo = min(lo, 0.0) if zero else lo
-        hi = hi if hi > lo else lo + 1.0
+        hi = hi if hi - lo >= 1 / PLOTTABLE else lo + 1.0  # a span under 1e-300 would underflow the tick step
         ticks = _ticks(lo, hi, False)
         lo, hi = min(lo, ticks[0]), ticks[-1] if ticks[-1] >= hi else hi
     return _Axis(lo, hi, log, pixels)
@@ -195,8 +198,12 @@ def _series(series: Series, x: _Axis, y: _Axis, color: str) -> list[str]:
     return out
 
 
+def _in_range(value: float, log: bool) -> bool:
+    return abs(value) <= PLOTTABLE and (value >= 1 / PLOTTABLE if log else True)
+
+
 def _plottable(value: float, axis: _Axis) -> bool:
-    return math.isfinite(value) and (value > 0 or not axis.log)
+    return _in_range(value, axis.log)
 
 
 def timeline_chart(title: str, lanes: list[tuple[str, list[tuple[float, float, str]]]]) -> str:
