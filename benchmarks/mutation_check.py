@@ -66,6 +66,14 @@ NOT_MODEL = {
     "engine.training.simulate.MAX_UNFOLDED_REPLICAS": "a cap on simulation size: replicas beyond it are folded",
     "engine.variability.MAX_LINK_DRAWS": "a cap on the links drawn for the slowest one of a collective",
     "network.packet.params.PacketParams.clamp_target_after_timer": "an on/off switch (> 0 is on), not a magnitude",
+    "engine.inference.analytic.DECODE_SAMPLES": "quadrature points of the TPOT mean: 33, 66 and 4,000 give the same "
+                                                "TPOT to 9 digits (linear in the context between roofline kinks)",
+    "engine.inference.simulate.DECODE_STEPS": "sample size of the simulated decode (steps per run for P99); without "
+                                              "variability the figures do not depend on it",
+    "engine.inference.simulate.LAYER_GROUPS": "granularity of a simulated stage pass; without variability the pass "
+                                              "time does not depend on it",
+    "reliability.failures.DAY_S": "a unit conversion (86,400 s per day)",
+    "cost.energy.J_PER_KWH": "a unit conversion (3.6e6 J per kWh)",
 }
 
 

@@ -164,3 +164,15 @@ def test_elementwise_traffic_is_the_norm_and_activation_kernels_reads_and_writes
     tiny = [step_time(c, comm, StepWork(tokens=n, logits_tokens=0)).linear_s for n in (1, 2)]
     # (both steps are bound by the weight read, the same for 1 and 2 tokens)
     assert tiny[1] - tiny[0] == pytest.approx(expected_bytes / c.hbm_Bps, rel=1e-9)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_sampling_traffic_is_the_logits_written_then_read(tp):
+    # llama3-8b: 128,256-entry vocabulary split over TP; the LM head writes each sampled token's
+    # 16-bit logits (2 B) and the sampler reads them back (2 B)
+    c = step_coefficients(load_model("llama3-8b"), H100, InferenceLayout(tensor_parallel=tp))
+    assert c.logit_bytes_per_token == pytest.approx(128_256 / tp * (2 + 2), rel=1e-12)
+    model = load_model("llama3-8b")
+    comm = CommunicationModel(H100, InferenceLayout(tensor_parallel=tp), model)
+    plain, sampled = (step_time(c, comm, StepWork(tokens=1, logits_tokens=n)).linear_s for n in (0, 1))
+    assert sampled - plain == pytest.approx(128_256 / tp * (2 + 2) / c.hbm_Bps, rel=1e-9)
