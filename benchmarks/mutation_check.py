@@ -72,8 +72,6 @@ NOT_MODEL = {
                                               "variability the figures do not depend on it",
     "engine.inference.simulate.LAYER_GROUPS": "granularity of a simulated stage pass; without variability the pass "
                                               "time does not depend on it",
-    "reliability.failures.DAY_S": "a unit conversion (86,400 s per day)",
-    "cost.energy.J_PER_KWH": "a unit conversion (3.6e6 J per kWh)",
 }
 
 
