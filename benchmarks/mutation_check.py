@@ -1,21 +1,29 @@
-"""Mutation check: which named constants of the compute and collective models does the suite guard?
+"""Mutation check: which named constants of the models does the suite guard?
 
 Each mutation perturbs ONE constant in a scratch copy of ``src/`` (a float x1.25, an int x2, every
-number of a tuple x1.25; a YAML group: every number under one top-level key of a model data file
-x1.25) and runs the model's tests against that copy; a mutation that leaves every test passing
+number of a tuple x1.25; a YAML group: every number under one key of a model data file x1.25) and
+runs the tests that guard its package against that copy; a mutation that leaves every test passing
 *survives*: the suite would not notice that constant being wrong. The targets are discovered, not
 listed, so new or renamed constants are checked without editing this file:
 
-* Python: module-level ``UPPER_CASE = <number | tuple of numbers>`` in the packages of
-  ``PYTHON_PACKAGES`` (names starting with ``_`` are unit conversions and are skipped, and so are
-  the caps listed in ``NOT_MODEL``);
+* Python: module-level ``UPPER_CASE = <number | tuple of numbers>`` in the files of
+  ``PYTHON_TARGETS`` (the compute and collective models, all of ``engine/`` including inference,
+  ``reliability/``, ``cost/``), and for the packet model's parameters (``network/packet/params.py``)
+  every non-zero numeric default of its dataclasses too (a zero default is a feature switched off).
+  Names starting with ``_`` are unit conversions and are skipped, and so are the caps and
+  resolutions listed in ``NOT_MODEL`` with why;
 * YAML: each top-level group holding numbers in the files of ``YAML_FILES`` (transcribed tables
   such as NCCL's tuning constants are perturbed as a group: per-generation cells that no catalog
   system uses cannot be observed by any test, and are facts copied from a source, not assumptions),
-  and each device's ``kernels`` block (the kernel microbenchmarks the compute model is calibrated on).
+  each device's ``kernels`` block (the kernel microbenchmarks the compute model is calibrated on),
+  and the cost catalog's facility and load assumptions one by one (its prices are left alone: user-
+  overridable estimates whose sources give ranges wider than the factor).
 
-Run: ``python benchmarks/mutation_check.py [--only NAME ...] [--list]`` (about 10-20 s per
-mutation on two cores). Prints one line per mutation and the survivors; exit status 1 if any.
+Each target names the tests that guard it (``MODEL_TESTS`` for the compute and collective models,
+``tests/<package>`` for the others), so a mutation's run stays short.
+
+Run: ``python benchmarks/mutation_check.py [--only NAME ...] [--list] [--workers N]`` (about 5-60 s
+per mutation on two cores). Prints one line per mutation and the survivors; exit status 1 if any.
 """
 
 from __future__ import annotations
