@@ -199,3 +199,34 @@ def test_dcqcn_increase_events_come_every_timer_period_and_byte_reset():
     assert FF[0, L.FF_RC] == pytest.approx((rt + RPG_AI_RATE_BPS + rc) / 2, rel=1e-12)
     dcqcn_sent(FF, FI, P, 0, 64)  # the byte counter expires too: T = BC = 1 >= F: hyper
     assert FF[0, L.FF_RT] == pytest.approx(rt + RPG_AI_RATE_BPS + RPG_HAI_RATE_BPS, rel=1e-12)
+
+
+def test_hpcc_grows_additively_for_max_stage_updates_then_multiplicatively():
+    """HPCC (Li et al., SIGCOMM'19, Algorithm 1, maxStage = 5): below the target utilization eta a
+    window update adds W_AI, up to maxStage times in a row; the next one is multiplicative,
+    Wc / (U / eta) + W_AI. Each ACK here reports one hop at half its capacity and no queue, so
+    U = 0.5 < eta = 0.95 throughout."""
+    from fabricsim.network.packet import layout as L  # noqa: N812
+    from fabricsim.network.packet.params import CongestionControl, Lossless, RunOptions, kernel_vector
+    from fabricsim.network.packet.reaction import hpcc_ack
+
+    line, rtt = 100e9 / 8, 8e-6
+    P = kernel_vector(PacketParams(), RunOptions(CongestionControl.HPCC, Lossless.PFC, line, 0.0, 0))
+    FF, FI = np.zeros((1, L.FF_COLS)), np.zeros((1, L.FI_COLS), dtype=np.int64)
+    PI, PF, LINT = np.zeros((1, L.PI_COLS), dtype=np.int64), np.zeros((1, L.PF_COLS)), np.zeros((1, L.PF_COLS))
+    FF[0, L.FF_BASE_RTT] = rtt
+    FF[0, L.FF_WINC] = FF[0, L.FF_WIN] = w = line * rtt / 4
+    FI[0, L.FI_HOPS] = PI[0, L.PI_HOP] = 1
+    wai = 10e6 / 8 * (100 / 25) * rtt  # HPCC repository: AI = 10 Mb/s x bw / 25, per base RTT
+    windows = []
+    for ack in range(1, 9):  # one ACK per RTT, each past the last update's sequence
+        PI[0, L.PI_SEQ] = FF[0, L.FF_SENT] = ack * 1_000_000
+        LINT[0, :4] = (0.0, 0.0, 0.0, line)
+        PF[0, :4] = (0.0, 0.5 * line * rtt, rtt, line)  # half the link's bytes over one RTT, no queue
+        hpcc_ack(FF, FI, PI, PF, LINT, P, 0)
+        windows.append(FF[0, L.FF_WIN])
+    expected = []
+    for update in range(8):
+        w = w / (0.5 / 0.95) + wai if update == 5 else w + wai  # stage 5 = maxStage: multiplicative
+        expected.append(min(w, line * rtt))
+    assert windows == pytest.approx(expected, rel=1e-9)
