@@ -21,6 +21,17 @@ COMMANDS = {
               "--arrival-rate", "40", "--requests", "300", "--input-len", "uniform:100,2000", "--output-len", "128",
               "--seed", "3", "--json"],
     "traffic": ["traffic", "permutation", "--topology", "fat-tree:k=8", "--routing", "ecmp", "--seed", "5", "--json"],
+    # the Monte-Carlo goodput, the simulated inference with jitter and the packet kernel with DCQCN and
+    # spraying: each was checked only by calling it twice in one process
+    "goodput": ["goodput", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "1024", "--global-batch", "1024",
+                "--seq-len", "4096", "--tp", "1", "--zero", "1", "--days", "30", "--link-failures", "stop", "--runs",
+                "300", "--seed", "2", "--json"],
+    "infer-simulate-jitter": ["infer", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "8", "--tp", "8",
+                              "--batch", "16", "--input-len", "512", "--output-len", "64", "--fidelity", "simulate",
+                              "--jitter", "0.1", "--seeds", "4", "--seed", "3", "--json"],
+    "traffic-packet-dcqcn": ["traffic", "all-to-all", "--topology", "fat-tree:k=4,gbps=400", "--fidelity", "packet",
+                             "--cc", "dcqcn", "--lossless", "pfc", "--spray", "--size", "256KiB", "--seed", "5",
+                             "--json"],
     "plan": ["plan", "train", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "256", "--global-batch",
              "512", "--seq-len", "2048", "--top", "3", "--json"],
 }

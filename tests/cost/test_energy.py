@@ -8,7 +8,7 @@ import pytest
 
 from fabricsim import api
 from fabricsim.api.cost import load_cost_catalog
-from fabricsim.cost.energy import J_PER_KWH, cable_J_per_byte, per_token_J, run_energy_MWh, tokens_per_kWh
+from fabricsim.cost.energy import cable_J_per_byte, per_token_J, run_energy_MWh, tokens_per_kWh
 
 
 def test_train_result_carries_energy():
@@ -17,7 +17,8 @@ def test_train_result_carries_energy():
     assert set(power) == {"gpus", "hosts", "nics", "switches", "optics", "cooling", "total"}
     assert result["energy_J_per_step"] == pytest.approx(power["total"] * result["step_time_s"])
     assert result["energy_J_per_token"] == pytest.approx(result["energy_J_per_step"] / (256 * 4096))
-    assert result["tokens_per_kWh"] == pytest.approx(J_PER_KWH / result["energy_J_per_token"])
+    # 1 kWh = 1,000 W x 3,600 s
+    assert result["tokens_per_kWh"] == pytest.approx(1_000 * 3_600 / result["energy_J_per_token"])
     # training draw: the measured fraction of nameplate (Latif et al.), not the nameplate
     nameplate = api.cost("dgx-h100", 64, load="max").power.total
     assert power["total"] < nameplate

@@ -134,3 +134,40 @@ def test_nvl72_defaults_to_liquid_cooling_and_rail_only_needs_whole_racks():
     with pytest.raises(FabricsimError) as info:
         api.cost("gb200-nvl72", 148, topology="rail-only")
     assert info.value.field == "gpus"
+
+
+@pytest.mark.parametrize(("load", "measured_W", "rel"), [
+    # Latif et al. (arXiv 2412.08602): an 8-GPU H100 HGX node peaked at ~8.4 kW training
+    # Llama2-13b (rated 10.2 kW); inference held ~0.7 x the rated maximum (0.4-0.9 P5-P95).
+    ("train", 8_400, 0.01),
+    ("infer", 0.7 * 10_200, 0.01),
+])
+def test_a_busy_node_draws_its_measured_share_of_the_nameplate(load, measured_W, rel):
+    # the whole server follows the load (GPUs, host and NICs), not the GPUs alone: the measurement
+    # is of the node at the wall
+    power = api.cost("dgx-h100", 8, load=load).power
+    assert power.gpus + power.hosts + power.nics == pytest.approx(measured_W, rel=rel)
+    maximum = api.cost("dgx-h100", 8, load="max").power
+    for part in ("gpus", "hosts", "nics"):
+        if getattr(maximum, part):  # one node has no scale-out NICs
+                assert getattr(power, part) / getattr(maximum, part) == pytest.approx(
+                (power.gpus + power.hosts + power.nics) / 10_200)
+
+
+@pytest.mark.parametrize(("system", "cooling", "low", "high"), [
+    # reported PUE ranges (shared/reference/power-and-cost.md, Facility): air-cooled data centres
+    # 1.3-1.6, liquid-cooled AI halls 1.1-1.2
+    ("dgx-h100", "air", 1.3, 1.6),
+    ("gb200-nvl72", "liquid", 1.1, 1.2),
+])
+def test_facility_overhead_is_within_the_reported_pue_range(system, cooling, low, high):
+    power = api.cost(system, 144 if system == "gb200-nvl72" else 1024, cooling=cooling).power
+    assert low <= power.total / power.it_W <= high
+
+
+def test_an_ndr_switch_with_its_transceivers_draws_about_1_7_kw():
+    # QM9700: ~1.7 kW with its optics (shared/reference/power-and-cost.md), i.e. the box plus its
+    # 32 twin-port OSFP cages at 17 W each (QM9700 documentation)
+    result = api.cost("dgx-h100", 1024)
+    per_switch = result.power.switches / result.bom.switches
+    assert per_switch + 32 * 17 == pytest.approx(1_700, rel=0.05)

@@ -79,3 +79,20 @@ def test_restart_total_and_validation():
     assert restart.total_s(10.0) == pytest.approx(460.0)
     with pytest.raises(FabricsimError, match="warmup"):
         RestartCost(1.0, 1.0, 1.0, -1.0).validate()
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2])
+def test_a_checkpoint_holds_each_parameter_once_whatever_the_zero_stage(zero):
+    # conservation: however ZeRO spreads weights and Adam state over the dp ranks (stage 1 shards the
+    # optimizer, stage 2 also the gradients, which are not saved; only stage 3 the weights), the job's
+    # checkpoint holds one bf16 weight (2 B) and one fp32 master + m + v (12 B) per parameter
+    from fabricsim import api
+    from fabricsim.catalog import load_model
+    from fabricsim.transformer.parameters import parameter_counts
+
+    params = parameter_counts(load_model("llama3-8b")).total
+    result = api.train("llama3-8b", "dgx-h100", 8, 8, 2048, tp=1, zero=zero).to_json()
+    memory, layout = result["memory_breakdown_bytes"], result["layout"]
+    assert layout["dp"] == 8 and layout["zero"] == zero
+    state = unique_state_bytes(memory["weights"], memory["optimizer_states"], 8, layout["dp"], zero)
+    assert state == pytest.approx(params * (2 + 12), rel=1e-5)

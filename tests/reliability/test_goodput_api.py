@@ -91,10 +91,10 @@ def test_asynchronous_targets_block_less():
     assert host["ettr_expected"] > pfs["ettr_expected"]
 
 
-def test_same_seed_same_json():
-    first, second = _small(1024), _small(1024)
-    assert dumps(first) == dumps(second)
-    assert json.loads(dumps(first))["seed"] == 2
+def test_the_json_names_its_seed():
+    # same seed, same JSON: two processes with different hash seeds print the same bytes
+    # (tests/test_determinism.py, "goodput")
+    assert json.loads(dumps(_small(1024)))["seed"] == 2
 
 
 def test_component_counts_come_from_the_topology():

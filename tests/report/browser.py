@@ -1,7 +1,9 @@
 """Headless Chromium for report tests (Playwright driving the system's Chromium; never downloads one).
 
 ``FABRICSIM_CHROMIUM`` overrides the executable (default /usr/bin/chromium, as Debian's
-``apt-get install chromium`` puts it). Tests skip with the reason when either part is missing.
+``apt-get install chromium`` puts it). Tests skip with the reason when either part is missing; when
+both are there, a browser that does not start is a test failure (a broken install or a blocked
+sandbox would otherwise pass CI unseen).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ def launch(playwright):
         pytest.skip("Chromium not installed (Debian: apt-get install -y chromium; or set FABRICSIM_CHROMIUM)")
     try:
         return playwright.chromium.launch(executable_path=path, args=ARGS)
-    except Exception as exc:  # a broken or sandbox-blocked browser is an environment problem, not a failure
-        pytest.skip(f"Chromium at {path} did not start: {str(exc).splitlines()[0]}")
+    except Exception as exc:  # playwright and Chromium are both installed: not starting is a failure
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        pytest.fail(f"Chromium at {path} did not start: {first} (fix the install or set FABRICSIM_CHROMIUM)")
 
 
 def open_offline(browser, html_path: Path) -> dict:

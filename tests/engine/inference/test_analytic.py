@@ -55,3 +55,17 @@ def test_kv_spill_tier_holds_what_hbm_cannot_at_link_speed():
     assert spilled.tpot_s > 3 * infer_estimate(scenario(batch=100, inp=4096, out=1024)).tpot_s
     bigger = InferScenario(base.model, H100, FP8_TP2, 4096, 1024, None, spill=pcie)
     assert infer_estimate(bigger).batch > infer_estimate(scenario(inp=4096, out=1024)).batch
+
+
+def test_default_kv_spill_capacity_is_a_dgx_h100_gpus_share_of_host_memory():
+    # a spill tier whose size is not given holds what a DGX H100 gives each GPU: its "2 TB" of
+    # system memory is 32 x 64 GB DDR5 DIMMs (2,048 GB; the catalog rounds it to the datasheet's
+    # 2.0e12 B) over 8 GPUs
+    from fabricsim.catalog import load_system
+    from fabricsim.engine.inference.analytic import KvSpill
+    from fabricsim.specs.memory_tier import MemoryTierKind
+
+    default = KvSpill("pcie-gen5", 64e9, 1e-6).capacity_bytes
+    assert default == pytest.approx(32 * 64e9 / 8)
+    host = load_system("dgx-h100").memory_tier(MemoryTierKind.HOST)
+    assert default == pytest.approx(host.capacity_per_gpu_bytes, rel=0.025)

@@ -158,3 +158,59 @@ def test_serve_api_returns_a_result_when_nothing_fits():
     fitting = api.serve("llama3-8b", "dgx-h100", 1, arrival_rate=1.0, requests=10, input_len="100", output_len="10")
     assert fitting.fits and fitting.completed == 10 and fitting.kv_capacity_tokens >= 110
     assert fitting.memory_per_gpu_bytes < fitting.memory_capacity_bytes
+
+
+class _Recorder:
+    """The toy step timer, keeping every step's work."""
+
+    def __init__(self):
+        self.works = []
+
+    def __call__(self, work):
+        self.works.append(work)
+        return timer(work)
+
+
+def _recorded(rate, kv=200_000, budget=2048, max_batch=1024, inp=200, out=50, count=400, **extra):
+    record = _Recorder()
+    cfg = ClusterConfig(SchedulerConfig(kv, token_budget=budget, max_batch=max_batch), record, **extra)
+    sim = ServingSimulation(stream(rate, count=count, inp=inp, out=out), cfg)
+    return sim, sim.run(), record.works
+
+
+@pytest.mark.parametrize(("kv", "extra"), [
+    (200_000, {}),                                          # no preemption
+    (3000, {}),                                             # preemptions: recomputed requests
+    (200_000, {"mixed": 0, "prefill": 1, "decode": 1}),     # disaggregated: KV handed off
+    (3000, {"mixed": 0, "prefill": 1, "decode": 1}),
+])
+def test_every_kv_slot_taken_is_given_back(kv, extra):
+    # conservation: once every request has finished, each replica holds no KV and runs nothing
+    # (a release that frees more, or less, than the admission and the decoded tokens took leaves
+    # a non-zero balance)
+    sim, outcome, _ = _recorded(1000.0, kv=kv, **extra)
+    assert np.isfinite(outcome.finish_s).all()
+    for replica in sim.front + sim.decoders:
+        assert (replica.kv_used, replica.n_running, replica.n_dec, replica.sum_ctx) == (0, 0, 0, 0)
+
+
+@pytest.mark.parametrize("extra", [{}, {"mixed": 0, "prefill": 1, "decode": 1}])
+def test_one_sampled_token_per_output_token(extra):
+    # conservation: every output token is sampled once (the first by the step that finishes the
+    # prompt, the others by decode steps), so the steps' logits tokens add up to the output tokens
+    lengths = {"inp": 300, "out": 7, "count": 200}
+    _, outcome, works = _recorded(500.0, **lengths, **extra)
+    assert outcome.preemptions == 0
+    assert sum(w.logits_tokens for w in works) == int(outcome.output_len.sum()) == 200 * 7
+    # every step samples at most one token per sequence it runs to the end of its prompt or decodes
+    assert all(w.logits_tokens <= w.tokens for w in works)
+
+
+@pytest.mark.parametrize("budget", [256, 512, 1000])
+def test_no_step_exceeds_the_token_budget(budget):
+    # max_num_batched_tokens: decode tokens and prompt chunks together stay within the budget
+    # (decodes first, prompts chunked into what is left), while prompts longer than it are chunked
+    _, outcome, works = _recorded(2000.0, budget=budget, max_batch=64, inp=300, out=40, count=300)
+    assert np.isfinite(outcome.finish_s).all()
+    assert max(w.tokens for w in works) <= budget
+    assert max(w.tokens for w in works) > budget // 2  # the budget binds: steps are full

@@ -126,3 +126,53 @@ def test_framework_memory_is_the_documented_per_gpu_reserve() -> None:
 
     result = api.train("llama3-8b", "dgx-h100", 8, 8, 2048, tp=1).to_json()
     assert result["memory_breakdown_bytes"]["framework"] == 3e9
+
+
+# The kernels of one TensorRT-LLM Llama decoder layer, besides its collectives (tensorrt_llm/models/
+# llama/model.py LLaMADecoderLayer: input_layernorm, attention = QKV GEMM, RoPE + KV-cache write,
+# fused attention, dense GEMM; post_layernorm fused with the residual add; MLP = gate/up GEMM,
+# SwiGLU, down GEMM).
+LLAMA_LAYER_KERNELS = ("rmsnorm", "qkv_gemm", "rope_kv_write", "attention", "o_gemm", "add_rmsnorm",
+                       "gate_up_gemm", "swiglu", "down_gemm")
+
+
+@pytest.mark.parametrize(("model_name", "pp", "layers_on_slowest_stage"),
+                         [("llama3-8b", 1, 32), ("llama3-405b", 4, 32), ("llama3-70b", 3, 27)])
+def test_launch_overhead_is_one_per_kernel_of_each_layer_on_the_slowest_stage(model_name, pp, layers_on_slowest_stage):
+    from fabricsim.transformer.constants import KERNEL_OVERHEAD_S
+
+    model = load_model(model_name)
+    c = step_coefficients(model, H100, InferenceLayout(tensor_parallel=8, pipeline_parallel=pp))
+    expected = layers_on_slowest_stage * len(LLAMA_LAYER_KERNELS) * KERNEL_OVERHEAD_S
+    assert c.kernel_overhead_s == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(("tp", "expected_bytes"), [
+    # llama3-8b: hidden 4096, SwiGLU intermediate 14,336, 32 layers, bf16 activations. Per layer and
+    # token: two fused residual-add + RMSNorm kernels, each reading x and the residual and writing
+    # both (2 x 4 x 2 B x 4096 = 65,536 B, not split by TP); SwiGLU reads gate and up and writes their
+    # product (3 x 2 B x 14,336 = 86,016 B, split over TP).
+    (1, 32 * (65_536 + 86_016)),       # 4,849,664 B
+    (2, 32 * (65_536 + 86_016 / 2)),   # 3,473,408 B
+])
+def test_elementwise_traffic_is_the_norm_and_activation_kernels_reads_and_writes(tp, expected_bytes):
+    c = step_coefficients(load_model("llama3-8b"), H100, InferenceLayout(tensor_parallel=tp))
+    assert c.elementwise_bytes_per_token == pytest.approx(expected_bytes, rel=1e-12)
+    # and it is charged at the achieved HBM rate per token of the step: one more token adds it
+    model = load_model("llama3-8b")
+    comm = CommunicationModel(H100, InferenceLayout(tensor_parallel=tp), model)
+    tiny = [step_time(c, comm, StepWork(tokens=n, logits_tokens=0)).linear_s for n in (1, 2)]
+    # (both steps are bound by the weight read, the same for 1 and 2 tokens)
+    assert tiny[1] - tiny[0] == pytest.approx(expected_bytes / c.hbm_Bps, rel=1e-9)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_sampling_traffic_is_the_logits_written_then_read(tp):
+    # llama3-8b: 128,256-entry vocabulary split over TP; the LM head writes each sampled token's
+    # 16-bit logits (2 B) and the sampler reads them back (2 B)
+    c = step_coefficients(load_model("llama3-8b"), H100, InferenceLayout(tensor_parallel=tp))
+    assert c.logit_bytes_per_token == pytest.approx(128_256 / tp * (2 + 2), rel=1e-12)
+    model = load_model("llama3-8b")
+    comm = CommunicationModel(H100, InferenceLayout(tensor_parallel=tp), model)
+    plain, sampled = (step_time(c, comm, StepWork(tokens=1, logits_tokens=n)).linear_s for n in (0, 1))
+    assert sampled - plain == pytest.approx(128_256 / tp * (2 + 2) / c.hbm_Bps, rel=1e-9)

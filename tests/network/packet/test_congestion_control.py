@@ -7,7 +7,7 @@ sources in shared/reference/congestion-control.md).
   at the reference thresholds (Kmin 5 KB, Kmax 100 KB, Pmax 0.01, timer 50 us, byte counter
   10 MB, g 1/256) that loss is shorter.
 * Fairness of 4->1 with the gentle recovery profile (timer 1200 us, AI 1 Mb/s, HAI 10 Mb/s):
-  Jain >= 0.95 on the seeded runs (see the test for every seed measured).
+  mean Jain >= 0.95 over seeds 0-9 and >= 0.92 on each (see the test for every seed measured).
 * 255->1: rate-only DCQCN triggers PFC; HPCC's window bound keeps it off (HPCC repository #14).
 """
 
@@ -68,25 +68,28 @@ def _fairness_run(params: dict, seed: int):
 
 
 def test_dcqcn_gentle_recovery_converges_to_a_fair_share():
-    """Gentle recovery (timer 1200 us, AI 1 Mb/s, HAI 10 Mb/s) shares a 4 -> 1 port fairly.
+    """Gentle recovery (timer 1200 us, AI 1 Mb/s, HAI 10 Mb/s) shares a 4 -> 1 port fairly on average
+    over seeds, and never unfairly on any one: the claim is about the mean, not about every seed.
 
     Mechanism: at a cut the target rate Rt takes the current rate whenever the timer *or the byte
     counter* raised it since the previous cut (NVIDIA CLAMP_TGT_RATE_AFTER_TIME_INC = 1 as the
     DCQCN authors' ns-3 implements it). Clamping only after timer increases (this kernel before)
     left Rt at the line rate between 1.2 ms timer expiries, so each byte-counter expiry (every
     2.1 MB sent, i.e. more often for a faster flow) pulled Rc halfway back to the line rate:
-    recovery proportional to rate, Jain 0.91-1.00 (seeds 0-5), an xfail.
+    recovery proportional to rate, Jain 0.91-1.00 (seeds 0-5).
 
-    Measured with the fix (60 MB flows, Jain in the 4 ms before the first finish): seeds 0-9 give
-    0.953 0.952 0.952 0.974 0.963 0.999 0.953 0.928 0.953 0.946, so 8 of 10 seeds reach 0.95 (the
-    reference sweep: 4 of 4 runs). With AI = 1 Mb/s the additive part is tiny, fast recovery
-    returns each flow to its own pre-cut rate, and a residual imbalance persists: 200 MB runs
-    hold seed 7 at 0.91 and seed 9 at 0.94. Seeds 0-2 (this test's seeds since it was written)
-    are asserted; they sit close to the bound.
+    Measured with the fix (60 MB flows, Jain in the 4 ms before the first finish), seeds 0-39:
+    mean 0.966, minimum 0.928 (seed 7), 34 of 40 seeds at 0.95 or more (below: seeds 7, 9, 16, 24,
+    26, 39 at 0.928-0.946); seeds 0-9 mean 0.957; utilization 0.977 or more on every seed. With
+    AI = 1 Mb/s the additive part is tiny and fast recovery returns each flow to its own pre-cut
+    rate, so an imbalance can persist (200 MB runs hold seed 7 at 0.91): a single seed at >= 0.95
+    is not a property of the model, the mean over seeds is (the reference sweep: 4 of 4 runs).
     """
-    results = [_fairness_run(GENTLE, seed) for seed in (0, 1, 2)]
-    assert min(fairness for fairness, _ in results) >= 0.95
-    assert min(utilization for _, utilization in results) > 0.9
+    results = [_fairness_run(GENTLE, seed) for seed in range(10)]
+    fairness = [f for f, _ in results]
+    assert sum(fairness) / len(fairness) >= 0.95
+    assert min(fairness) >= 0.92
+    assert min(utilization for _, utilization in results) > 0.97
 
 
 def test_dcqcn_with_timer_driven_increase_converges_to_a_fair_share():

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from packet_helpers import simulate, star
 
 from fabricsim.api.topologies import build_topology as parse_topology
+from fabricsim.network.base import make_flows
 from fabricsim.network.flowsizes import FlowSizeCdf, poisson_flows
 from fabricsim.network.patterns import Pattern, pattern_flows
 from fabricsim.topology.routing import Routing
@@ -77,13 +78,8 @@ def test_conservation_property(senders, size, cc, lossless, spray):
     assert np.all(run.finish_s - flows.start_s >= run.ideal_fct_s * (1 - 1e-9))
 
 
-def test_same_seed_same_result():
-    flows = poisson_flows(FlowSizeCdf.FB_HADOOP, 16, 0.5, 100e-6, (50e9, 7))
-    topo = parse_topology(TOPOLOGY)
-    a = simulate(topo, flows, "dcqcn", "pfc", seed=5, routing=Routing.SPRAY)
-    b = simulate(topo, flows, "dcqcn", "pfc", seed=5, routing=Routing.SPRAY)
-    np.testing.assert_array_equal(a.finish_s, b.finish_s)
-    assert a.events == b.events and a.ecn_marked == b.ecn_marked
+# Same seed, same result: two processes with different hash seeds print the same bytes
+# (tests/test_determinism.py, "traffic-packet-dcqcn": DCQCN, PFC and spraying).
 
 
 @pytest.mark.parametrize(
@@ -116,3 +112,16 @@ def test_a_fractional_flow_size_is_carried_as_whole_bytes() -> None:
     run = net.simulate(make_flows([0, 1], [3, 2], [100.5, 4096.25]))
     assert np.array_equal(run.flows.size_bytes, [101.0, 4097.0])
     assert np.array_equal(run.delivered_bytes, run.flows.size_bytes)
+
+
+def test_a_dropped_packet_is_resent_one_retransmission_timeout_later():
+    """Lossy mode: two one-packet flows meet at a switch that holds one packet; the second is dropped,
+    its sender learns of it one RTO (100 us, the default) later and sends it again, so it lands one
+    RTO plus at most two more trips after the first."""
+    topo = star(3, 100)
+    flows = make_flows([1, 2], 0, 4096.0, 0.0)
+    run = simulate(topo, flows, "none", "none", buffer_bytes=4096)
+    assert run.drops == 1
+    first, resent = sorted(run.finish_s)
+    assert first == pytest.approx(run.ideal_fct_s[0])
+    assert 100e-6 <= resent - first <= 100e-6 + 2 * run.ideal_fct_s[0]

@@ -53,3 +53,39 @@ def test_static_xoff_threshold_sets_when_pfc_fires():
     assert tight.pause_frames.sum() > 0 and loose.pause_frames.sum() == 0
     assert tight.drops == loose.drops == 0
     assert flows.size_bytes.sum() / tight.finish_s.max() / topo.line_rate_Bps >= 0.95
+
+
+def test_pfc_headroom_covers_the_pause_round_trip_and_no_more():
+    """Each switch ingress reserves the bytes that can still arrive once it decides to pause: the
+    pause frame's one-way trip plus what is already on the wire (2 x latency x rate) and a packet
+    in flight at each end (2 MTU). Star of 9 ports at 400 Gb/s, 330 ns per hop: 2 x 16,500 B +
+    2 x 4,096 B = 41,192 B per ingress, 370,728 B for the switch's 9 ingresses."""
+    from fabricsim.errors import FabricsimError
+
+    topo = star(9, 400)
+    flows = pattern_flows(Pattern.INCAST, 9, SIZE_BYTES, seed=0)
+    need = 9 * (2 * 50e9 * 330e-9 + 2 * 4096)
+    assert need == pytest.approx(370_728)
+    with pytest.raises(FabricsimError) as info:
+        simulate(topo, flows, "none", "pfc", buffer_bytes=need - 1)
+    assert info.value.field == "buffer" and "(370728 B)" in str(info.value)
+    # a shared pool of one packet: nearly every byte waits in headroom, which still never overflows
+    run = simulate(topo, flows, "none", "pfc", buffer_bytes=need + 4096)
+    assert run.drops == 0 and run.delivered_bytes.sum() == flows.size_bytes.sum()
+    assert run.pause_frames.sum() > 0
+
+
+def test_dynamic_pfc_threshold_holds_an_incast_at_its_equilibrium_queue():
+    """Dynamic threshold (HPCC repository switch MMU: Xoff = free shared buffer >> pfc_a_shift, shift
+    3 by default, i.e. alpha = 1/8): N ingresses filling alike pause at q = alpha (S - N q), so the
+    receiver's queue peaks at N alpha S / (1 + N alpha) of the shared pool S, plus at most the bytes
+    in flight when each pause fires (its headroom). Short links (10 ns) keep that margin small."""
+    alpha, senders, mtu = 1 / 2**3, 8, 4096
+    topo = star(senders + 1, 400, latency_s=10e-9)
+    flows = pattern_flows(Pattern.INCAST, senders + 1, SIZE_BYTES, seed=0)
+    run = simulate(topo, flows, "none", "pfc", buffer_bytes=4e6)
+    headroom = 2 * topo.line_rate_Bps * 10e-9 + 2 * mtu
+    shared = 4e6 - (senders + 1) * headroom
+    equilibrium = shared * senders * alpha / (1 + senders * alpha)
+    assert equilibrium <= run.queue_max_bytes.max() <= equilibrium + senders * headroom
+    assert run.drops == 0
