@@ -62,7 +62,7 @@ def shape_keys(row: dict[str, Any]) -> set[tuple[object, ...]]:
     return {("attention", row["device"], int(s), int(row["head_dim"]), bool(c)) for s in seqs for c in masks}
 
 
-def _calibration_line() -> str:
+def calibration_line() -> str:
     fitted = ", ".join(f"{p['id']} ({p['fits']})" for p in load_entries(DATA_FILE, "calibration"))
     return (
         "out-of-sample: no row is a calibration input (disjoint by id and shape); calibrated on each device's "
@@ -125,4 +125,4 @@ def run(source: SpecSource, holdout: bool = False) -> SuiteResult:
                 by_format.setdefault(str(row["format"]), []).append((float(row["value"]), predict(row, alone)))
         for kind, groups in (("leave-one-device-out", by_device), ("leave-one-dtype-out", by_format)):
             held += [HoldoutError(kind, g, mean_abs_error(p), len(p)) for g, p in sorted(groups.items())]
-    return SuiteResult("kernels", entries, calibration=_calibration_line(), holdout=tuple(held))
+    return SuiteResult("kernels", entries, calibration=calibration_line(), holdout=tuple(held))
