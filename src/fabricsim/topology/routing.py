@@ -49,8 +49,9 @@ class RouteTable:
     topology: Topology
     neighbor: np.ndarray  # int32 [nodes, max_degree], -1 padded
     neighbor_link: np.ndarray  # int32 [nodes, max_degree]
-    distance: np.ndarray  # int32 [anchors, nodes], hops from node to anchor
+    distance: np.ndarray  # int32 [anchors, transit nodes], hops from a transit node to an anchor
     endpoint_anchor: np.ndarray  # int32 [hosts, max_anchors], rows of ``distance``, -1 padded
+    transit_column: np.ndarray  # int64 [nodes], column of ``distance`` of a node, -1 for an endpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,8 @@ class Routes:
 
 
 def route_table(topology: Topology) -> RouteTable:
-    """Adjacency padded per node plus BFS distances to every anchor. Cost O(anchors x links)."""
+    """Adjacency padded per node plus BFS distances from every transit node (switch, NIC) to every
+    anchor; endpoints are never transit, so they get no column. Cost O(anchors x links)."""
     order = np.lexsort((topology.link_dst, topology.link_src))
     src, dst = topology.link_src[order], topology.link_dst[order]
     degree = np.bincount(src, minlength=topology.nodes)
@@ -73,13 +75,15 @@ def route_table(topology: Topology) -> RouteTable:
     neighbor[src, slot] = dst
     neighbor_link[src, slot] = order
     transit = topology.node_kind != NodeKind.GPU
+    column = np.full(topology.nodes, -1, dtype=np.int64)
+    column[transit] = np.arange(int(transit.sum()))
     ok = transit[src] & transit[dst]
-    graph = sp.csr_matrix((np.ones(int(ok.sum())), (dst[ok], src[ok])), shape=(topology.nodes,) * 2)
+    graph = sp.csr_matrix((np.ones(int(ok.sum())), (column[dst[ok]], column[src[ok]])), shape=(int(transit.sum()),) * 2)
     is_endpoint = np.zeros(topology.nodes, dtype=bool)
     is_endpoint[topology.endpoints] = True
     attach = is_endpoint[src] & transit[dst]
     anchors, anchor_row = np.unique(dst[attach], return_inverse=True)
-    hops = csgraph.shortest_path(graph, directed=True, unweighted=True, indices=anchors)
+    hops = csgraph.shortest_path(graph, directed=True, unweighted=True, indices=column[anchors])
     distance = np.where(np.isfinite(hops), hops, _UNREACHABLE).astype(np.int32)
     endpoint_index = np.full(topology.nodes, -1, dtype=np.int64)
     endpoint_index[topology.endpoints] = np.arange(topology.hosts)
@@ -90,20 +94,20 @@ def route_table(topology: Topology) -> RouteTable:
     owner_sorted = owner[by_owner]
     rank = np.arange(owner.size) - (np.cumsum(per) - per)[owner_sorted]
     endpoint_anchor[owner_sorted, rank] = anchor_row[by_owner]
-    return RouteTable(topology, neighbor, neighbor_link, distance, endpoint_anchor)
+    return RouteTable(topology, neighbor, neighbor_link, distance, endpoint_anchor, column)
 
 
 def _distance_to(table: RouteTable, dst_node: np.ndarray, dst_host: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """Hops from each candidate node ``cand[i, j]`` to endpoint ``dst_host[i]`` (``_UNREACHABLE`` if none)."""
     rows = table.endpoint_anchor[dst_host]  # [E, J]
     best = np.full(cand.shape, _UNREACHABLE, dtype=np.int64)
-    safe = np.maximum(cand, 0)
+    column = table.transit_column[np.maximum(cand, 0)]  # -1: an endpoint, never transit
+    safe = np.maximum(column, 0)
     for j in range(rows.shape[1]):
         row = rows[:, j]
         d = table.distance[np.maximum(row, 0)[:, None], safe].astype(np.int64) + 1
         best = np.minimum(best, np.where(row[:, None] >= 0, d, _UNREACHABLE))
-    is_gpu = table.topology.node_kind[safe] == NodeKind.GPU
-    best = np.where(is_gpu, _UNREACHABLE, best)
+    best = np.where(column < 0, _UNREACHABLE, best)
     best = np.where(cand == dst_node[:, None], 0, best)
     return np.where(cand < 0, _UNREACHABLE, best)
 
