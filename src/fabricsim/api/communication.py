@@ -9,7 +9,7 @@ import numpy as np
 from fabricsim import catalog, collectives
 from fabricsim.api.topologies import build_topology
 from fabricsim.errors import FabricsimError
-from fabricsim.limits import check_cap
+from fabricsim.limits import cap, cap_hint, check_cap
 from fabricsim.metrics import (
     CollectiveResult,
     TrafficResult,
@@ -62,6 +62,15 @@ def message_size(size: str | int) -> int:
         raise FabricsimError("size", "must be at least 1 byte", "e.g. --size 1MiB")
     check_cap("size", size_bytes, "SIZE_BYTES")
     return size_bytes
+
+
+def check_simulated_flows(pattern: str, flows: int, hosts: int) -> None:
+    """Refuse a flow-fidelity run of more flows than the ``SIMULATED_FLOWS`` cap (it would run for
+    minutes), naming the pattern, the cap, the variable that raises it and fewer ``--hosts``."""
+    limit = cap("SIMULATED_FLOWS")
+    if flows > limit:
+        fix = f"use fewer --hosts (it has {hosts}), or {cap_hint('SIMULATED_FLOWS')}"
+        raise FabricsimError(f"{pattern} flows", f"{flows} exceed the flow fidelity's cap {limit}", fix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +143,7 @@ def traffic(
         problem = f"pattern needs {count} hosts, {topology} has {topo.hosts}"
         raise FabricsimError("hosts", problem, f"use --hosts <= {topo.hosts}")
     check_cap(f"{kind.value} flows", flow_count(kind, count), "FLOWS")
+    check_simulated_flows(kind.value, flow_count(kind, count), count)
     failures = _failure_count(topo, fail_links, fail_fraction)
     flows = pattern_flows(kind, count, float(size_bytes), seed)
     failed = _failed_topology(topo, flows, failures, seed) if failures else topo
