@@ -16,6 +16,7 @@ infinite first rate and no bytes booked on any link.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,21 +144,31 @@ class FlowNetwork:
 
     fidelity = "flow"
 
-    def __init__(self, table: RouteTable, routing: Routing = Routing.ECMP, seed: int = 0) -> None:
+    def __init__(
+        self,
+        table: RouteTable,
+        routing: Routing = Routing.ECMP,
+        seed: int = 0,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.table = table
         self.routing = routing
         self.seed = seed
+        self.on_progress = on_progress  # (flows done, flows) after each event, for a progress bar
 
     def routes(self, flows: FlowSet) -> Routes:
         return route(self.table, FlowEnds(flows.src, flows.dst, flows.start_s, flows.label), self.routing, self.seed)
 
     def run(self, flows: FlowSet) -> NetworkResult:
         routes = self.routes(flows)
-        return simulate(routes, self.table.topology.capacity_Bps, flows)
+        return simulate(routes, self.table.topology.capacity_Bps, flows, self.on_progress)
 
 
-def simulate(routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet) -> NetworkResult:
-    """Event-driven max-min simulation of ``flows`` on precomputed ``routes``."""
+def simulate(
+    routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet, on_progress: Callable[[int, int], None] | None = None
+) -> NetworkResult:
+    """Event-driven max-min simulation of ``flows`` on precomputed ``routes``; ``on_progress(done,
+    total)`` is called with the flows finished after each event."""
     matrix = routes.incidence.tocsc()
     state = _State(
         flows.size_bytes.astype(float).copy(),
@@ -183,6 +194,8 @@ def simulate(routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet) -> Networ
         horizon = arrivals[next_arrival] - now if next_arrival < flows.count else np.inf
         active, now = _advance(matrix, capacity_Bps, active, state, (now, horizon))
         events += 1
+        if on_progress is not None:
+            on_progress(int(next_arrival - active.size), flows.count)
     finish = state.done_s + routes.latency_s
     return NetworkResult(finish, state.first_rate, state.link_bytes, state.peak, events, "flow")
 
