@@ -30,6 +30,9 @@ CAPS: dict[str, int] = {
     # hosts of one packet-fidelity traffic run, as ``collective --fidelity packet`` caps its ranks:
     # an all-to-all of 512 hosts at 64 KiB is ~4 M packets, about a minute of the packet kernel
     "PACKET_ENDPOINTS": 512,
+    # link entries of one routed flow set (~40 B each while routing): ECMP makes flows x hops, a
+    # sprayed or adaptive DAG far more (8,192 flows on fat-tree:k=32: 4.5 M; 65,536 on k=64: ~140 M)
+    "ROUTE_ENTRIES": 2**25,
     "PACKETS": 20_000_000,  # MTU packets of one packet-fidelity run: beyond, minutes (~15 s per 10^6 packets)
     "SIZE_BYTES": 2**50,  # one message / flow: 1 PiB
     "SEARCH_LAYOUTS": 10**8,  # layouts one planner search may enumerate
