@@ -4,7 +4,8 @@ Rates are the max-min fair allocation (Bertsekas & Gallager, *Data Networks*, 2n
 computed by progressive filling over the sparse links x flows share matrix A (A[l, f] = share of
 flow f on link l; 1 on a single path, fractions when sprayed): raise every unfrozen flow's rate by
 the largest step some link allows, freeze the flows of the links that saturate, repeat. Each
-iteration costs two sparse mat-vecs; iterations = distinct bottleneck levels.
+iteration works on the links unfrozen flows still cross and updates only the links of the flows
+it freezes; iterations = distinct bottleneck levels.
 
 The event loop recomputes the allocation at every flow arrival and finish. Flows whose finish lies
 within ``FINISH_TOLERANCE`` (relative) of the next finish are retired together, which collapses
