@@ -23,6 +23,17 @@ CAPS: dict[str, int] = {
     "SEEDS": 10_000,  # Monte-Carlo runs of one simulated step
     "HOSTS": 2**17,  # 131,072 hosts of a built topology (graph arrays of ~10^6 links)
     "FLOWS": 2**22,  # 4,194,304 flows of one traffic pattern (routing arrays of ~10^8 entries)
+    # flows one max-min (flow-fidelity) run simulates: ~16 s CPU for the 65,536-flow permutation on
+    # fat-tree:k=64 and ~24 s for an all-to-all of 256 hosts (65,280 flows); the cost grows with
+    # flows x rate-change events (186,192 all-to-all flows on 432 hosts took ~2 min), 2-core machine
+    "SIMULATED_FLOWS": 2**16,
+    # hosts of one packet-fidelity traffic run, as ``collective --fidelity packet`` caps its ranks:
+    # an all-to-all of 512 hosts at 64 KiB is ~4 M packets, about a minute of the packet kernel
+    "PACKET_ENDPOINTS": 512,
+    # link entries of one routed flow set (~40 B each while routing): ECMP makes flows x hops, a
+    # sprayed or adaptive DAG far more (8,192 flows on fat-tree:k=32: 4.5 M; 65,536 on k=64: ~140 M)
+    "ROUTE_ENTRIES": 2**25,
+    "PACKETS": 20_000_000,  # MTU packets of one packet-fidelity run: beyond, minutes (~15 s per 10^6 packets)
     "SIZE_BYTES": 2**50,  # one message / flow: 1 PiB
     "SEARCH_LAYOUTS": 10**8,  # layouts one planner search may enumerate
     "WORKERS": 1024,  # local sweep processes

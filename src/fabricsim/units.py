@@ -121,6 +121,36 @@ def format_bytes(num_bytes: float) -> str:
     return f"{value:.2f} TiB"  # pragma: no cover - loop always returns
 
 
+_SI_UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def _exact_in(num_bytes: int, base: int, units: tuple[str, ...]) -> str | None:
+    """``num_bytes`` in the largest unit of ``units`` (powers of ``base``) not above it, if that
+    shows it exactly with at most two decimals (``1.5 MB``); None if it would round."""
+    power = 0
+    while power + 1 < len(units) and num_bytes >= base ** (power + 1):
+        power += 1
+    if (num_bytes * 100) % base**power:
+        return None
+    return f"{num_bytes / base**power:.2f}".rstrip("0").rstrip(".") + f" {units[power]}"
+
+
+def format_size(num_bytes: float) -> str:
+    """A size the user gave, in the unit family it was given in: ``1MB`` -> ``1 MB``, ``64MiB`` ->
+    ``64 MiB``, ``1048576`` -> ``1 MiB``. The family is read back from the value: SI (powers of
+    1000) when it shows the size exactly, else binary when that does, else SI rounded to two
+    decimals (``123.46 kB``)."""
+    value = round(float(num_bytes))
+    if value != num_bytes or value < 0:
+        return format_bytes(num_bytes)
+    exact = _exact_in(value, 1000, _SI_UNITS) or _exact_in(value, 1024, _BINARY_UNITS)
+    if exact is not None:
+        return exact
+    power = min(len(_SI_UNITS) - 1, (len(str(value)) - 1) // 3)
+    return f"{value / 1000**power:.2f} {_SI_UNITS[power]}"
+
+
 def format_seconds(seconds: float) -> str:
     """Human duration choosing µs/ms/s."""
     if seconds < 1e-3:

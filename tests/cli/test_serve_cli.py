@@ -118,7 +118,7 @@ def test_model_that_does_not_fit_is_a_result_not_an_error(capsys):
         assert data[key] == {"p50": None, "p90": None, "p99": None}
     assert main(UNFIT) == 0
     table = " ".join(capsys.readouterr().out.split())
-    assert "does not fit: needs 761.4 GiB per GPU, has 74.5 GiB" in table
+    assert "NO: needs 761.4 GiB per GPU, has 74.5 GiB" in table  # the fit wording of every table
 
 
 def test_fitting_result_reports_memory_and_disaggregated_pools(capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from fabricsim import catalog, collectives
 from fabricsim.api.topologies import build_topology
 from fabricsim.errors import FabricsimError
-from fabricsim.limits import check_cap
+from fabricsim.limits import cap, cap_hint, check_cap
 from fabricsim.metrics import (
     CollectiveResult,
     TrafficResult,
@@ -21,6 +22,8 @@ from fabricsim.specs.inputs import Count, Fraction, Gpus, NonNegative, Seed, edg
 from fabricsim.topology.graph import Topology, fabric_cables, fail_cables
 from fabricsim.topology.routing import Routing, parse_routing, route_table, unroutable
 from fabricsim.units import parse_size, to_GBps
+
+Progress = Callable[[int, int], None] | None  # on_progress(done, total)
 
 
 @edge
@@ -64,6 +67,15 @@ def message_size(size: str | int) -> int:
     return size_bytes
 
 
+def check_simulated_flows(pattern: str, flows: int, hosts: int) -> None:
+    """Refuse a flow-fidelity run of more flows than the ``SIMULATED_FLOWS`` cap (it would run for
+    minutes), naming the pattern, the cap, the variable that raises it and fewer ``--hosts``."""
+    limit = cap("SIMULATED_FLOWS")
+    if flows > limit:
+        fix = f"use fewer --hosts (it has {hosts}), or {cap_hint('SIMULATED_FLOWS')}"
+        raise FabricsimError(f"{pattern} flows", f"{flows} exceed the flow fidelity's cap {limit}", fix)
+
+
 @dataclass(frozen=True, slots=True)
 class _Run:
     """One pattern run: per-sender throughput fraction, completion (s), peak utilization, events."""
@@ -74,8 +86,8 @@ class _Run:
     events: int
 
 
-def _run_pattern(topo: Topology, flows: FlowSet, policy: Routing, seed: int) -> _Run:
-    result = FlowNetwork(route_table(topo), policy, seed).run(flows)
+def _run_pattern(topo: Topology, flows: FlowSet, policy: Routing, seed: int, on_progress: Progress) -> _Run:
+    result = FlowNetwork(route_table(topo), policy, seed, on_progress).run(flows)
     fraction = host_throughput_fraction(flows, result.finish_s, topo.line_rate_Bps)
     peak = float(result.peak_utilization.max(initial=0.0))
     return _Run(fraction, result.completion_time_s, peak, result.events)
@@ -115,6 +127,7 @@ def traffic(
     hosts: Count("HOSTS") | None = None,
     fail_links: NonNegative("FLOWS") = 0,
     fail_fraction: Fraction = 0.0,
+    on_progress: Progress = None,
 ) -> TrafficResult:
     """Run a synthetic traffic ``pattern`` (permutation | all-to-all | incast | ring) on ``topology``
     (builder string or catalog system) with the max-min flow model; every flow carries ``size``
@@ -124,6 +137,7 @@ def traffic(
     :func:`fabricsim.topology.graph.fabric_cables`), or ``fail_fraction`` of them, drawn with
     ``seed``, are removed; routing uses the remaining equal-cost shortest paths, and the healthy
     run is reported alongside. A flow left without a path is an error (field ``fail-links``).
+    ``on_progress(done, total)`` reports the flows finished (per run: healthy, then failed).
     """
     kind = parse_pattern(pattern)
     policy = parse_routing(routing)
@@ -134,11 +148,12 @@ def traffic(
         problem = f"pattern needs {count} hosts, {topology} has {topo.hosts}"
         raise FabricsimError("hosts", problem, f"use --hosts <= {topo.hosts}")
     check_cap(f"{kind.value} flows", flow_count(kind, count), "FLOWS")
+    check_simulated_flows(kind.value, flow_count(kind, count), count)
     failures = _failure_count(topo, fail_links, fail_fraction)
     flows = pattern_flows(kind, count, float(size_bytes), seed)
     failed = _failed_topology(topo, flows, failures, seed) if failures else topo
-    healthy = _run_pattern(topo, flows, policy, seed)
-    run = _run_pattern(failed, flows, policy, seed) if failures else healthy
+    healthy = _run_pattern(topo, flows, policy, seed, on_progress)
+    run = _run_pattern(failed, flows, policy, seed, on_progress) if failures else healthy
     return TrafficResult(
         pattern=kind.value,
         topology=topology,

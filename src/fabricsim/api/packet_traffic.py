@@ -15,7 +15,7 @@ import numpy as np
 
 from fabricsim.api.topologies import build_topology
 from fabricsim.errors import FabricsimError
-from fabricsim.limits import check_cap
+from fabricsim.limits import CAPS, cap, cap_hint, check_cap
 from fabricsim.metrics import TrafficResult
 from fabricsim.network.base import FlowSet
 from fabricsim.network.flowsizes import FlowSizeCdf, parse_cdf, poisson_flows
@@ -28,7 +28,7 @@ from fabricsim.topology.graph import Topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table
 from fabricsim.units import parse_size
 
-MAX_PACKETS = 20_000_000  # guard: beyond this a run takes minutes; say so instead of hanging
+MAX_PACKETS = CAPS["PACKETS"]  # the default cap (``collective --fidelity packet`` checks this constant)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +109,18 @@ def _check_numbers(spec: PacketTrafficSpec) -> None:
         raise FabricsimError("duration", f"must be a positive time in seconds, got {spec.duration_s!r}", "e.g. 1e-3")
 
 
+def _check_packet_caps(hosts: int, packets: float | None) -> None:
+    """Refuse more hosts than ``PACKET_ENDPOINTS`` or (once the flows are known) more packets than
+    ``PACKETS``: such a run takes minutes. Each message names the variable that raises the cap."""
+    limit = cap("PACKET_ENDPOINTS")
+    if hosts > limit:
+        fix = f"use --hosts <= {limit} or --fidelity flow, or {cap_hint('PACKET_ENDPOINTS')}"
+        raise FabricsimError("hosts", f"{hosts} endpoints exceed the packet fidelity's cap {limit}", fix)
+    if packets is not None and packets > cap("PACKETS"):
+        fix = f"use a smaller --size or fewer --hosts, or {cap_hint('PACKETS')}"
+        raise FabricsimError("size", f"{packets:.3g} packets exceed the packet fidelity's cap {cap('PACKETS')}", fix)
+
+
 def _sample_dt(spec: PacketTrafficSpec, flows: FlowSet, topo: Topology) -> float:
     if not spec.series:
         return 0.0
@@ -133,10 +145,9 @@ def packet_traffic(spec: PacketTrafficSpec) -> PacketTraffic:
     count = topo.hosts if spec.hosts is None else spec.hosts
     if not 2 <= count <= topo.hosts:
         raise FabricsimError("hosts", f"must be in [2, {topo.hosts}] on {spec.topology}, got {count}")
+    _check_packet_caps(count, None)
     flows, pattern, size_bytes = _flows(spec, topo, count)
-    packets = float(np.ceil(flows.size_bytes / params.mtu_bytes).sum())
-    if packets > MAX_PACKETS:
-        raise FabricsimError("size", f"{packets:.3g} packets exceed the packet fidelity's cap {MAX_PACKETS:.0e}")
+    _check_packet_caps(count, float(np.ceil(flows.size_bytes / params.mtu_bytes).sum()))
     opts = RunOptions(cc, lossless, topo.line_rate_Bps, _sample_dt(spec, flows, topo), spec.seed)
     run = PacketNetwork(route_table(topo), policy, params, opts).simulate(flows)
     fraction = host_throughput_fraction(flows, run.finish_s, topo.line_rate_Bps)

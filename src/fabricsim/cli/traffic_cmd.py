@@ -7,7 +7,7 @@ from enum import StrEnum
 import typer
 
 from fabricsim.cli.common import JSON_OPTION, emit
-from fabricsim.cli.progress import PACKET_LABEL, working
+from fabricsim.cli.progress import PACKET_LABEL, progress_bar, working
 from fabricsim.errors import FabricsimError, parse_choice
 
 
@@ -59,16 +59,18 @@ def traffic(
         return
     if trace is not None or cc_param or buffer is not None or spray:
         raise FabricsimError("fidelity", "--trace, --cc-param, --buffer and --spray need --fidelity packet")
-    result = api.traffic(
-        pattern,
-        topology=topology,
-        routing=routing,
-        seed=seed,
-        size=size,
-        hosts=hosts,
-        fail_links=fail_links,
-        fail_fraction=fail_fraction,
-    )
+    with progress_bar("traffic (flows done)", not as_json) as on_progress:
+        result = api.traffic(
+            pattern,
+            topology=topology,
+            routing=routing,
+            seed=seed,
+            size=size,
+            hosts=hosts,
+            fail_links=fail_links,
+            fail_fraction=fail_fraction,
+            on_progress=on_progress,
+        )
     emit(result.to_json(), as_json, "traffic_table")
 
 

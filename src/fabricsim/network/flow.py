@@ -4,7 +4,8 @@ Rates are the max-min fair allocation (Bertsekas & Gallager, *Data Networks*, 2n
 computed by progressive filling over the sparse links x flows share matrix A (A[l, f] = share of
 flow f on link l; 1 on a single path, fractions when sprayed): raise every unfrozen flow's rate by
 the largest step some link allows, freeze the flows of the links that saturate, repeat. Each
-iteration costs two sparse mat-vecs; iterations = distinct bottleneck levels.
+iteration works on the links unfrozen flows still cross and updates only the links of the flows
+it freezes; iterations = distinct bottleneck levels.
 
 The event loop recomputes the allocation at every flow arrival and finish. Flows whose finish lies
 within ``FINISH_TOLERANCE`` (relative) of the next finish are retired together, which collapses
@@ -16,6 +17,7 @@ infinite first rate and no bytes booked on any link.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,37 +43,89 @@ def max_min_rates(incidence: sp.spmatrix, capacity_Bps: np.ndarray) -> np.ndarra
 
     All unfrozen flows share one fill level; each iteration raises it to the next link
     saturation, freezes the flows crossing saturated links (gathered from those links' rows) and
-    removes their load incrementally, so the whole solve costs O(nnz + levels x links).
-    Columns with no links (src == dst) get an infinite rate.
+    removes their load incrementally. The iterations run over a working set of the links that
+    unfrozen flows cross; a link left with none drops out (its ratio becomes +inf, and the set is
+    compacted once a quarter of it is dead), so the solve costs O(nnz + sum over levels of the
+    links still in use) rather than levels x links. Columns with no links (src == dst) get an
+    infinite rate.
     """
     rows = incidence.tocsr()
     cols = incidence.tocsc()
-    links = capacity_Bps.size
     rate = np.full(incidence.shape[1], np.inf)
     unfrozen = np.diff(cols.indptr) > 0
-    load = np.bincount(np.repeat(np.arange(links), np.diff(rows.indptr)), rows.data, links)
-    crossing = np.diff(rows.indptr).astype(np.int64)  # unfrozen flows per link
-    residual = capacity_Bps.astype(float).copy()
+    work = _LinkSet(rows, capacity_Bps)
     level = 0.0
-    while True:
-        used = np.flatnonzero(crossing > 0)
-        if used.size == 0:
-            return rate
-        step = max(0.0, float(np.min(residual[used] / load[used])))
+    while work.live:
+        step = max(0.0, float(np.min(work.residual / work.load)))
         level += step
-        residual[used] -= step * load[used]
-        saturated = used[residual[used] <= _SATURATED * capacity_Bps[used]]
+        work.residual -= step * work.load
+        saturated = work.links[work.residual <= work.floor]
         hit_flows = rows.indices[_ranges(rows.indptr, saturated)]
         newly = hit_flows[unfrozen[hit_flows]]
-        if newly.size > 1:
-            newly = np.unique(newly)
+        if newly.size > 1:  # sorted, each once (np.unique, without its hash table per call)
+            newly = np.sort(newly)
+            newly = newly[np.concatenate(([True], newly[1:] != newly[:-1]))]
         unfrozen[newly] = False
         rate[newly] = level
         entries = _ranges(cols.indptr, newly)
-        hit = cols.indices[entries]
-        load -= np.bincount(hit, cols.data[entries], links)
-        crossing -= np.bincount(hit, minlength=links)
-        load[crossing == 0] = 0.0
+        work.remove(cols.indices[entries], cols.data[entries])
+    return rate
+
+
+class _LinkSet:
+    """The links unfrozen flows still cross, as aligned arrays (state of :func:`max_min_rates`).
+
+    ``load`` is the summed share of the unfrozen flows, ``crossing`` their count, ``residual``
+    the capacity left at the current fill level, ``floor`` the residual at which a link counts
+    as saturated. A link whose ``crossing`` falls to 0 is dead: residual +inf, load 1, so it is
+    never the next step nor saturated; :meth:`remove` compacts the arrays once a quarter is dead.
+    The arithmetic on live links is the same, operation for operation, as on the full link arrays.
+    """
+
+    def __init__(self, rows: sp.csr_matrix, capacity_Bps: np.ndarray) -> None:
+        per_link = np.diff(rows.indptr)
+        self.links = np.flatnonzero(per_link > 0)
+        self.load = np.bincount(np.repeat(np.arange(self.links.size), per_link[self.links]), rows.data)
+        self.crossing = per_link[self.links].astype(np.int64)
+        self.residual = capacity_Bps[self.links].astype(float)
+        self.floor = _SATURATED * capacity_Bps[self.links]
+        self.position = np.full(per_link.size, -1, dtype=np.int64)  # link id -> index in the set
+        self.position[self.links] = np.arange(self.links.size)
+        self.live = self.links.size
+
+    def remove(self, link: np.ndarray, share: np.ndarray) -> None:
+        """Take the entries (``link[i]``, ``share[i]``) of freezing flows off their links' load.
+
+        Each link's shares are summed in entry order and subtracted once, as one bincount over
+        all links does (the same floating-point result): by a bincount over the set when the
+        entries are many, else over the touched links only (found by a stable sort)."""
+        if link.size == 0:
+            return
+        at = self.position[link]
+        if 8 * at.size > self.links.size:
+            counts = np.bincount(at, minlength=self.links.size)
+            touched = np.flatnonzero(counts)
+            self.load[touched] -= np.bincount(at, share, self.links.size)[touched]
+            self.crossing[touched] -= counts[touched]
+        else:
+            order = np.argsort(at, kind="stable")
+            ordered = at[order]
+            first = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+            touched = ordered[first]
+            group = np.empty(at.size, dtype=np.int64)
+            group[order] = np.cumsum(first) - 1
+            self.load[touched] -= np.bincount(group, share, touched.size)
+            self.crossing[touched] -= np.bincount(group, minlength=touched.size)
+        dead = touched[self.crossing[touched] == 0]
+        if dead.size == 0:
+            return
+        self.residual[dead], self.load[dead] = np.inf, 1.0
+        self.live -= dead.size
+        if 4 * self.live <= 3 * self.links.size:
+            keep = self.crossing > 0
+            for name in ("links", "load", "crossing", "residual", "floor"):
+                setattr(self, name, getattr(self, name)[keep])
+            self.position[self.links] = np.arange(self.links.size)
 
 
 @dataclass
@@ -91,21 +145,31 @@ class FlowNetwork:
 
     fidelity = "flow"
 
-    def __init__(self, table: RouteTable, routing: Routing = Routing.ECMP, seed: int = 0) -> None:
+    def __init__(
+        self,
+        table: RouteTable,
+        routing: Routing = Routing.ECMP,
+        seed: int = 0,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.table = table
         self.routing = routing
         self.seed = seed
+        self.on_progress = on_progress  # (flows done, flows) after each event, for a progress bar
 
     def routes(self, flows: FlowSet) -> Routes:
         return route(self.table, FlowEnds(flows.src, flows.dst, flows.start_s, flows.label), self.routing, self.seed)
 
     def run(self, flows: FlowSet) -> NetworkResult:
         routes = self.routes(flows)
-        return simulate(routes, self.table.topology.capacity_Bps, flows)
+        return simulate(routes, self.table.topology.capacity_Bps, flows, self.on_progress)
 
 
-def simulate(routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet) -> NetworkResult:
-    """Event-driven max-min simulation of ``flows`` on precomputed ``routes``."""
+def simulate(
+    routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet, on_progress: Callable[[int, int], None] | None = None
+) -> NetworkResult:
+    """Event-driven max-min simulation of ``flows`` on precomputed ``routes``; ``on_progress(done,
+    total)`` is called with the flows finished after each event."""
     matrix = routes.incidence.tocsc()
     state = _State(
         flows.size_bytes.astype(float).copy(),
@@ -131,6 +195,8 @@ def simulate(routes: Routes, capacity_Bps: np.ndarray, flows: FlowSet) -> Networ
         horizon = arrivals[next_arrival] - now if next_arrival < flows.count else np.inf
         active, now = _advance(matrix, capacity_Bps, active, state, (now, horizon))
         events += 1
+        if on_progress is not None:
+            on_progress(int(next_arrival - active.size), flows.count)
     finish = state.done_s + routes.latency_s
     return NetworkResult(finish, state.first_rate, state.link_bytes, state.peak, events, "flow")
 

@@ -7,7 +7,12 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 
-from fabricsim.units import format_bytes, format_seconds
+from fabricsim.units import format_bytes, format_seconds, format_size
+
+
+def fits_text(fits: bool) -> str:
+    """Whether a layout fits in memory, worded the same in every table (the JSON keeps a boolean)."""
+    return "yes" if fits else "NO"
 
 
 def key_value_table(title: str, rows: list[tuple[str, str]]) -> Table:
@@ -23,7 +28,7 @@ def collective_table(result: dict[str, Any]) -> Table:
     return key_value_table(
         f"{result['op']} on {result['gpus']} GPUs",
         [
-            ("size", format_bytes(result["size_bytes"])),
+            ("size", format_size(result["size_bytes"])),
             ("algorithm", f"{result['algorithm']} / {result['protocol']}"),
             ("time", format_seconds(result["time_s"])),
             ("algbw", f"{result['algbw_GBps']:.2f} GB/s"),
@@ -52,18 +57,33 @@ def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
         out.append((prefix, f"{value:.6g}" if isinstance(value, float) else str(value)))
 
 
-# unit of a catalog field, from the unit its name carries (SI inside; names end in the unit)
-_FIELD_UNITS = (("_Bps", "B/s"), ("_bytes", "B"), ("_s", "s"), ("_w", "W"), ("_W", "W"), ("_J", "J"),
-                ("_usd", "USD"), ("_gbps", "Gb/s"), ("_hours", "h"))
+# unit of a catalog field, from the unit its name carries (SI inside; names end in the unit);
+# longest suffixes first: ``flops_per_s`` is a rate, not seconds
+_FIELD_UNITS = (("_flops_per_s", "FLOP/s"), ("_Bps", "B/s"), ("_per_s", "/s"), ("_bytes", "B"), ("_hz", "Hz"),
+                ("_s", "s"), ("_w", "W"), ("_W", "W"), ("_J", "J"), ("_usd", "USD"), ("_gbps", "Gb/s"),
+                ("_hours", "h"))
 
 
 def field_unit(key: str) -> str:
-    """The unit a catalog field's name declares (``hbm_bandwidth_Bps`` -> ``B/s``); peak FLOP rates
-    are FLOP/s; '' for counts and names."""
+    """The unit a catalog field's name declares (``hbm_bandwidth_Bps`` -> ``B/s``,
+    ``kernels.gemm.bf16.flops_per_s`` -> ``FLOP/s``); peak FLOP rates are FLOP/s; '' for counts
+    and names."""
     if key.startswith("peak_flops."):
         return "FLOP/s"
-    leaf = key.rsplit(".", 1)[-1]
+    leaf = "_" + key.rsplit(".", 1)[-1]  # a leaf named just ``flops_per_s`` matches ``_flops_per_s``
     return next((unit for suffix, unit in _FIELD_UNITS if leaf.endswith(suffix)), "")
+
+
+def field_source(sources: dict[str, str], key: str) -> tuple[str, str]:
+    """The source the YAML gives for ``key`` and the path it is given at: its own, else that of
+    the nearest enclosing ``{value, source}`` (a kernel figure's ``m``, ``n``, ``flops_per_s``
+    share one), else the file's (path ``*``); ``("", "")`` when there is none."""
+    parts = key.split(".")
+    for end in range(len(parts), 0, -1):
+        path = ".".join(parts[:end])
+        if path in sources:
+            return sources[path], path
+    return (sources["*"], "*") if "*" in sources else ("", "")
 
 
 def catalog_item_table(item: dict[str, Any]) -> Table:
@@ -75,8 +95,12 @@ def catalog_item_table(item: dict[str, Any]) -> Table:
     table.add_column("value", justify="right")
     table.add_column("unit")
     table.add_column("source", overflow="fold")
+    shown = ""  # the path whose source the row above printed: the next rows sharing it say so briefly
     for key, value in rows:
-        table.add_row(key, value, field_unit(key), sources.get(key, sources.get("*", "")))
+        source, path = field_source(sources, key)
+        repeat = path not in ("", "*", key) and path == shown
+        table.add_row(key, value, field_unit(key), "as above" if repeat else source)
+        shown = path
     return table
 
 
@@ -132,19 +156,72 @@ def sweep_table(summary: dict[str, Any]) -> Table:
     )
 
 
+def _setting_applies(key: str, value: Any, layout: dict[str, Any]) -> bool:
+    """Whether the framework setting ``key`` can change the estimate of a run with ``layout``:
+    the overlaps need the group they hide (dp x cp, ZeRO, tp, ep), the MoE settings expert
+    parallelism (or a value given), the FP8 recipe an FP8/FP4 dtype, the pipeline-split flags
+    pipeline stages, the recompute modules selective recomputation."""
+    degree = {name: int(layout.get(name, 1)) for name in ("tp", "pp", "dp", "cp", "ep")}
+    data = degree["dp"] * degree["cp"] > 1
+    rules = {
+        "overlap_grad_reduce": data,
+        "overlap_param_gather": data and int(layout.get("zero", 0)) >= 1,
+        "tp_comm_overlap": degree["tp"] > 1,
+        "a2a_overlap": degree["ep"] > 1,
+        "moe_dispatcher": degree["ep"] > 1,
+        "capacity_factor": degree["ep"] > 1 or value is not None,
+        "fp8_recipe": layout.get("dtype") in ("fp8", "fp4"),
+        "mtp_layers": bool(value),
+        "account_for_embedding_in_pipeline_split": degree["pp"] > 1 or bool(value),
+        "account_for_loss_in_pipeline_split": degree["pp"] > 1 or bool(value),
+        "pipeline_layout": value is not None,
+        "recompute_modules": layout.get("recompute") == "selective",
+    }
+    return rules.get(key, True)
+
+
+def _setting_value(key: str, value: Any) -> str:
+    """A setting's value as a user reads it: on/off, ``dropless``, the default module list."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if key == "capacity_factor":
+        return "dropless" if value is None else f"{value:g}"
+    if key == "recompute_modules":
+        return ",".join(value) if value else "core_attn"
+    return str(value)
+
+
+def settings_text(options: dict[str, Any], layouts: list[dict[str, Any]]) -> str:
+    """The framework settings that apply to at least one of ``layouts``, in the CLI's spelling
+    (``flash-attention on, cross-entropy unfused``); the JSON ``options`` keep every setting."""
+    return ", ".join(
+        f"{key.replace('_', '-')} {_setting_value(key, value)}"
+        for key, value in options.items()
+        if any(_setting_applies(key, value, layout) for layout in layouts)
+    )
+
+
+def layout_text(layout: dict[str, Any]) -> str:
+    """``tp=8 pp=1 ... sequence_parallel=on``: a layout's fields with readable values."""
+    def value_text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+    return " ".join(f"{key}={value_text(value)}" for key, value in layout.items())
+
+
 def train_table(result: dict[str, Any]) -> Any:
     """Layout, step time, MFU/HFU, and the time and memory breakdowns of a ``train`` result."""
 
-    layout = result["layout"]
-    layout_text = " ".join(f"{key}={value}" for key, value in layout.items())
-    fits = "yes" if result["fits"] else "NO"
+    fits = fits_text(result["fits"])
     hw_tflops = result["hardware_tflops_per_gpu"]
     capacity = format_bytes(result["memory_capacity_bytes"])
     summary = key_value_table(
         f"{result.get('model', '')} on {result['gpus']} GPUs of {result.get('system', '')}",
         [
-            ("layout", layout_text),
-            ("settings", " ".join(f"{key}={value}" for key, value in result.get("options", {}).items())),
+            ("layout", layout_text(result["layout"])),
+            ("settings", settings_text(result.get("options", {}), [result["layout"]])),
             ("step time", format_seconds(result["step_time_s"])),
             ("tokens/s", f"{result['tokens_per_s']:,.0f}"),
             ("MFU / HFU", f"{result['mfu'] * 100:.1f}% / {result['hfu'] * 100:.1f}%"),
@@ -186,10 +263,15 @@ def simulated_train_table(result: dict[str, Any]) -> Any:
     return Group(train_table(result), key_value_table("simulation", rows))
 
 
+RECOMPUTE_CODES = {"selective": "rc:sel", "fine-grained": "rc:fg", "full": "rc:full"}
+"""What :func:`compact_layout` prints for each ``--recompute`` mode (none prints nothing)."""
+
 PLAN_LEGEND = (
     "tp/pp/dp/cp/ep: tensor/pipeline/data/context/expert-parallel degree; vpp: virtual stages per GPU; "
-    "mb: micro-batch (sequences); z: ZeRO stage; rc:sel / rc:full: selective / full recomputation; "
-    "sp: sequence parallel; adp: attention data-parallel (ep > tp); x: replicas; kv: KV-cache dtype"
+    "mb: micro-batch (sequences); z: ZeRO stage; rc:sel / rc:fg / rc:full: selective / fine-grained / full "
+    "recomputation; sp: sequence parallel; fp8, fp4...: dtype (bf16 unless shown); adp: attention data-parallel "
+    "(ep > tp); x: replicas; kv: KV-cache dtype; off:opt+w+act@tier: optimizer / weights / activations "
+    "offloaded to that memory tier"
 )
 """The abbreviations :func:`compact_layout` prints, explained under every plan table."""
 
@@ -208,7 +290,7 @@ def compact_layout(layout: dict[str, Any]) -> str:
     if "zero" in layout:
         parts.append(f"z{layout['zero']}")
     if layout.get("recompute", "none") != "none":
-        parts.append({"selective": "rc:sel", "full": "rc:full"}.get(str(layout["recompute"]), "rc:?"))
+        parts.append(RECOMPUTE_CODES.get(str(layout["recompute"]), f"rc:{layout['recompute']}"))
     if layout.get("sequence_parallel"):
         parts.append("sp")
     if layout.get("dtype", "bf16") != "bf16":
@@ -244,8 +326,8 @@ def _plan_summary(result: dict[str, Any]) -> Table:
     if result.get("refined"):
         rows.append(("refined", f"best {result['refined']} re-timed by the event-driven engine"))
     if result["plans"] and result["plans"][0].get("options"):  # training: the settings every plan ran with
-        settings = " ".join(f"{key}={value}" for key, value in result["plans"][0]["options"].items())
-        rows.append(("settings", settings))
+        layouts = [plan["layout"] for plan in result["plans"]]
+        rows.append(("settings", settings_text(result["plans"][0]["options"], layouts)))
     unfit = result.get("faster_but_unfit")
     if unfit:
         need = f"needs {format_bytes(unfit['memory_per_gpu_bytes'])} of {format_bytes(unfit['memory_capacity_bytes'])}"
@@ -346,7 +428,7 @@ def _infer_plan_rows(table: Table, plans: list[dict[str, Any]]) -> None:
 def infer_table(result: dict[str, Any]) -> Table:
     layout = result["layout"]
     return key_value_table(
-        f"infer {result['model']} on {result['gpus']} x {result['system']}",
+        f"infer {result['model']} on {result['gpus']} GPUs of {result['system']}",
         [
             ("layout", f"tp {layout['tp']} pp {layout['pp']} ep {layout['ep']} x{layout['replicas']} replicas, "
              f"{layout['dtype']} weights, {layout['kv_dtype']} KV"),
@@ -358,7 +440,7 @@ def infer_table(result: dict[str, Any]) -> Table:
             ("KV cache per GPU", format_bytes(result["kv_cache_bytes"])),
             ("memory per GPU", f"{format_bytes(result['memory_per_gpu_bytes'])} of "
              f"{format_bytes(result['memory_capacity_bytes'])}"),
-            ("fits", str(result["fits"])),
+            ("fits", fits_text(result["fits"])),
         ],
     )
 
@@ -369,7 +451,7 @@ def serve_table(result: dict[str, Any]) -> Table:
 
     rate = result.get("arrival_rate_per_s")
     return key_value_table(
-        f"serve {result['model']} on {result['gpus']} x {result['system']}",
+        f"serve {result['model']} on {result['gpus']} GPUs of {result['system']}",
         [
             ("fits", serve_fit_line(result)),
             ("requests", f"{result['completed']} of {result['requests']}"
@@ -399,7 +481,7 @@ def serve_fit_line(result: dict[str, Any]) -> str:
     parts = []
     for role, pool in pools.items():
         need, have = pool["memory_per_gpu_bytes"] / gib, pool["memory_capacity_bytes"] / gib
-        verdict = "yes" if pool["fits"] else "does not fit"
+        verdict = fits_text(pool["fits"])
         parts.append(f"{role + ' pool ' if role else ''}{verdict}: needs {need:.1f} GiB per GPU, has {have:.1f} GiB; "
                      f"a replica's KV cache holds {pool['kv_capacity_tokens']:,} tokens, the longest request "
                      f"needs {pool['longest_request_tokens']:,}")
@@ -429,7 +511,7 @@ def traffic_table(result: dict[str, Any]) -> Table:
         f"{result['pattern']} on {result['topology']} ({result['routing']}, seed {result['seed']})",
         [
             ("hosts / flows", f"{result['hosts']} / {result['flows']}"),
-            ("bytes per flow", format_bytes(result["size_bytes"])),
+            ("bytes per flow", format_size(result["size_bytes"])),
             (
                 "throughput / line rate",
                 f"mean {fraction['mean']:.3f}, p1 {fraction['p1']:.3f}, min {fraction['min']:.3f}",
@@ -478,7 +560,7 @@ def network_collective_table(result: dict[str, Any]) -> Table:
     """``fabricsim collective --fidelity flow|packet``: time, bandwidths, and for packet what queues cost."""
     algorithm = f"{result['algorithm']} ({'auto' if result['algorithm_choice'] == 'auto' else 'as given'})"
     rows = [
-        ("size", format_bytes(result["size_bytes"])),
+        ("size", format_size(result["size_bytes"])),
         ("algorithm", algorithm),
         ("network", f"{result['topology']} ({result['routing']}, seed {result['seed']})"),
         ("time", format_seconds(result["time_s"])),

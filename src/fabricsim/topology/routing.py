@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from fabricsim.errors import FabricsimError, parse_choice
+from fabricsim.limits import cap, cap_hint
 from fabricsim.topology.graph import NodeKind, Topology
 
 _UNREACHABLE = np.iinfo(np.int32).max // 4
@@ -49,8 +50,9 @@ class RouteTable:
     topology: Topology
     neighbor: np.ndarray  # int32 [nodes, max_degree], -1 padded
     neighbor_link: np.ndarray  # int32 [nodes, max_degree]
-    distance: np.ndarray  # int32 [anchors, nodes], hops from node to anchor
+    distance: np.ndarray  # int32 [anchors, transit nodes], hops from a transit node to an anchor
     endpoint_anchor: np.ndarray  # int32 [hosts, max_anchors], rows of ``distance``, -1 padded
+    transit_column: np.ndarray  # int64 [nodes], column of ``distance`` of a node, -1 for an endpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,8 @@ class Routes:
 
 
 def route_table(topology: Topology) -> RouteTable:
-    """Adjacency padded per node plus BFS distances to every anchor. Cost O(anchors x links)."""
+    """Adjacency padded per node plus BFS distances from every transit node (switch, NIC) to every
+    anchor; endpoints are never transit, so they get no column. Cost O(anchors x links)."""
     order = np.lexsort((topology.link_dst, topology.link_src))
     src, dst = topology.link_src[order], topology.link_dst[order]
     degree = np.bincount(src, minlength=topology.nodes)
@@ -73,13 +76,15 @@ def route_table(topology: Topology) -> RouteTable:
     neighbor[src, slot] = dst
     neighbor_link[src, slot] = order
     transit = topology.node_kind != NodeKind.GPU
+    column = np.full(topology.nodes, -1, dtype=np.int64)
+    column[transit] = np.arange(int(transit.sum()))
     ok = transit[src] & transit[dst]
-    graph = sp.csr_matrix((np.ones(int(ok.sum())), (dst[ok], src[ok])), shape=(topology.nodes,) * 2)
+    graph = sp.csr_matrix((np.ones(int(ok.sum())), (column[dst[ok]], column[src[ok]])), shape=(int(transit.sum()),) * 2)
     is_endpoint = np.zeros(topology.nodes, dtype=bool)
     is_endpoint[topology.endpoints] = True
     attach = is_endpoint[src] & transit[dst]
     anchors, anchor_row = np.unique(dst[attach], return_inverse=True)
-    hops = csgraph.shortest_path(graph, directed=True, unweighted=True, indices=anchors)
+    hops = csgraph.shortest_path(graph, directed=True, unweighted=True, indices=column[anchors])
     distance = np.where(np.isfinite(hops), hops, _UNREACHABLE).astype(np.int32)
     endpoint_index = np.full(topology.nodes, -1, dtype=np.int64)
     endpoint_index[topology.endpoints] = np.arange(topology.hosts)
@@ -90,20 +95,20 @@ def route_table(topology: Topology) -> RouteTable:
     owner_sorted = owner[by_owner]
     rank = np.arange(owner.size) - (np.cumsum(per) - per)[owner_sorted]
     endpoint_anchor[owner_sorted, rank] = anchor_row[by_owner]
-    return RouteTable(topology, neighbor, neighbor_link, distance, endpoint_anchor)
+    return RouteTable(topology, neighbor, neighbor_link, distance, endpoint_anchor, column)
 
 
 def _distance_to(table: RouteTable, dst_node: np.ndarray, dst_host: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """Hops from each candidate node ``cand[i, j]`` to endpoint ``dst_host[i]`` (``_UNREACHABLE`` if none)."""
     rows = table.endpoint_anchor[dst_host]  # [E, J]
     best = np.full(cand.shape, _UNREACHABLE, dtype=np.int64)
-    safe = np.maximum(cand, 0)
+    column = table.transit_column[np.maximum(cand, 0)]  # -1: an endpoint, never transit
+    safe = np.maximum(column, 0)
     for j in range(rows.shape[1]):
         row = rows[:, j]
         d = table.distance[np.maximum(row, 0)[:, None], safe].astype(np.int64) + 1
         best = np.minimum(best, np.where(row[:, None] >= 0, d, _UNREACHABLE))
-    is_gpu = table.topology.node_kind[safe] == NodeKind.GPU
-    best = np.where(is_gpu, _UNREACHABLE, best)
+    best = np.where(column < 0, _UNREACHABLE, best)
     best = np.where(cand == dst_node[:, None], 0, best)
     return np.where(cand < 0, _UNREACHABLE, best)
 
@@ -138,6 +143,8 @@ def flow_keys(src: np.ndarray, dst: np.ndarray, label: np.ndarray, seed: int) ->
 
 
 _CHUNK = 16_384  # flows walked at once: bounds the [flows x max_degree] temporaries
+_STATES = 2**17  # (flow, node) states of one hop computed at once (a sprayed flow has thousands)
+_SAMPLE = 64  # sprayed flows walked first to estimate the whole set's link entries (a quick refusal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,31 +172,57 @@ def _next_hops(
     return cand, hops == least[:, None]
 
 
-def _walk(table: RouteTable, src_host: np.ndarray, dst_host: np.ndarray, keys: np.ndarray | None) -> _Walk:
-    """Walk every flow's shortest-path DAG: one next hop by hash (``keys``) or an even split (None)."""
+def _hop(
+    table: RouteTable, state: tuple[np.ndarray, np.ndarray, np.ndarray], dst_host: np.ndarray, keys: np.ndarray | None,
+    hop: int,
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """One hop of the walk for the states (flow, node, weight): the link entries it adds and the
+    states it moves to (those not yet at their destination)."""
+    flow, node, weight = state
+    cand, mask = _next_hops(table, flow, node, dst_host)
+    count = mask.sum(axis=1)
+    if keys is not None:
+        with np.errstate(over="ignore"):
+            pick = (
+                _mix(keys[flow] ^ _mix(node.astype(np.uint64) + np.uint64(hop))) % count.astype(np.uint64)
+            ).astype(np.int64)
+        mask &= (np.cumsum(mask, axis=1) - 1) == pick[:, None]
+    rows, cols = np.nonzero(mask)
+    share = weight[rows] / (1.0 if keys is not None else count[rows])
+    flow, nxt = flow[rows], cand[rows, cols].astype(np.int64)
+    entries = (flow, table.neighbor_link[node[rows], cols], share, np.full(rows.size, hop))
+    going = nxt != table.topology.endpoints[dst_host[flow]]
+    return entries, (flow[going], nxt[going], share[going])
+
+
+def _walk(
+    table: RouteTable, src_host: np.ndarray, dst_host: np.ndarray, keys: np.ndarray | None, budget: int
+) -> _Walk:
+    """Walk every flow's shortest-path DAG: one next hop by hash (``keys``) or an even split (None).
+
+    A hop runs over blocks of ``_STATES`` (flow, node) states, so a sprayed flow's thousands of
+    states never make one [states x degree] temporary; more than ``budget`` link entries raise."""
     nodes = np.int64(table.topology.nodes)
-    dst_node = table.topology.endpoints[dst_host]
     flow = np.flatnonzero(src_host != dst_host)
     node = table.topology.endpoints[src_host[flow]].astype(np.int64)
     weight = np.ones(flow.size)
     parts: list[tuple[np.ndarray, ...]] = []
+    entries = 0
     for hop in range(table.topology.nodes):
         if flow.size == 0:
             break
-        cand, mask = _next_hops(table, flow, node, dst_host)
-        count = mask.sum(axis=1)
-        if keys is not None:
-            with np.errstate(over="ignore"):
-                pick = (
-                    _mix(keys[flow] ^ _mix(node.astype(np.uint64) + np.uint64(hop))) % count.astype(np.uint64)
-                ).astype(np.int64)
-            mask &= (np.cumsum(mask, axis=1) - 1) == pick[:, None]
-        rows, cols = np.nonzero(mask)
-        share = weight[rows] / (1.0 if keys is not None else count[rows])
-        flow, nxt = flow[rows], cand[rows, cols].astype(np.int64)
-        parts.append((flow, table.neighbor_link[node[rows], cols], share, np.full(rows.size, hop)))
-        going = nxt != dst_node[flow]
-        flow, nxt, share = flow[going], nxt[going], share[going]
+        if entries + flow.size > budget:
+            raise _too_many_entries(keys is None)
+        moves = []
+        for lo in range(0, flow.size, _STATES):
+            block = slice(lo, lo + _STATES)
+            added, moved = _hop(table, (flow[block], node[block], weight[block]), dst_host, keys, hop)
+            entries += added[0].size
+            if entries > budget:  # checked per block: a sprayed hop can multiply the states by the degree
+                raise _too_many_entries(keys is None)
+            parts.append(added)
+            moves.append(moved)
+        flow, nxt, share = (np.concatenate([moved[i] for moved in moves]) for i in range(3))
         merged, inverse = np.unique(flow * nodes + nxt, return_inverse=True)
         weight = np.bincount(inverse.ravel(), weights=share, minlength=merged.size)
         flow, node = merged // nodes, merged % nodes
@@ -197,11 +230,25 @@ def _walk(table: RouteTable, src_host: np.ndarray, dst_host: np.ndarray, keys: n
     return _Walk(columns[0].astype(np.int64), columns[1].astype(np.int64), columns[2].astype(float), columns[3])
 
 
+def _too_many_entries(sprayed: bool) -> FabricsimError:
+    """The ``ROUTE_ENTRIES`` refusal: a sprayed or adaptive walk of many flows over a big fabric."""
+    how = "sprayed (spray/adaptive) routes" if sprayed else "routes"
+    fix = cap_hint("ROUTE_ENTRIES")
+    fix = f"use --routing ecmp or fewer --hosts, or {fix}" if sprayed else fix
+    return FabricsimError("routing", f"{how} of these flows exceed the cap of {cap('ROUTE_ENTRIES')} link entries", fix)
+
+
 def _walk_chunked(table: RouteTable, src: np.ndarray, dst: np.ndarray, keys: np.ndarray | None) -> _Walk:
     parts = []
+    budget = cap("ROUTE_ENTRIES")
+    if keys is None and src.size > _SAMPLE:  # sprayed: refuse at once if the first flows' DAGs, scaled, overflow
+        sample = _walk(table, src[:_SAMPLE], dst[:_SAMPLE], None, budget)
+        if sample.flow.size * (src.size / _SAMPLE) > budget:
+            raise _too_many_entries(True)
     for lo in range(0, src.size, _CHUNK):
         hi = min(src.size, lo + _CHUNK)
-        part = _walk(table, src[lo:hi], dst[lo:hi], None if keys is None else keys[lo:hi])
+        part = _walk(table, src[lo:hi], dst[lo:hi], None if keys is None else keys[lo:hi], budget)
+        budget -= part.flow.size
         parts.append(_Walk(part.flow + lo, part.link, part.weight, part.hop))
     if not parts:
         return _Walk(*(np.zeros(0, dtype=np.int64) for _ in range(4)))
