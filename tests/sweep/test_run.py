@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,6 +60,7 @@ def test_chunks_are_small_enough_to_balance_and_to_lose_little_on_a_kill():
 
 DRIVER = """
 import sys
+import tempfile
 from pathlib import Path
 sys.path.insert(0, {here!r})
 import pytest
@@ -127,8 +130,9 @@ def _live_group_members(pgid: int) -> list[str]:
 def test_workers_and_temp_folder_do_not_outlive_a_sigkilled_driver(tmp_path):
     """kill -9 of the driver alone (not its group): its pool workers, forkserver and resource tracker
     end, and its multiprocessing temp folder (pymp-*) goes; polled, no duration asserted."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    # a short folder: the forkserver's socket lives in it, and AF_UNIX paths stop at 108 bytes
+    # (pytest's tmp_path under xdist is longer than that with pymp-*/listener-* appended)
+    temp = Path(tempfile.mkdtemp(prefix="fs-"))
     env = {**os.environ, sweep_fakes.DELAY_ENV: "0.5", "TMPDIR": str(temp)}
     code = DRIVER.format(here=str(sweep_fakes.HERE), gpus=GPUS, db=str(tmp_path / "orphans.sqlite"))
     driver = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
@@ -148,3 +152,4 @@ def test_workers_and_temp_folder_do_not_outlive_a_sigkilled_driver(tmp_path):
     finally:
         if _live_group_members(driver.pid):
             os.killpg(driver.pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
