@@ -3,7 +3,7 @@
 import pytest
 
 from fabricsim.errors import FabricsimError
-from fabricsim.units import format_bytes, format_seconds, gbit_to_Bps, parse_size, to_GBps
+from fabricsim.units import format_bytes, format_rate, format_seconds, gbit_to_Bps, parse_size, to_GBps
 
 
 @pytest.mark.parametrize(
@@ -61,3 +61,8 @@ def test_format_bytes_and_seconds():
 def test_rate_conversions():
     assert gbit_to_Bps(400) == pytest.approx(50e9)
     assert to_GBps(450e9) == pytest.approx(450.0)
+
+
+def test_a_slow_rate_keeps_three_significant_digits_instead_of_printing_zero():
+    assert [format_rate(x) for x in (0.0036, 42.5, 0.0, 1234.4, 2_000_000.0)] == [
+        "0.0036", "42.5", "0", "1,234", "2,000,000"]

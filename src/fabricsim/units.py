@@ -160,6 +160,12 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds:.3f} s"
 
 
+def format_rate(per_s: float) -> str:
+    """A rate (tokens/s, requests/s) as a whole number with thousands separators, or with three
+    significant digits below 100 so that a slow configuration does not print as 0."""
+    return f"{per_s:,.0f}" if not 0 < abs(per_s) < 100 else f"{per_s:.3g}"
+
+
 def gbit_to_Bps(gbit_per_s: float) -> float:
     """Line rate in Gb/s to bytes/s."""
     return gbit_per_s * 1e9 / 8.0

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 
-from fabricsim.units import format_bytes, format_seconds, format_size
+from fabricsim.units import format_bytes, format_rate, format_seconds, format_size
 
 
 def fits_text(fits: bool) -> str:
@@ -223,7 +223,7 @@ def train_table(result: dict[str, Any]) -> Any:
             ("layout", layout_text(result["layout"])),
             ("settings", settings_text(result.get("options", {}), [result["layout"]])),
             ("step time", format_seconds(result["step_time_s"])),
-            ("tokens/s", f"{result['tokens_per_s']:,.0f}"),
+            ("tokens/s", format_rate(result["tokens_per_s"])),
             ("MFU / HFU", f"{result['mfu'] * 100:.1f}% / {result['hfu'] * 100:.1f}%"),
             ("TFLOP/s per GPU", f"{result['model_tflops_per_gpu']:.1f} model, {hw_tflops:.1f} hardware"),
             ("memory per GPU", f"{format_bytes(result['memory_per_gpu_bytes'])} of {capacity} (fits: {fits})"),
@@ -348,7 +348,7 @@ def _train_plan_rows(table: Table, plans: list[dict[str, Any]]) -> None:
     for plan in plans:
         cells = [
             str(plan["rank"]), compact_layout(plan["layout"]), format_seconds(plan["step_time_s"]),
-            f"{plan['tokens_per_s']:,.0f}", f"{plan['mfu'] * 100:.1f}%", format_bytes(plan["memory_per_gpu_bytes"]),
+            format_rate(plan["tokens_per_s"]), f"{plan['mfu'] * 100:.1f}%", format_bytes(plan["memory_per_gpu_bytes"]),
         ]
         table.add_row(*cells, *([str(plan.get("fidelity", "analytic"))] if refined else []))
 
@@ -408,7 +408,7 @@ def _serving_table(serving: dict[str, Any]) -> Table:
     for d in serving["deployments"]:
         table.add_row(
             str(d["rank"]), compact_layout(d["layout"]), d["layout"]["disaggregate"] or "-",
-            f"{d['slo_attainment'] * 100:.1f}%", f"{d['output_tokens_per_s']:,.0f}",
+            f"{d['slo_attainment'] * 100:.1f}%", format_rate(d["output_tokens_per_s"]),
             format_seconds(d["ttft_s"]["p99"]), format_seconds(d["tpot_s"]["p99"]),
         )
     return table
@@ -420,7 +420,7 @@ def _infer_plan_rows(table: Table, plans: list[dict[str, Any]]) -> None:
     for plan in plans:
         table.add_row(
             str(plan["rank"]), compact_layout(plan["layout"]), str(plan["batch"]), format_seconds(plan["ttft_s"]),
-            format_seconds(plan["tpot_s"]), f"{plan['output_tokens_per_s']:,.0f}",
+            format_seconds(plan["tpot_s"]), format_rate(plan["output_tokens_per_s"]),
             format_bytes(plan["memory_per_gpu_bytes"]),
         )
 
@@ -436,7 +436,7 @@ def infer_table(result: dict[str, Any]) -> Table:
             ("TTFT", format_seconds(result["ttft_s"])),
             ("TPOT", format_seconds(result["tpot_s"])),
             ("end-to-end", format_seconds(result["e2e_latency_s"])),
-            ("output tokens/s", f"{result['output_tokens_per_s']:,.0f}"),
+            ("output tokens/s", format_rate(result["output_tokens_per_s"])),
             ("KV cache per GPU", format_bytes(result["kv_cache_bytes"])),
             ("memory per GPU", f"{format_bytes(result['memory_per_gpu_bytes'])} of "
              f"{format_bytes(result['memory_capacity_bytes'])}"),
@@ -456,7 +456,7 @@ def serve_table(result: dict[str, Any]) -> Table:
             ("fits", serve_fit_line(result)),
             ("requests", f"{result['completed']} of {result['requests']}"
              + (f" at {rate:g}/s" if rate else " (trace)")),
-            ("output tokens/s", f"{result['output_tokens_per_s']:,.0f}"),
+            ("output tokens/s", format_rate(result["output_tokens_per_s"])),
             ("TTFT p50/p90/p99", triple(result["ttft_s"])),
             ("TPOT p50/p90/p99", triple(result["tpot_s"])),
             ("E2E p50/p90/p99", triple(result["e2e_s"])),
