@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from fabricsim import catalog
-from fabricsim.api.topologies import build_topology
 from fabricsim.cost.bom import bill_of_materials
 from fabricsim.cost.energy import cable_J_per_byte, infer_energy, serve_energy, train_energy
 from fabricsim.cost.power import PowerBreakdown, cluster_power
@@ -25,13 +24,13 @@ from fabricsim.cost.spec import Cluster, Cooling, CostCatalog, Load, Optics
 from fabricsim.errors import FabricsimError, parse_choice, unknown_name
 from fabricsim.metrics import InferResult, ServeResult, TrainResult
 from fabricsim.specs import SystemSpec
-from fabricsim.specs.fabric import LinkKind, LinkSpec
-from fabricsim.topology.builders import LinkParams, RailSpec, rail_optimized
-from fabricsim.topology.graph import Topology
-from fabricsim.topology.inventory import count_inventory
-from fabricsim.topology.parse import BUILDERS
-from fabricsim.topology.rail_only import rail_only
+from fabricsim.specs.fabric import LinkKind, LinkSpec, SwitchSpec
+from fabricsim.topology.clos_counts import Inventory, rail_optimized_inventory
 from fabricsim.units import parse_size
+
+if TYPE_CHECKING:
+    from fabricsim.topology.builders import LinkParams
+    from fabricsim.topology.graph import Topology
 
 COMPONENTS = ("cost", "components.yaml")
 FABRICS = ("rail-optimized", "rail-only", "fat-tree")
@@ -73,6 +72,12 @@ def _port_gbps(bandwidth_Bps: float) -> int:
 
 
 def _fabric(system: SystemSpec, gpus: int, topology: str, link: LinkParams, radix: int) -> Topology:
+    # deferred: building a graph imports numpy, which the system fabrics' counts do not need
+    # (_fabric_inventory), so train/infer/serve's energy figures start without it
+    from fabricsim.api.topologies import build_topology
+    from fabricsim.topology.builders import RailSpec, rail_optimized
+    from fabricsim.topology.rail_only import rail_only
+
     nodes, rails = system.nodes(gpus), system.scale_out.nics_per_node
     over = system.scale_out.oversubscription
     if topology == "rail-optimized":
@@ -90,6 +95,26 @@ def _fabric(system: SystemSpec, gpus: int, topology: str, link: LinkParams, radi
     if fabric.hosts < nodes * rails:
         raise FabricsimError("topology", f"{topology} has {fabric.hosts} host ports for {nodes * rails} NICs")
     return fabric
+
+
+def _fabric_inventory(
+    system: SystemSpec, gpus: int, topology: str, nic: LinkSpec, switch: SwitchSpec
+) -> tuple[Inventory, float]:
+    """The scale-out fabric's counts (boxes of the switch radix for the system fabrics) and its
+    line rate. A rail-optimized or fat-tree system fabric is counted in closed form
+    (:func:`~fabricsim.topology.clos_counts.rail_optimized_inventory`, equal to counting the built
+    graph); anything else is built and counted."""
+    nodes, rails = system.nodes(gpus), system.scale_out.nics_per_node
+    over, radix = system.scale_out.oversubscription, switch.radix
+    shape = {"rail-optimized": (nodes, rails), "fat-tree": (nodes * rails, 1)}.get(topology)  # as _fabric builds them
+    counted = None if shape is None else rail_optimized_inventory(*shape, radix, over)
+    if counted is not None:
+        return counted, nic.bandwidth_Bps
+    from fabricsim.topology.builders import LinkParams  # deferred with the graph (numpy), see _fabric
+    from fabricsim.topology.inventory import count_inventory
+
+    fabric = _fabric(system, gpus, topology, LinkParams(nic.bandwidth_Bps, switch.latency_s), radix)
+    return count_inventory(fabric, radix if topology in FABRICS else None), fabric.line_rate_Bps
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +152,15 @@ def _cluster(system: SystemSpec, gpus: int, choices: CostChoices, costs: CostCat
     switch = catalog.load_switch(choices.switch) if choices.switch is not None else out.switch
     kind = out.topology.value if choices.topology is None else choices.topology
     name = kind.partition(":")[0]
-    if kind not in FABRICS and name not in BUILDERS:
-        raise unknown_name("topology", kind, sorted({*FABRICS, *BUILDERS}))
+    if kind not in FABRICS:
+        from fabricsim.topology.parse import BUILDERS  # deferred with the graph (numpy), see _fabric
+
+        if name not in BUILDERS:
+            raise unknown_name("topology", kind, sorted({*FABRICS, *BUILDERS}))
     optics = parse_choice("optics", choices.optics, Optics)
     cooling = parse_choice("cooling", choices.cooling, Cooling) if choices.cooling is not None else None
     nodes = system.nodes(gpus)
-    link = LinkParams(nic.bandwidth_Bps, switch.latency_s)
-    fabric = None if nodes == 1 else _fabric(system, gpus, kind, link, switch.radix)
+    fabric = None if nodes == 1 else _fabric_inventory(system, gpus, kind, nic, switch)
     entry = costs.systems.get(system.name)
     return Cluster(
         system=system.name,
@@ -146,8 +173,8 @@ def _cluster(system: SystemSpec, gpus: int, choices: CostChoices, costs: CostCat
         nic=nic.name,
         switch=switch.name,
         switch_radix=switch.radix,
-        port_gbps=_port_gbps(fabric.line_rate_Bps if fabric is not None else nic.bandwidth_Bps),
-        fabric=None if fabric is None else count_inventory(fabric, switch.radix if kind in FABRICS else None),
+        port_gbps=_port_gbps(fabric[1] if fabric is not None else nic.bandwidth_Bps),
+        fabric=None if fabric is None else fabric[0],
         optics=optics,
         cooling=cooling or (entry.cooling if entry is not None else Cooling.AIR),
         media_family=MEDIA_FAMILIES.get(name, "rail" if kind in FABRICS else "tor"),
@@ -214,6 +241,8 @@ def compare_rail_only(
     count = a2a_gpus if a2a_gpus is not None else max(64, 2 * domain)
     if isinstance(count, bool) or not isinstance(count, int) or count < 2 * domain or count % domain:
         raise FabricsimError("a2a_gpus", f"must be a multiple of the {domain}-GPU domain, at least two, got {count!r}")
+    from fabricsim.topology.builders import LinkParams, RailSpec  # deferred with the graph (numpy), see _fabric
+
     rail = RailSpec(count // domain, domain, out.switch.radix, LinkParams(out.nic.bandwidth_Bps, out.switch.latency_s))
     nvlink = LinkParams(spec.scale_up.bandwidth_Bps, spec.scale_up.link.latency_s)
     # deferred on purpose: the flow model (scipy) is only needed here, and this module is imported by
