@@ -123,3 +123,27 @@ def test_refine_keeps_offloaded_plans_analytic() -> None:
     result = api.plan_train("llama3-70b", "dgx-a100", 8, 16, 4096, top=2, refine=2)
     assert result.refined == 0  # every plan offloads; the event-driven engine does not model offload
     assert all(entry.result.fidelity == "analytic" for entry in result.plans)
+
+
+@pytest.mark.parametrize(
+    ("model", "system", "gpus", "batch", "seq", "objective"),
+    [
+        ("llama3-70b", "dgx-a100", 8, 16, 4096, TrainObjective.STEP_TIME),
+        ("gpt3-175b", "dgx-a100", 64, 64, 2048, TrainObjective.STEP_TIME),
+        ("llama3-70b", "dgx-h100", 32, 64, 8192, TrainObjective.STEP_TIME),
+        ("mixtral-8x22b", "dgx-a100", 32, 64, 4096, TrainObjective.STEP_TIME),
+        ("llama3-70b", "dgx-a100", 8, 16, 4096, TrainObjective.MEMORY),
+    ],
+)
+def test_offload_bounds_keep_the_plans(model, system, gpus, batch, seq, objective) -> None:
+    """Issue 27: the bounds on offload variants (planner/train.py, step 4) skip sizing and timing,
+    never a plan: the ranked plans equal those of the search that sizes and times every variant."""
+    question = TrainQuestion(load_model(model), load_system(system), gpus, batch, seq)
+    choices = offload_choices(question.system)
+    bounded = search_train(question, settings=PlanSettings(top=8, objective=objective, offload=choices))
+    every = PlanSettings(top=8, objective=objective, offload=choices, bound_offload=False)
+    full = search_train(question, settings=every)
+    assert [plan_key(p.estimate) for p in bounded.plans] == [plan_key(p.estimate) for p in full.plans]
+    assert [p.estimate.step_time_s for p in bounded.plans] == [p.estimate.step_time_s for p in full.plans]
+    assert bounded.evaluated == full.evaluated and bounded.costed <= full.costed
+    assert bounded.costed + bounded.pruned_memory + bounded.pruned_unsized + bounded.pruned_time == bounded.evaluated
