@@ -22,9 +22,9 @@ groups of layouts sharing (tp, pp, cp, ep, dtype, sequence parallel, recompute).
    with every offload choice that fits it in HBM and on the tier, each a variant timed like a layout.
    Bounds apply to them too (issue 27: offload search cost 3-4x the search without): in a block the
    time bound rejects, offload choices are sized only until one layout of the block fits some way
-   (what the micro-batch pruning of step 1 needs to know); and an offload variant is never faster
-   than its layout without offload (the transfers add exposed time, see ``_time_block``), so that
-   layout's step is its bound against the K-th best before any of its offload variants is timed.
+   (what the micro-batch pruning of step 1 needs to know); and an offload variant changes only the
+   optimizer step and adds exposed transfers, so its layout's step without those two terms bounds
+   it against the K-th best before any of its offload variants is timed (``_time_block``).
    ``PlanSettings.bound_offload=False`` sizes and times them all (tests check the plans equal).
 5. **Costing** with the analytic engine (:func:`estimate_training`, microseconds per layout; the
    per-(model, system) context and per-shape stage costs are cached by the engine).
@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
+from fabricsim.engine.training.results import TimeBreakdown
 from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
@@ -324,19 +325,26 @@ def _search_group(walk: _Walk, group: Group) -> None:
         walk.costed += feasible  # layouts; with offload each may be timed with several choices
 
 
+def offload_step_bound(time: TimeBreakdown) -> float:
+    """A lower bound on the step of any offload variant of the layout whose step without offload
+    is ``time``: the same terms but the optimizer step and the exposed transfers, taken as zero."""
+    return time._replace(optimizer_s=0.0, offload_s=0.0).total_s
+
+
 def _time_block(walk: _Walk, fitting: list[Variant]) -> None:
-    """Offer every variant that can still enter the K best. An offload variant is never faster
-    than its layout without offload (its exposed transfers add time; the one exception, a tier CPU
-    faster than the GPU at the optimizer step, is ``offload_always``), so the layout is timed
-    without offload first (a lower bound) and its offload variants only while that can win."""
+    """Offer every variant that can still enter the K best. An offload variant differs from its
+    layout without offload only in the optimizer step (on the tier's CPU, possibly faster) and the
+    exposed transfers (>= 0), the last two terms of :attr:`TimeBreakdown.total_s`; so its step is
+    at least the layout's step with both zero (rounded addition is monotone: an exact bound). The
+    layout is timed without offload first, and its offload variants only while that bound can win."""
     q = walk.question
     bounds: dict[ParallelLayout, float] = {}
     for layout, offload, memory_bytes in fitting:
         if _memory_bound_beaten(walk, memory_bytes):
             continue
-        if offload is not None and walk.settings.bound_offload and not walk.offload_always:
+        if offload is not None and walk.settings.bound_offload:
             if layout not in bounds:
-                bounds[layout] = walk.context.estimate(layout, q.global_batch, q.seq_len).step_time_s
+                bounds[layout] = offload_step_bound(walk.context.estimate(layout, q.global_batch, q.seq_len).time)
             if _time_bound_beaten(walk, bounds[layout]):
                 continue
         _offer(walk, walk.context.estimate(layout, q.global_batch, q.seq_len, offload))

@@ -50,7 +50,7 @@ from fabricsim.engine.training.step_time import (
 )
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.specs.memory_tier import OFFLOAD_ORDER, MemoryTierSpec, OffloadSpec
-from fabricsim.transformer.compute import DeviceRates, device_rates
+from fabricsim.transformer.compute import DeviceRates, LayerTimes, ShardShape, device_rates, layer_forward_times
 from fabricsim.transformer.flops import ModelDims, hardware_flops_per_step, model_dims, model_flops_per_step
 from fabricsim.transformer.memory_tiers import class_shifts
 from fabricsim.workload import training as work
@@ -89,6 +89,7 @@ class TrainingContext:
     __slots__ = (
         "_dp_cache",
         "_flops",
+        "_layer_times",
         "_peaks",
         "_rates",
         "_stage_cache",
@@ -109,12 +110,22 @@ class TrainingContext:
         self._flops: dict[tuple[int, int, Recompute], tuple[float, float]] = {}
         self._stage_cache: dict[tuple, StageEntry] = {}
         self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
+        self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
 
     def rates(self, dtype: str) -> DeviceRates:
         rates = self._rates.get(dtype)
         if rates is None:
             rates = self._rates[dtype] = device_rates(self.system.device, dtype, self.options.fp8_recipe)
         return rates
+
+    def layer_times(self, dtype: str, shape: ShardShape, moe: bool) -> LayerTimes:
+        """Forward seconds of one (dense or MoE) layer of ``shape`` (cached: one per-GPU shape recurs
+        across pipeline depths and recomputation modes, which a stage entry's key tells apart)."""
+        key = (dtype, shape, moe)
+        times = self._layer_times.get(key)
+        if times is None:
+            times = self._layer_times[key] = layer_forward_times(self.dims, self.rates(dtype), shape, moe)
+        return times
 
     def peak_flops(self, dtype: str) -> float:
         peak = self._peaks.get(dtype)
