@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
+from fabricsim.engine.training.memory import memory_breakdown
 from fabricsim.engine.training.results import TimeBreakdown
 from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
@@ -250,10 +251,17 @@ def _sized(
     zeros, virtual = _block_size(walk, group, micro_batch)
     fitting: list[Variant] = []
     unfit, feasible, unsized = None, 0, 0
+    # what TrainingContext.memory does per layout, once per block: the stage entry is shared (its key
+    # has no ZeRO stage or virtual stages) and the layout rules do not involve the ZeRO stage
+    microbatches: dict[int, int] = {}
+    entry = None
     for zero in zeros:
         for vpp in virtual:
             layout = group.layout(micro_batch, zero, vpp)
-            memory = walk.context.memory(layout, q.global_batch, q.seq_len)
+            if vpp not in microbatches:
+                microbatches[vpp] = walk.context.microbatches(layout, q.global_batch, q.seq_len)
+            entry = entry or walk.context.stage(layout, q.seq_len)
+            memory = memory_breakdown(layout, entry, microbatches[vpp])
             _note_memory(walk, layout, memory.total)
             fits = memory.total <= walk.capacity_bytes
             variants: list[Variant] = [(layout, None, memory.total)] if fits else []
