@@ -269,11 +269,25 @@ def _busy_power(system_json: str, gpus: int, load: Load) -> PowerBreakdown:
     return cluster_power(cluster, bill_of_materials(cluster, costs.media.get(cluster.media_family, {})), costs, load)
 
 
+_SYSTEM_JSON: dict[int, tuple[SystemSpec, str]] = {}  # id -> (the spec, kept alive so the id stays its own; JSON)
+
+
+def _system_json(system: SystemSpec) -> str:
+    """``system.model_dump_json()``, the key of the power cache, once per spec object (the catalog
+    returns one object per name; dumping it cost a fifth of a train call)."""
+    hit = _SYSTEM_JSON.get(id(system))
+    if hit is None or hit[0] is not system:
+        if len(_SYSTEM_JSON) >= 256:  # as the catalog's caches
+            _SYSTEM_JSON.clear()
+        hit = _SYSTEM_JSON[id(system)] = (system, system.model_dump_json())
+    return hit[1]
+
+
 def _power(system: SystemSpec, gpus: int, load: Load) -> PowerBreakdown | None:
     """Cached power of a system's cluster; None for a system without power data."""
     if system.name not in load_cost_catalog().systems:
         return None
-    return _busy_power(system.model_dump_json(), gpus, load)
+    return _busy_power(_system_json(system), gpus, load)
 
 
 def attach_train(result: TrainResult, system: SystemSpec) -> TrainResult:
