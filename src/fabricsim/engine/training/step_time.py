@@ -30,7 +30,6 @@ from fabricsim.transformer.compute import (
     LayerTimes,
     ShardShape,
     gemm_time_s,
-    logits_times_s,
     memory_time_s,
 )
 from fabricsim.transformer.constants import (
@@ -84,6 +83,10 @@ class StepContext(Protocol):
 
     def layer_times(self, dtype: str, shape: ShardShape, moe: bool) -> LayerTimes:
         """:func:`~fabricsim.transformer.compute.layer_forward_times` of the context's model and device."""
+        ...
+
+    def logits_times(self, dtype: str, shape: ShardShape) -> tuple[float, float]:
+        """:func:`~fabricsim.transformer.compute.logits_times_s` of the context's model and device."""
         ...
 
 
@@ -287,7 +290,7 @@ def _tail_work(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, 
     two RMSNorms, the 2h -> h projection, one layer of the model's kind and the output layer and
     loss again."""
     dims, rates = ctx.dims, ctx.rates(layout.dtype)
-    logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
+    logits_fwd, logits_bwd = ctx.logits_times(layout.dtype, shape)
     tail = StageWork(logits_fwd, logits_bwd, 0.0, 0.0, 0.0, 0.0)
     depth = ctx.options.mtp_layers
     if not depth:
