@@ -121,6 +121,11 @@ class TrainingContext:
         self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
         self._logits_times: dict[tuple[str, ShardShape], tuple[float, float]] = {}
 
+    @property
+    def shapes_cached(self) -> int:
+        """Per-shape stage entries held (what the caches grow by)."""
+        return len(self._stage_cache)
+
     def rates(self, dtype: str) -> DeviceRates:
         rates = self._rates.get(dtype)
         if rates is None:
