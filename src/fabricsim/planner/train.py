@@ -240,7 +240,7 @@ Variant = tuple[ParallelLayout, OffloadSpec | None, float]  # layout, offload ch
 
 
 def _sized(
-    walk: _Walk, group: Group, micro_batch: int, offload: bool
+    walk: _Walk, group: Group, micro_batch: int, block: tuple[tuple[int, ...], tuple[int, ...]], offload: bool
 ) -> tuple[list[Variant], ParallelLayout | None, int, int]:
     """(variants of the block that fit, its first layout that does not fit in HBM by itself,
     layouts that fit some way, layouts left unsized with offload): every (ZeRO stage, virtual
@@ -248,7 +248,7 @@ def _sized(
     (:mod:`fabricsim.planner.offload`); without ``offload`` (a block the time bound rejects) only
     until one layout fits some way, the rest counted as unsized."""
     q = walk.question
-    zeros, virtual = _block_size(walk, group, micro_batch)
+    zeros, virtual = block  # _block_size
     fitting: list[Variant] = []
     unfit, feasible, unsized = None, 0, 0
     # what TrainingContext.memory does per layout, once per block: the stage entry is shared (its key
@@ -317,7 +317,7 @@ def _search_group(walk: _Walk, group: Group) -> None:
         beaten = _time_bound_beaten(walk, bound_s)
         # offload variants of a block the time bound rejects would not be timed: not sized either
         sized = not beaten or not walk.settings.bound_offload
-        fitting, unfit, feasible, unsized = _sized(walk, group, micro_batch, sized)
+        fitting, unfit, feasible, unsized = _sized(walk, group, micro_batch, (zeros, virtual), sized)
         walk.evaluated += block
         walk.pruned_memory += block - feasible - unsized
         walk.feasible += feasible
