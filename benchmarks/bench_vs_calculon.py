@@ -122,8 +122,11 @@ def fabricsim_inprocess(number: int) -> tuple[float, float]:
     def one() -> dict:
         return api.train(*API_ARGS, **API_KW).to_json()
 
+    kept = getattr(training, "_CONTEXTS", None)  # absent before the context was reused (older trees)
+
     def cold() -> dict:
-        training._CONTEXTS.__dict__.clear()  # forget the engine's per-(model, system) context
+        if kept is not None:
+            kept.__dict__.clear()  # forget the engine's per-(model, system) context
         return one()
 
     warm = min(timeit.repeat(one, number=number, repeat=5)) / number
