@@ -15,8 +15,9 @@ PROBE = (
 )
 
 
-def _loaded(*argv: str) -> str:
-    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True)
+def _loaded(*argv: str, heavy: tuple[str, ...] = HEAVY) -> str:
+    probe = PROBE.replace(repr(HEAVY), repr(heavy))
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
 
@@ -27,6 +28,17 @@ def test_analytic_train_and_infer_import_no_network_scipy_or_rich() -> None:
              "--output-len", "16", "--json"]
     assert _loaded(*train) == ""
     assert _loaded(*infer) == ""
+
+
+def test_analytic_train_imports_no_numpy() -> None:
+    """Issue 27: its energy figures count the system fabric in closed form (topology/clos_counts.py)
+    instead of building the graph, so a JSON train never imports numpy (a third of its start-up)."""
+    train = ["train", "--model", "megatron-1t", "--system", "dgx-a100", "--gpus", "3072", "--global-batch", "3072",
+             "--seq-len", "2048", "--tp", "4", "--pp", "64", "--dp", "12", "--micro-batch", "4", "--json"]
+    fat_tree = ["train", "--model", "llama3-8b", "--system", "gh200", "--gpus", "64", "--global-batch", "64",
+                "--seq-len", "2048", "--json"]
+    assert _loaded(*train, heavy=("numpy",)) == ""
+    assert _loaded(*fat_tree, heavy=("numpy",)) == ""
 
 
 def test_importing_the_api_loads_no_family() -> None:

@@ -11,7 +11,7 @@ from fabricsim.engine.training.analytic import training_context
 from fabricsim.errors import FabricsimError
 from fabricsim.planner import PlanSettings, TrainObjective, TrainQuestion, TrainSpace, offload_choices, search_train
 from fabricsim.planner import space as sp
-from fabricsim.planner.train import plan_key, train_problem
+from fabricsim.planner.train import offload_step_bound, plan_key, train_problem
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.specs.memory_tier import parse_offload
 from fabricsim.workload.training import TrainingOptions
@@ -123,3 +123,42 @@ def test_refine_keeps_offloaded_plans_analytic() -> None:
     result = api.plan_train("llama3-70b", "dgx-a100", 8, 16, 4096, top=2, refine=2)
     assert result.refined == 0  # every plan offloads; the event-driven engine does not model offload
     assert all(entry.result.fidelity == "analytic" for entry in result.plans)
+
+
+@pytest.mark.parametrize(
+    ("model", "system", "gpus", "batch", "seq", "objective"),
+    [
+        ("llama3-70b", "dgx-a100", 8, 16, 4096, TrainObjective.STEP_TIME),
+        ("gpt3-175b", "dgx-a100", 64, 64, 2048, TrainObjective.STEP_TIME),
+        ("llama3-70b", "dgx-h100", 32, 64, 8192, TrainObjective.STEP_TIME),
+        ("mixtral-8x22b", "dgx-a100", 32, 64, 4096, TrainObjective.STEP_TIME),
+        ("llama3-70b", "dgx-a100", 8, 16, 4096, TrainObjective.MEMORY),
+    ],
+)
+def test_offload_bounds_keep_the_plans(model, system, gpus, batch, seq, objective) -> None:
+    """Issue 27: the bounds on offload variants (planner/train.py, step 4) skip sizing and timing,
+    never a plan: the ranked plans equal those of the search that sizes and times every variant."""
+    question = TrainQuestion(load_model(model), load_system(system), gpus, batch, seq)
+    choices = offload_choices(question.system)
+    bounded = search_train(question, settings=PlanSettings(top=8, objective=objective, offload=choices))
+    every = PlanSettings(top=8, objective=objective, offload=choices, bound_offload=False)
+    full = search_train(question, settings=every)
+    assert [plan_key(p.estimate) for p in bounded.plans] == [plan_key(p.estimate) for p in full.plans]
+    assert [p.estimate.step_time_s for p in bounded.plans] == [p.estimate.step_time_s for p in full.plans]
+    assert bounded.evaluated == full.evaluated and bounded.costed <= full.costed
+    assert bounded.costed + bounded.pruned_memory + bounded.pruned_unsized + bounded.pruned_time == bounded.evaluated
+
+
+def test_offload_step_bound_holds_where_the_cpu_optimizer_is_faster() -> None:
+    """Issue 27: on megatron-1t over 4,096 H100 at tp 1, fp8, the host CPU's Adam step beats the GPU's,
+    so an offload variant can be faster than its layout without offload; the bound leaves out the
+    optimizer step (and the transfers) and holds for every choice."""
+    question = TrainQuestion(load_model("megatron-1t"), load_system("dgx-h100"), 4096, 4096, 2048)
+    ctx = training_context(question.model, question.system)
+    layout = ParallelLayout(tensor_parallel=1, pipeline_parallel=16, data_parallel=256, micro_batch_size=16,
+                            zero_stage=2, recompute=Recompute.FULL, dtype="fp8")
+    base = ctx.estimate(layout, question.global_batch, question.seq_len)
+    choices = offload_choices(question.system)
+    variants = [ctx.estimate(layout, question.global_batch, question.seq_len, c) for c in choices]
+    assert min(v.step_time_s for v in variants) < base.step_time_s  # a bound on the whole step would be wrong here
+    assert all(v.step_time_s >= offload_step_bound(base.time) for v in variants)

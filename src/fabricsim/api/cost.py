@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import yaml
 from pydantic import ValidationError
 
 from fabricsim import catalog
-from fabricsim.api.topologies import build_topology
 from fabricsim.cost.bom import bill_of_materials
 from fabricsim.cost.energy import cable_J_per_byte, infer_energy, serve_energy, train_energy
 from fabricsim.cost.power import PowerBreakdown, cluster_power
@@ -25,13 +25,13 @@ from fabricsim.cost.spec import Cluster, Cooling, CostCatalog, Load, Optics
 from fabricsim.errors import FabricsimError, parse_choice, unknown_name
 from fabricsim.metrics import InferResult, ServeResult, TrainResult
 from fabricsim.specs import SystemSpec
-from fabricsim.specs.fabric import LinkKind, LinkSpec
-from fabricsim.topology.builders import LinkParams, RailSpec, rail_optimized
-from fabricsim.topology.graph import Topology
-from fabricsim.topology.inventory import count_inventory
-from fabricsim.topology.parse import BUILDERS
-from fabricsim.topology.rail_only import rail_only
+from fabricsim.specs.fabric import LinkKind, LinkSpec, SwitchSpec
+from fabricsim.topology.clos_counts import Inventory, rail_optimized_inventory
 from fabricsim.units import parse_size
+
+if TYPE_CHECKING:
+    from fabricsim.topology.builders import LinkParams
+    from fabricsim.topology.graph import Topology
 
 COMPONENTS = ("cost", "components.yaml")
 FABRICS = ("rail-optimized", "rail-only", "fat-tree")
@@ -45,11 +45,18 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _shipped_yaml(path: Path) -> dict[str, Any]:
+    """A YAML file shipped with the package (trusted; tests parse every one): parsed by libyaml
+    where PyYAML has it, the same objects as the safe loader in a fraction of the time (the cost
+    catalog is read by every train/infer/serve call for its energy figures)."""
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 @lru_cache(maxsize=8)
 def load_cost_catalog(prices: str | None = None) -> CostCatalog:
     """The shipped component data, with ``prices`` (a YAML file of the same shape, any subset of
     keys, numbers plain or ``{value, source}``) merged over it."""
-    raw = catalog.read_yaml(catalog.data_root().joinpath(*COMPONENTS), "cost catalog")
+    raw = _shipped_yaml(catalog.data_root().joinpath(*COMPONENTS))
     data, sources = catalog.unwrap_sources(raw)
     if prices is not None:
         path = Path(prices)
@@ -73,6 +80,12 @@ def _port_gbps(bandwidth_Bps: float) -> int:
 
 
 def _fabric(system: SystemSpec, gpus: int, topology: str, link: LinkParams, radix: int) -> Topology:
+    # deferred: building a graph imports numpy, which the system fabrics' counts do not need
+    # (_fabric_inventory), so train/infer/serve's energy figures start without it
+    from fabricsim.api.topologies import build_topology
+    from fabricsim.topology.builders import RailSpec, rail_optimized
+    from fabricsim.topology.rail_only import rail_only
+
     nodes, rails = system.nodes(gpus), system.scale_out.nics_per_node
     over = system.scale_out.oversubscription
     if topology == "rail-optimized":
@@ -90,6 +103,26 @@ def _fabric(system: SystemSpec, gpus: int, topology: str, link: LinkParams, radi
     if fabric.hosts < nodes * rails:
         raise FabricsimError("topology", f"{topology} has {fabric.hosts} host ports for {nodes * rails} NICs")
     return fabric
+
+
+def _fabric_inventory(
+    system: SystemSpec, gpus: int, topology: str, nic: LinkSpec, switch: SwitchSpec
+) -> tuple[Inventory, float]:
+    """The scale-out fabric's counts (boxes of the switch radix for the system fabrics) and its
+    line rate. A rail-optimized or fat-tree system fabric is counted in closed form
+    (:func:`~fabricsim.topology.clos_counts.rail_optimized_inventory`, equal to counting the built
+    graph); anything else is built and counted."""
+    nodes, rails = system.nodes(gpus), system.scale_out.nics_per_node
+    over, radix = system.scale_out.oversubscription, switch.radix
+    shape = {"rail-optimized": (nodes, rails), "fat-tree": (nodes * rails, 1)}.get(topology)  # as _fabric builds them
+    counted = None if shape is None else rail_optimized_inventory(*shape, radix, over)
+    if counted is not None:
+        return counted, nic.bandwidth_Bps
+    from fabricsim.topology.builders import LinkParams  # deferred with the graph (numpy), see _fabric
+    from fabricsim.topology.inventory import count_inventory
+
+    fabric = _fabric(system, gpus, topology, LinkParams(nic.bandwidth_Bps, switch.latency_s), radix)
+    return count_inventory(fabric, radix if topology in FABRICS else None), fabric.line_rate_Bps
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +160,15 @@ def _cluster(system: SystemSpec, gpus: int, choices: CostChoices, costs: CostCat
     switch = catalog.load_switch(choices.switch) if choices.switch is not None else out.switch
     kind = out.topology.value if choices.topology is None else choices.topology
     name = kind.partition(":")[0]
-    if kind not in FABRICS and name not in BUILDERS:
-        raise unknown_name("topology", kind, sorted({*FABRICS, *BUILDERS}))
+    if kind not in FABRICS:
+        from fabricsim.topology.parse import BUILDERS  # deferred with the graph (numpy), see _fabric
+
+        if name not in BUILDERS:
+            raise unknown_name("topology", kind, sorted({*FABRICS, *BUILDERS}))
     optics = parse_choice("optics", choices.optics, Optics)
     cooling = parse_choice("cooling", choices.cooling, Cooling) if choices.cooling is not None else None
     nodes = system.nodes(gpus)
-    link = LinkParams(nic.bandwidth_Bps, switch.latency_s)
-    fabric = None if nodes == 1 else _fabric(system, gpus, kind, link, switch.radix)
+    fabric = None if nodes == 1 else _fabric_inventory(system, gpus, kind, nic, switch)
     entry = costs.systems.get(system.name)
     return Cluster(
         system=system.name,
@@ -146,8 +181,8 @@ def _cluster(system: SystemSpec, gpus: int, choices: CostChoices, costs: CostCat
         nic=nic.name,
         switch=switch.name,
         switch_radix=switch.radix,
-        port_gbps=_port_gbps(fabric.line_rate_Bps if fabric is not None else nic.bandwidth_Bps),
-        fabric=None if fabric is None else count_inventory(fabric, switch.radix if kind in FABRICS else None),
+        port_gbps=_port_gbps(fabric[1] if fabric is not None else nic.bandwidth_Bps),
+        fabric=None if fabric is None else fabric[0],
         optics=optics,
         cooling=cooling or (entry.cooling if entry is not None else Cooling.AIR),
         media_family=MEDIA_FAMILIES.get(name, "rail" if kind in FABRICS else "tor"),
@@ -214,6 +249,8 @@ def compare_rail_only(
     count = a2a_gpus if a2a_gpus is not None else max(64, 2 * domain)
     if isinstance(count, bool) or not isinstance(count, int) or count < 2 * domain or count % domain:
         raise FabricsimError("a2a_gpus", f"must be a multiple of the {domain}-GPU domain, at least two, got {count!r}")
+    from fabricsim.topology.builders import LinkParams, RailSpec  # deferred with the graph (numpy), see _fabric
+
     rail = RailSpec(count // domain, domain, out.switch.radix, LinkParams(out.nic.bandwidth_Bps, out.switch.latency_s))
     nvlink = LinkParams(spec.scale_up.bandwidth_Bps, spec.scale_up.link.latency_s)
     # deferred on purpose: the flow model (scipy) is only needed here, and this module is imported by
@@ -232,11 +269,25 @@ def _busy_power(system_json: str, gpus: int, load: Load) -> PowerBreakdown:
     return cluster_power(cluster, bill_of_materials(cluster, costs.media.get(cluster.media_family, {})), costs, load)
 
 
+_SYSTEM_JSON: dict[int, tuple[SystemSpec, str]] = {}  # id -> (the spec, kept alive so the id stays its own; JSON)
+
+
+def _system_json(system: SystemSpec) -> str:
+    """``system.model_dump_json()``, the key of the power cache, once per spec object (the catalog
+    returns one object per name; dumping it cost a fifth of a train call)."""
+    hit = _SYSTEM_JSON.get(id(system))
+    if hit is None or hit[0] is not system:
+        if len(_SYSTEM_JSON) >= 256:  # as the catalog's caches
+            _SYSTEM_JSON.clear()
+        hit = _SYSTEM_JSON[id(system)] = (system, system.model_dump_json())
+    return hit[1]
+
+
 def _power(system: SystemSpec, gpus: int, load: Load) -> PowerBreakdown | None:
     """Cached power of a system's cluster; None for a system without power data."""
     if system.name not in load_cost_catalog().systems:
         return None
-    return _busy_power(system.model_dump_json(), gpus, load)
+    return _busy_power(_system_json(system), gpus, load)
 
 
 def attach_train(result: TrainResult, system: SystemSpec) -> TrainResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import threading
 
 from fabricsim import catalog
 from fabricsim.api.cost import attach_train
@@ -191,10 +192,31 @@ def train(
     placement = parse_offload(offload, offload_tier)
     if placement is not None:
         system_spec.memory_tier(placement.tier)
-    estimate = analytic.estimate_training(
-        model_spec, system_spec, layout, global_batch, seq_len, options, offload=placement
-    )
+    estimate = _context(model_spec, system_spec, options).estimate(layout, global_batch, seq_len, placement)
     return attach_train(train_result(model_spec.name, system_spec.name, estimate, options), system_spec)
+
+
+# The engine's per-(model, system, options) context, reused by later train calls of this thread (a
+# context is not shared between threads): its caches hold pure per-shape work (stage costs, layer
+# times, collective times), so a loop of train calls over layouts, batches or sequence lengths
+# pays for each shape once, as a sweep holding one context does. Bounded: a few contexts, each
+# rebuilt once it holds many shapes. The catalog returns one spec object per name, so the specs'
+# identities (kept alive here with the context) and the options' value are the key.
+_CONTEXTS = threading.local()
+CONTEXTS_KEPT = 8
+SHAPES_KEPT = 4096
+
+
+def _context(model: ModelSpec, system: SystemSpec, options: TrainingOptions) -> analytic.TrainingContext:
+    kept: dict[tuple, tuple[ModelSpec, SystemSpec, analytic.TrainingContext]]
+    kept = _CONTEXTS.__dict__.setdefault("kept", {})
+    key = (id(model), id(system), options)
+    hit = kept.get(key)
+    if hit is None or hit[0] is not model or hit[1] is not system or hit[2].shapes_cached > SHAPES_KEPT:
+        if len(kept) >= CONTEXTS_KEPT:
+            kept.clear()
+        hit = kept[key] = (model, system, analytic.training_context(model, system, options))
+    return hit[2]
 
 
 def a2a_overlap_unavailable(options: TrainingOptions, layout: ParallelLayout) -> bool:

@@ -117,7 +117,8 @@ def constants(version: str = DEFAULT_VERSION) -> NcclConstants:
         raise FabricsimError(
             "nccl_version", f"no constants for NCCL {version!r}", f"use one of: {', '.join(available_versions())}"
         )
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    # shipped data: parsed by libyaml where PyYAML has it (the same objects as safe_load, ~10x faster)
+    raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     plateau = raw["ring_plateau_latency_factor"]
     overhead = raw["net_overhead_us"]
     channels = raw["channel_count"]

@@ -12,7 +12,7 @@ from enum import StrEnum
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from fabricsim.specs.base import FrozenSpec
-from fabricsim.topology.inventory import Inventory
+from fabricsim.topology.clos_counts import Inventory
 
 
 class Cooling(StrEnum):

@@ -20,6 +20,12 @@ groups of layouts sharing (tp, pp, cp, ep, dtype, sequence parallel, recompute).
    before timing) exceeds the K-th best's.
 4. **Offload** (:mod:`fabricsim.planner.offload`): a layout that does not fit by itself is tried
    with every offload choice that fits it in HBM and on the tier, each a variant timed like a layout.
+   Bounds apply to them too (issue 27: offload search cost 3-4x the search without): in a block the
+   time bound rejects, offload choices are sized only until one layout of the block fits some way
+   (what the micro-batch pruning of step 1 needs to know); and an offload variant changes only the
+   optimizer step and adds exposed transfers, so its layout's step without those two terms bounds
+   it against the K-th best before any of its offload variants is timed (``_time_block``).
+   ``PlanSettings.bound_offload=False`` sizes and times them all (tests check the plans equal).
 5. **Costing** with the analytic engine (:func:`estimate_training`, microseconds per layout; the
    per-(model, system) context and per-shape stage costs are cached by the engine).
 
@@ -34,6 +40,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
+from fabricsim.engine.training.memory import memory_breakdown
+from fabricsim.engine.training.results import TimeBreakdown
 from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
@@ -82,6 +90,7 @@ class PlanSettings:
     top: int = 5
     objective: TrainObjective = TrainObjective.TOKENS_PER_S
     offload: tuple[OffloadSpec, ...] = ()
+    bound_offload: bool = True  # False: size and time offload variants the time bounds reject (checks the bounds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,10 +128,12 @@ class TrainSearch:
     """The outcome: ranked plans and what the walk did.
 
     ``evaluated``: valid layouts assessed (every one either timed or rejected by a bound);
-    ``feasible``: those that fit in memory (by themselves or with an offload choice); ``costed``:
-    those timed by the engine (each with every offload choice that fits it);
+    ``feasible``: those known to fit in memory (by themselves or with an offload choice); ``costed``:
+    those timed by the engine (each with the offload choices that fit it and can still win);
     ``pruned_memory``: sized and too big; ``pruned_unsized``: larger micro-batches of a block where
-    nothing fit, rejected without sizing; ``pruned_time``: fit but not timed (time bound);
+    nothing fit, rejected without sizing; ``pruned_time``: not timed (time bound): those that fit,
+    and under offload search those that do not fit by themselves in a block the bound rejects,
+    whose offload choices are then not sized (once one layout of the block fits some way);
     ``smallest_memory_bytes`` and ``smallest_memory_layout``: the least memory per GPU seen;
     ``faster_unfit``: a layout faster than the best plan that does not fit (see :func:`_faster_unfit`).
     """
@@ -228,29 +239,45 @@ def _note_memory(walk: _Walk, layout: ParallelLayout, memory_bytes: float) -> No
 Variant = tuple[ParallelLayout, OffloadSpec | None, float]  # layout, offload choice, HBM bytes
 
 
-def _sized(walk: _Walk, group: Group, micro_batch: int) -> tuple[list[Variant], ParallelLayout | None, int, int]:
-    """(variants of the block that fit, its first layout that does not fit in HBM by itself, block
-    size, layouts that fit some way): every (ZeRO stage, virtual stages) layout sized, then its
-    offload choices where they can help (:mod:`fabricsim.planner.offload`)."""
+def _sized(
+    walk: _Walk, group: Group, micro_batch: int, block: tuple[tuple[int, ...], tuple[int, ...]], offload: bool
+) -> tuple[list[Variant], ParallelLayout | None, int, int]:
+    """(variants of the block that fit, its first layout that does not fit in HBM by itself,
+    layouts that fit some way, layouts left unsized with offload): every (ZeRO stage, virtual
+    stages) layout sized, then its offload choices where they can help
+    (:mod:`fabricsim.planner.offload`); without ``offload`` (a block the time bound rejects) only
+    until one layout fits some way, the rest counted as unsized."""
     q = walk.question
-    zeros, virtual = _block_size(walk, group, micro_batch)
+    zeros, virtual = block  # _block_size
     fitting: list[Variant] = []
-    unfit, feasible = None, 0
+    unfit, feasible, unsized = None, 0, 0
+    # what TrainingContext.memory does per layout, once per block: the stage entry is shared (its key
+    # has no ZeRO stage or virtual stages) and the layout rules do not involve the ZeRO stage
+    microbatches: dict[int, int] = {}
+    entry = None
     for zero in zeros:
         for vpp in virtual:
             layout = group.layout(micro_batch, zero, vpp)
-            memory = walk.context.memory(layout, q.global_batch, q.seq_len)
+            if vpp not in microbatches:
+                microbatches[vpp] = walk.context.microbatches(layout, q.global_batch, q.seq_len)
+            entry = entry or walk.context.stage(layout, q.seq_len)
+            memory = memory_breakdown(layout, entry, microbatches[vpp])
             _note_memory(walk, layout, memory.total)
             fits = memory.total <= walk.capacity_bytes
             variants: list[Variant] = [(layout, None, memory.total)] if fits else []
             if walk.offload_groups and (not fits or walk.offload_always):
-                offloads = walk.context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups)
-                variants += [(layout, offload, hbm_bytes) for offload, hbm_bytes in offloads]
+                if offload or (not fits and not fitting and not unsized):
+                    offloads = walk.context.fitting_offloads(
+                        layout, memory, q.global_batch, q.seq_len, walk.offload_groups
+                    )
+                    variants += [(layout, choice, hbm_bytes) for choice, hbm_bytes in offloads]
+                elif not fits:
+                    unsized += 1
             fitting += variants
             feasible += bool(variants)
             if not fits and unfit is None:
                 unfit = layout
-    return fitting, unfit, len(zeros) * len(virtual), feasible
+    return fitting, unfit, feasible, unsized
 
 
 def _block_size(walk: _Walk, group: Group, micro_batch: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -277,31 +304,58 @@ def _lower_bound_s(walk: _Walk, layout: ParallelLayout) -> float:
 
 
 def _search_group(walk: _Walk, group: Group) -> None:
-    q = walk.question
     sizes = sp.micro_batches(walk.problem, walk.space, group)
     position = 0
     while position < len(sizes):
         micro_batch = sizes[position]
-        fitting, unfit, block, feasible = _sized(walk, group, micro_batch)
         position += 1
+        zeros, virtual = _block_size(walk, group, micro_batch)
+        block = len(zeros) * len(virtual)
         if block == 0:  # no (ZeRO, vpp) variant is allowed here, e.g. --vpp 2 where m is not a multiple of pp
             continue
+        bound_s = _lower_bound_s(walk, group.layout(micro_batch, zeros[0], virtual[0]))
+        beaten = _time_bound_beaten(walk, bound_s)
+        # offload variants of a block the time bound rejects would not be timed: not sized either
+        sized = not beaten or not walk.settings.bound_offload
+        fitting, unfit, feasible, unsized = _sized(walk, group, micro_batch, (zeros, virtual), sized)
         walk.evaluated += block
-        walk.pruned_memory += block - feasible
+        walk.pruned_memory += block - feasible - unsized
         walk.feasible += feasible
-        bound_s = _lower_bound_s(walk, fitting[0][0] if fitting else unfit)  # type: ignore[arg-type]
         if unfit is not None:
             _note_unfit(walk, bound_s, unfit)
-        if not fitting:  # memory does not shrink with a larger micro-batch: neither do they fit
+        if not fitting and not unsized:  # memory does not shrink with a larger micro-batch: neither do they fit
             position = _skip_unfit(walk, group, sizes, position)
             continue
-        if _time_bound_beaten(walk, bound_s):
-            walk.pruned_time += feasible
+        if beaten:
+            walk.pruned_time += feasible + unsized
             continue
-        for layout, offload, memory_bytes in fitting:
-            if not _memory_bound_beaten(walk, memory_bytes):
-                _offer(walk, walk.context.estimate(layout, q.global_batch, q.seq_len, offload))
+        _time_block(walk, fitting)
         walk.costed += feasible  # layouts; with offload each may be timed with several choices
+
+
+def offload_step_bound(time: TimeBreakdown) -> float:
+    """A lower bound on the step of any offload variant of the layout whose step without offload
+    is ``time``: the same terms but the optimizer step and the exposed transfers, taken as zero."""
+    return time._replace(optimizer_s=0.0, offload_s=0.0).total_s
+
+
+def _time_block(walk: _Walk, fitting: list[Variant]) -> None:
+    """Offer every variant that can still enter the K best. An offload variant differs from its
+    layout without offload only in the optimizer step (on the tier's CPU, possibly faster) and the
+    exposed transfers (>= 0), the last two terms of :attr:`TimeBreakdown.total_s`; so its step is
+    at least the layout's step with both zero (rounded addition is monotone: an exact bound). The
+    layout is timed without offload first, and its offload variants only while that bound can win."""
+    q = walk.question
+    bounds: dict[ParallelLayout, float] = {}
+    for layout, offload, memory_bytes in fitting:
+        if _memory_bound_beaten(walk, memory_bytes):
+            continue
+        if offload is not None and walk.settings.bound_offload:
+            if layout not in bounds:
+                bounds[layout] = offload_step_bound(walk.context.estimate(layout, q.global_batch, q.seq_len).time)
+            if _time_bound_beaten(walk, bounds[layout]):
+                continue
+        _offer(walk, walk.context.estimate(layout, q.global_batch, q.seq_len, offload))
 
 
 def _skip_unfit(walk: _Walk, group: Group, sizes: tuple[int, ...], position: int) -> int:

@@ -11,7 +11,7 @@ Expert layers are folded over the same GPUs (Megatron-Core's MoE parallel foldin
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 
 
@@ -96,7 +96,7 @@ class ParallelLayout:
 
     def as_dict(self) -> dict[str, object]:
         """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`)."""
-        raw = asdict(self)
+        raw = {f.name: getattr(self, f.name) for f in fields(self)}  # flat immutable fields: asdict without its copies
         raw["recompute"] = self.recompute.value
         raw["expert_tensor_parallel"] = self.expert_tp  # resolved: tp unless set
         return {SHORT_NAMES[name]: value for name, value in raw.items()}

@@ -17,40 +17,20 @@ global cables) test the builders and the counting together.
   of a radix; given ``radix``, the boxes of a tier are ceil(ports used / radix), which is what
   NVIDIA's DGX SuperPOD tables list (e.g. 4 SU, 128 nodes: 32 leaves, 16 spines).
 
-This module is self-contained on purpose (reliability and cost both count components).
+This module is self-contained on purpose (reliability and cost both count components). The
+:class:`Inventory` it returns lives in :mod:`fabricsim.topology.clos_counts` (no numpy), with the
+closed form of a rail-optimized Clos's counts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from fabricsim.errors import FabricsimError
+from fabricsim.topology.clos_counts import Inventory
 from fabricsim.topology.graph import NodeKind, Topology, cables
 
-
-@dataclass(frozen=True, slots=True)
-class Inventory:
-    """Counts of one topology. ``switches_by_tier[i]`` is tier i+1 (physical boxes, see module doc);
-    ``switch_nodes_by_tier`` the graph's switch nodes; ``ports_by_tier`` the cabled ports."""
-
-    name: str
-    endpoints: int
-    gpus: int
-    nics: int
-    scale_up_switches: int
-    switches_by_tier: tuple[int, ...]
-    switch_nodes_by_tier: tuple[int, ...]
-    ports_by_tier: tuple[int, ...]
-    cables: tuple[tuple[str, int], ...]
-
-    @property
-    def switches(self) -> int:
-        return sum(self.switches_by_tier)
-
-    def cable_count(self, cable_class: str) -> int:
-        return dict(self.cables).get(cable_class, 0)
+__all__ = ["Inventory", "count_inventory", "switch_tiers"]
 
 
 def _access_nodes(topology: Topology) -> np.ndarray:

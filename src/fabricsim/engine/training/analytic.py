@@ -50,7 +50,14 @@ from fabricsim.engine.training.step_time import (
 )
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.specs.memory_tier import OFFLOAD_ORDER, MemoryTierSpec, OffloadSpec
-from fabricsim.transformer.compute import DeviceRates, device_rates
+from fabricsim.transformer.compute import (
+    DeviceRates,
+    LayerTimes,
+    ShardShape,
+    device_rates,
+    layer_forward_times,
+    logits_times_s,
+)
 from fabricsim.transformer.flops import ModelDims, hardware_flops_per_step, model_dims, model_flops_per_step
 from fabricsim.transformer.memory_tiers import class_shifts
 from fabricsim.workload import training as work
@@ -89,6 +96,8 @@ class TrainingContext:
     __slots__ = (
         "_dp_cache",
         "_flops",
+        "_layer_times",
+        "_logits_times",
         "_peaks",
         "_rates",
         "_stage_cache",
@@ -109,12 +118,36 @@ class TrainingContext:
         self._flops: dict[tuple[int, int, Recompute], tuple[float, float]] = {}
         self._stage_cache: dict[tuple, StageEntry] = {}
         self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
+        self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
+        self._logits_times: dict[tuple[str, ShardShape], tuple[float, float]] = {}
+
+    @property
+    def shapes_cached(self) -> int:
+        """Per-shape stage entries held (what the caches grow by)."""
+        return len(self._stage_cache)
 
     def rates(self, dtype: str) -> DeviceRates:
         rates = self._rates.get(dtype)
         if rates is None:
             rates = self._rates[dtype] = device_rates(self.system.device, dtype, self.options.fp8_recipe)
         return rates
+
+    def layer_times(self, dtype: str, shape: ShardShape, moe: bool) -> LayerTimes:
+        """Forward seconds of one (dense or MoE) layer of ``shape`` (cached: one per-GPU shape recurs
+        across pipeline depths and recomputation modes, which a stage entry's key tells apart)."""
+        key = (dtype, shape, moe)
+        times = self._layer_times.get(key)
+        if times is None:
+            times = self._layer_times[key] = layer_forward_times(self.dims, self.rates(dtype), shape, moe)
+        return times
+
+    def logits_times(self, dtype: str, shape: ShardShape) -> tuple[float, float]:
+        """(forward, backward) seconds of the output layer and loss of ``shape`` (cached as :meth:`layer_times`)."""
+        key = (dtype, shape)
+        times = self._logits_times.get(key)
+        if times is None:
+            times = self._logits_times[key] = logits_times_s(self.dims, self.rates(dtype), shape)
+        return times
 
     def peak_flops(self, dtype: str) -> float:
         peak = self._peaks.get(dtype)

@@ -30,8 +30,6 @@ from fabricsim.transformer.compute import (
     LayerTimes,
     ShardShape,
     gemm_time_s,
-    layer_forward_times,
-    logits_times_s,
     memory_time_s,
 )
 from fabricsim.transformer.constants import (
@@ -84,6 +82,14 @@ class StepContext(Protocol):
     system: SystemSpec
 
     def rates(self, dtype: str) -> DeviceRates: ...
+
+    def layer_times(self, dtype: str, shape: ShardShape, moe: bool) -> LayerTimes:
+        """:func:`~fabricsim.transformer.compute.layer_forward_times` of the context's model and device."""
+        ...
+
+    def logits_times(self, dtype: str, shape: ShardShape) -> tuple[float, float]:
+        """:func:`~fabricsim.transformer.compute.logits_times_s` of the context's model and device."""
+        ...
 
 
 def overlapped_s(comm_s: float, compute_s: float, slowdown: float | None = None) -> float:
@@ -245,10 +251,15 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
 def _sum_work(parts: list[StageWork], weights: tuple[float, ...] | None = None) -> StageWork:
     """The weighted sum of :class:`StageWork` records, field by field (weights default to 1)."""
     weights = weights or (1.0,) * len(parts)
-    return StageWork(*(
-        sum(w * getattr(p, name) for p, w in zip(parts, weights, strict=True))
-        for name in ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "ep_unpaired_s")
-    ))
+    rows = [
+        (w * p.forward_s, w * p.backward_s, w * p.recompute_s, w * p.tp_comm_s, w * p.cp_comm_s, w * p.ep_comm_s,
+         w * p.ep_unpaired_s)
+        for p, w in zip(parts, weights, strict=True)
+    ]
+    # sum() per field as before (the same additions in the same order), without a generator per field
+    if not rows:
+        return StageWork(0, 0, 0, 0, 0, 0, 0)
+    return StageWork(*(sum(column) for column in zip(*rows, strict=True)))
 
 
 def _layer_work(
@@ -256,7 +267,7 @@ def _layer_work(
 ) -> StageWork:
     """Seconds of ``count`` (dense or MoE) layers for one micro-batch, by kind (a :class:`StageWork`)."""
     dims, rates = ctx.dims, ctx.rates(layout.dtype)
-    times = layer_forward_times(dims, rates, shape, moe)
+    times = ctx.layer_times(layout.dtype, shape, moe)
     tp_layer, cp_layer = _layer_comm_s(ctx, layout, sizes, times)
     if layout.recompute is Recompute.FULL:
         recompute = times.total_s
@@ -281,7 +292,7 @@ def _tail_work(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, 
     two RMSNorms, the 2h -> h projection, one layer of the model's kind and the output layer and
     loss again."""
     dims, rates = ctx.dims, ctx.rates(layout.dtype)
-    logits_fwd, logits_bwd = logits_times_s(dims, rates, shape)
+    logits_fwd, logits_bwd = ctx.logits_times(layout.dtype, shape)
     tail = StageWork(logits_fwd, logits_bwd, 0.0, 0.0, 0.0, 0.0)
     depth = ctx.options.mtp_layers
     if not depth:

@@ -1,0 +1,179 @@
+"""fabricsim against Calculon on the same training question, same machine, one run (issue 27).
+
+The question is Calculon's README example: megatron-1T on 3,072 A100 with tp 4, pp 64, dp 12,
+micro-batch 4, full recomputation and a sharded optimizer, batch 3,072, sequence 2,048
+(``calculon llm models/megatron-1T.json examples/3072_t4_p64_d12_mbs4_full.json
+systems/a100_80g.json -``); fabricsim's equivalent is ``fabricsim train --model megatron-1t
+--system dgx-a100 --gpus 3072 --global-batch 3072 --seq-len 2048 --tp 4 --pp 64 --dp 12
+--micro-batch 4 --recompute full --zero 1 --json``. Two figures, each as a ratio Calculon / fabricsim:
+
+* **CLI**: each command as a whole process, ``REPEATS`` times, alternating the two so that load
+  on the machine hits both alike; wall time (min, median) and CPU time (user + sys of the child,
+  from ``resource.getrusage(RUSAGE_CHILDREN)``, min and median). CPU time is the fairer figure on
+  a shared machine; the minimum is the least disturbed run. Goal: fabricsim at most half of Calculon.
+* **In-process**: one estimate, timed with ``timeit`` in a warm interpreter: ``api.train`` here
+  (repeated, as a loop of calls runs it, and with the engine's context cold each call), and
+  Calculon's ``Llm.compile`` + ``run`` + ``get_stats_json`` (its ``llm`` command without the file
+  reads and printing, logging at its CLI's default level INFO) in a child process with Calculon's
+  Python. Goal: >= 200x.
+
+Calculon is not a dependency: give its source tree with ``--calculon DIR`` or ``CALCULON_DIR``, and
+the Python that can import it (numpy, psutil, pandas) with ``--calculon-python PY`` or
+``CALCULON_PYTHON`` (default: this Python). Without it the script says how to get it and exits 0.
+
+Run: ``python benchmarks/bench_vs_calculon.py [--repeats 9] [--calculon DIR --calculon-python PY]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+import timeit
+from pathlib import Path
+
+CALCULON_ARGS = (
+    "llm", "models/megatron-1T.json", "examples/3072_t4_p64_d12_mbs4_full.json", "systems/a100_80g.json", "-",
+)
+TRAIN = (
+    "train", "--model", "megatron-1t", "--system", "dgx-a100", "--gpus", "3072", "--global-batch", "3072",
+    "--seq-len", "2048", "--tp", "4", "--pp", "64", "--dp", "12", "--micro-batch", "4", "--recompute", "full",
+    "--zero", "1", "--json",
+)
+FABRICSIM_CLI = (sys.executable, "-c", "import sys; from fabricsim.cli.app import main; sys.exit(main())")
+API_ARGS = ("megatron-1t", "dgx-a100", 3072, 3072, 2048)
+API_KW = {"tp": 4, "pp": 64, "dp": 12, "micro_batch": 4, "recompute": "full", "zero": 1}
+CALCULON_INPROCESS = textwrap.dedent(
+    """
+    import logging, sys, timeit
+    import calculon
+    from calculon.llm import Llm
+    from calculon.system import System
+    read = calculon.io.read_json_file
+    app = Llm.Application(read("models/megatron-1T.json"))
+    exe_json = read("examples/3072_t4_p64_d12_mbs4_full.json")
+    sys_json = read("systems/a100_80g.json")
+    logger = logging.getLogger()
+    logger.setLevel("INFO")  # the CLI's default (-v INFO)
+    def one():
+        exe = Llm.Execution.from_json(exe_json)
+        syst = System(sys_json)
+        model = Llm(app, logger)
+        model.compile(syst, exe)
+        model.run(syst)
+        return model.get_stats_json(False)
+    one()
+    number = int(sys.argv[1])
+    print(min(timeit.repeat(one, number=number, repeat=5)) / number)
+    """
+)
+HOW_TO_GET = """Calculon was not found. To compare against it (its code stays outside this repository):
+  git clone https://github.com/calculon-ai/calculon /tmp/calculon
+  python3 -m venv /tmp/calcvenv && /tmp/calcvenv/bin/pip install -e /tmp/calculon numpy psutil pandas
+  CALCULON_DIR=/tmp/calculon CALCULON_PYTHON=/tmp/calcvenv/bin/python python benchmarks/bench_vs_calculon.py"""
+
+
+def run_once(
+    argv: tuple[str, ...] | list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[float, float]:
+    """(wall s, CPU s of the child: user + sys) of one run of ``argv``, its output discarded."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, cwd=cwd, env=env, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def summary(samples: list[float]) -> tuple[float, float]:
+    return min(samples), statistics.median(samples)
+
+
+def cli_figures(calculon: Path, python: str, repeats: int) -> dict[str, dict[str, list[float]]]:
+    env = {**os.environ, "PYTHONPATH": str(calculon)}  # as Calculon's README runs it
+    commands = {
+        "fabricsim": (FABRICSIM_CLI + TRAIN, None, None),
+        "calculon": ((python, str(calculon / "bin" / "calculon"), *CALCULON_ARGS), calculon, env),
+    }
+    samples: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in commands}
+    for argv, cwd, run_env in commands.values():  # once each, untimed: warm the file cache
+        run_once(argv, cwd, run_env)
+    for _ in range(repeats):
+        for name, (argv, cwd, run_env) in commands.items():
+            wall, cpu = run_once(argv, cwd, run_env)
+            samples[name]["wall"].append(wall)
+            samples[name]["cpu"].append(cpu)
+    return samples
+
+
+def fabricsim_inprocess(number: int) -> tuple[float, float]:
+    """Seconds of one ``api.train`` + ``to_json``: (repeated, the engine's context warm as in a loop
+    of calls; cold, a new context each call as the first call of a process after the catalog)."""
+    from fabricsim import api
+    from fabricsim.api import training
+
+    api.train(*API_ARGS, **API_KW)  # warm: imports and the catalog
+
+    def one() -> dict:
+        return api.train(*API_ARGS, **API_KW).to_json()
+
+    kept = getattr(training, "_CONTEXTS", None)  # absent before the context was reused (older trees)
+
+    def cold() -> dict:
+        if kept is not None:
+            kept.__dict__.clear()  # forget the engine's per-(model, system) context
+        return one()
+
+    warm = min(timeit.repeat(one, number=number, repeat=5)) / number
+    return warm, min(timeit.repeat(cold, number=number, repeat=5)) / number
+
+
+def calculon_inprocess(calculon: Path, python: str, number: int) -> float:
+    env = {**os.environ, "PYTHONPATH": str(calculon)}
+    done = subprocess.run(
+        [python, "-c", CALCULON_INPROCESS, str(number)], cwd=calculon, env=env, check=True, capture_output=True,
+        text=True,
+    )
+    return float(done.stdout.split()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calculon", default=os.environ.get("CALCULON_DIR"), help="Calculon's source tree")
+    parser.add_argument("--calculon-python", default=os.environ.get("CALCULON_PYTHON", sys.executable))
+    parser.add_argument("--repeats", type=int, default=9, help="whole-process runs of each CLI")
+    parser.add_argument("--number", type=int, default=200, help="in-process estimates per timeit repeat")
+    args = parser.parse_args()
+    calculon = Path(args.calculon) if args.calculon else None
+    if calculon is None or not (calculon / "bin" / "calculon").is_file():
+        print(HOW_TO_GET)
+        return 0
+
+    print(f"same question: Calculon {' '.join(CALCULON_ARGS)}")
+    print(f"               fabricsim {' '.join(TRAIN)}")
+    samples = cli_figures(calculon, args.calculon_python, args.repeats)
+    print(f"\nCLI, whole process, {args.repeats} runs each (alternating), seconds:")
+    print(f"  {'':10s} {'wall min':>9s} {'wall med':>9s} {'CPU min':>9s} {'CPU med':>9s}")
+    figures = {}
+    for name, runs in samples.items():
+        figures[name] = (*summary(runs["wall"]), *summary(runs["cpu"]))
+        print(f"  {name:10s} " + " ".join(f"{value:9.3f}" for value in figures[name]))
+    ratios = [c / f for c, f in zip(figures["calculon"], figures["fabricsim"], strict=True)]
+    print("  Calculon/fabricsim " + " ".join(f"{r:8.2f}x" for r in ratios) + "   (goal >= 2x)")
+
+    warm, cold = fabricsim_inprocess(args.number)
+    theirs = calculon_inprocess(calculon, args.calculon_python, max(1, args.number // 20))
+    print("\nin-process, one estimate (best of 5 timeit repeats):")
+    print(f"  Calculon compile + run + stats               {theirs * 1e3:8.3f} ms")
+    print(f"  fabricsim api.train + to_json, repeated call {warm * 1e3:8.3f} ms   {theirs / warm:6.1f}x (goal >= 200x)")
+    print(f"  fabricsim api.train + to_json, cold context  {cold * 1e3:8.3f} ms   {theirs / cold:6.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
