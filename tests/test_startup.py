@@ -45,3 +45,28 @@ def test_importing_the_api_loads_no_family() -> None:
     code = "import sys, fabricsim.api; print(sorted(m for m in sys.modules if m.startswith('fabricsim.api.')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_json_train_builds_only_its_own_command() -> None:
+    """Issue 27: the CLI imports and builds only the command it runs (cli/app.py SUBCOMMANDS), and a
+    JSON train loads neither rich nor numpy."""
+    train = ["train", "--model", "megatron-1t", "--system", "dgx-a100", "--gpus", "3072", "--global-batch", "3072",
+             "--seq-len", "2048", "--tp", "4", "--pp", "64", "--dp", "12", "--micro-batch", "4", "--recompute", "full",
+             "--zero", "1", "--json"]
+    others = tuple(f"fabricsim.cli.{name}_cmd" for name in ("plan", "infer", "collective", "traffic", "cost", "serve"))
+    assert _loaded(*train, heavy=(*others, "rich", "numpy")) == ""
+
+
+def test_lazy_command_tree_is_the_full_app() -> None:
+    """Every command of the registered app is reachable through the lazily built tree, with the same
+    parameters, and in the order ``fabricsim --help`` lists them."""
+    import typer.main
+
+    from fabricsim.cli.app import _command, app
+
+    full = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    lazy = _command().commands
+    assert list(lazy) == list(full)
+    for name, command in full.items():
+        assert [p.name for p in lazy[name].params] == [p.name for p in command.params], name
+        assert sorted(getattr(lazy[name], "commands", {})) == sorted(getattr(command, "commands", {})), name

@@ -8,40 +8,30 @@ Every user error becomes one line on stderr and exit status 2, without a traceba
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import typer
 import typer.main
 
-from fabricsim.cli import (
-    calibrate_cmd,
-    catalog_cmd,
-    collective_cmd,
-    cost_cmd,
-    goodput_cmd,
-    infer_cmd,
-    measure_cmd,
-    plan_cmd,
-    replay_cmd,
-    report_cmd,
-    serve_cmd,
-    sweep_cmd,
-    traffic_cmd,
-    train_cmd,
-    validate_cmd,
-)
 from fabricsim.cli.html_option import HTML_TARGET, split_html_option
 from fabricsim.errors import FabricsimError
 
-app = typer.Typer(
-    name="fabricsim",
-    help="Predict, explain and plan training and serving of very large models on GPU clusters."
-    " Every command that prints a result also takes --html PATH: a self-contained HTML report of it.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+
+def _root_app() -> typer.Typer:
+    """A new Typer app with the root options (``--version``) and no sub-command yet."""
+    root = typer.Typer(
+        name="fabricsim",
+        help="Predict, explain and plan training and serving of very large models on GPU clusters."
+        " Every command that prints a result also takes --html PATH: a self-contained HTML report of it.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    root.callback()(_root)
+    return root
 
 
 def _version() -> str:
@@ -59,7 +49,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
@@ -68,21 +57,80 @@ def _root(
     """Predict, explain and plan training and serving of very large models on GPU clusters."""
 
 
-app.command("collective", no_args_is_help=True)(collective_cmd.collective)
-app.add_typer(catalog_cmd.app, name="catalog")
-app.command("validate")(validate_cmd.validate)
-app.command("traffic", no_args_is_help=True)(traffic_cmd.traffic)
-app.command("sweep", no_args_is_help=True)(sweep_cmd.sweep)
-app.command("train", no_args_is_help=True)(train_cmd.train)
-app.add_typer(plan_cmd.app, name="plan")
-app.command("infer", no_args_is_help=True)(infer_cmd.infer)
-app.command("serve", no_args_is_help=True)(serve_cmd.serve)
-app.command("goodput", no_args_is_help=True)(goodput_cmd.goodput)
-app.add_typer(calibrate_cmd.app, name="calibrate")
-app.command("report", no_args_is_help=True)(report_cmd.report)
-app.add_typer(measure_cmd.app, name="measure")
-app.command("replay", no_args_is_help=True)(replay_cmd.replay)
-app.command("cost", no_args_is_help=True)(cost_cmd.cost)
+# The commands in the order ``fabricsim --help`` lists them: (name, module in fabricsim.cli, its
+# command function or sub-Typer ``app``, no_args_is_help). A run imports and builds only the
+# command it runs (start-up time, issue 27): building all of them costs ~70 ms of signature
+# inspection, and their modules' imports more.
+SUBCOMMANDS: tuple[tuple[str, str, str, bool], ...] = (
+    ("collective", "collective_cmd", "collective", True),
+    ("validate", "validate_cmd", "validate", False),
+    ("traffic", "traffic_cmd", "traffic", True),
+    ("sweep", "sweep_cmd", "sweep", True),
+    ("train", "train_cmd", "train", True),
+    ("infer", "infer_cmd", "infer", True),
+    ("serve", "serve_cmd", "serve", True),
+    ("goodput", "goodput_cmd", "goodput", True),
+    ("report", "report_cmd", "report", True),
+    ("replay", "replay_cmd", "replay", True),
+    ("cost", "cost_cmd", "cost", True),
+    ("catalog", "catalog_cmd", "app", False),  # groups last, as typer lists them
+    ("plan", "plan_cmd", "app", False),
+    ("calibrate", "calibrate_cmd", "app", False),
+    ("measure", "measure_cmd", "app", False),
+)
+
+
+def _register(target: typer.Typer, name: str, module: str, attribute: str, no_args_is_help: bool) -> None:
+    """Register one sub-command on ``target`` (imports its module)."""
+    command = getattr(importlib.import_module(f"fabricsim.cli.{module}"), attribute)
+    if isinstance(command, typer.Typer):  # a group of commands (catalog, plan, ...)
+        target.add_typer(command, name=name)
+    else:
+        target.command(name, no_args_is_help=no_args_is_help)(command)
+
+
+def _full_app() -> typer.Typer:
+    """The Typer app with every command registered (for ``typer.testing.CliRunner`` and tools)."""
+    full = _root_app()
+    for entry in SUBCOMMANDS:
+        _register(full, *entry)
+    return full
+
+
+@functools.cache
+def _subcommand(name: str) -> Any:
+    """The click command of one sub-command, built exactly as typer builds it inside the full
+    tree: a root app holding only that command, turned into its click group."""
+    alone = _root_app()
+    _register(alone, *next(entry for entry in SUBCOMMANDS if entry[0] == name))
+    return typer.main.get_group(alone).commands[name]
+
+
+class _LazyCommands(Mapping[str, Any]):
+    """The root group's sub-commands, each built on first use; ``--help`` (which lists them
+    all) builds every one, a run builds one."""
+
+    def __getitem__(self, name: str) -> Any:
+        if not any(entry[0] == name for entry in SUBCOMMANDS):
+            raise KeyError(name)
+        return _subcommand(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (entry[0] for entry in SUBCOMMANDS)
+
+    def __len__(self) -> int:
+        return len(SUBCOMMANDS)
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: ``from fabricsim.cli.app import app`` gets the full app
+    if name == "app":
+        return _app()
+    raise AttributeError(name)
+
+
+@functools.cache
+def _app() -> typer.Typer:
+    return _full_app()
 
 
 def _one_line(text: str) -> str:
@@ -91,9 +139,12 @@ def _one_line(text: str) -> str:
 
 @functools.cache
 def _command() -> Any:
-    """The click command tree of ``app``, built once per process (typer rebuilds it on every
-    ``app()`` call: ~40 ms of signature inspection, paid per call by in-process callers and tests)."""
-    return typer.main.get_command(app)
+    """The click command tree, built once per process (typer rebuilds it on every ``app()`` call:
+    signature inspection, paid per call by in-process callers and tests); its sub-commands are
+    built when first looked up (:class:`_LazyCommands`)."""
+    group = typer.main.get_group(_root_app())
+    group.commands = _LazyCommands()
+    return group
 
 
 # Commands whose output is not a result payload: --html is refused rather than silently ignored.
