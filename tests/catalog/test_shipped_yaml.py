@@ -18,3 +18,26 @@ def test_libyaml_reads_every_shipped_file_as_the_safe_loader() -> None:
     for path in SHIPPED:
         text = path.read_text(encoding="utf-8")
         assert repr(yaml.load(text, Loader=yaml.CSafeLoader)) == repr(yaml.load(text, Loader=yaml.SafeLoader)), path
+
+
+def test_catalog_names_use_the_fast_loader_and_user_files_keep_the_guards(tmp_path, monkeypatch) -> None:
+    """A catalog item looked up by name is parsed by ``load_shipped_yaml`` (libyaml); the same file
+    given as a path is a user file: the guarded parser, which refuses aliases."""
+    from fabricsim import catalog, textfile
+    from fabricsim.errors import FabricsimError
+
+    used: list[str] = []
+    shipped = textfile.load_shipped_yaml
+    monkeypatch.setattr(textfile, "load_shipped_yaml", lambda path: used.append(str(path)) or shipped(path))
+    catalog.load_switch.cache_clear()
+    try:
+        assert catalog.load_switch("nvswitch-gen2").name == "nvswitch-gen2"
+    finally:
+        catalog.load_switch.cache_clear()
+    assert [Path(p).name for p in used] == ["nvswitch-gen2.yaml"]
+
+    copy = tmp_path / "switch.yaml"
+    copy.write_text((catalog.data_root() / "switches" / "nvswitch-gen2.yaml").read_text() + "x: &a 1\ny: *a\n")
+    with pytest.raises(FabricsimError, match="alias"):
+        catalog.load_switch(str(copy))
+    assert len(used) == 1

@@ -53,8 +53,10 @@ def unwrap_sources(node: Any, path: str = "", sources: dict[str, str] | None = N
 
 
 def read_yaml(path: Path, field: str) -> dict[str, Any]:
-    """Read a YAML mapping, turning any I/O, encoding or syntax problem into a one-line user error."""
-    data = textfile.read_yaml(path, field)
+    """Read a YAML mapping, turning any I/O, encoding or syntax problem into a one-line user error.
+    A catalog item looked up by name (``data/<kind>/<name>.yaml``) is the package's own file: it is
+    parsed with the fast loader (:func:`fabricsim.textfile.load_shipped_yaml`)."""
+    data = textfile.load_shipped_yaml(path) if path.parent.parent == data_root() else textfile.read_yaml(path, field)
     if not isinstance(data, dict):
         raise FabricsimError(field, f"{path} does not hold a YAML mapping", "write key: value pairs")
     return data
