@@ -70,3 +70,21 @@ def test_lazy_command_tree_is_the_full_app() -> None:
     for name, command in full.items():
         assert [p.name for p in lazy[name].params] == [p.name for p in command.params], name
         assert sorted(getattr(lazy[name], "commands", {})) == sorted(getattr(command, "commands", {})), name
+
+
+def test_the_process_entry_point_freezes_the_gc_and_in_process_calls_do_not() -> None:
+    """Issue 27: ``main()`` without argv (the console script) freezes the objects alive at its end
+    out of the collector, so the interpreter's exit does not traverse them again; a caller that
+    passes argv (tests, fuzzers, tools) keeps its collector as it was."""
+    code = (
+        "import gc, io, sys, contextlib\n"
+        "from fabricsim.cli.app import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['--version']) == 0\n"
+        "    before = gc.get_freeze_count()\n"
+        "    sys.argv = ['fabricsim', '--version']\n"
+        "    assert main() == 0\n"
+        "print(before, gc.get_freeze_count() > 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0", "True"]
