@@ -11,6 +11,8 @@ systems/a100_80g.json -``); fabricsim's equivalent is ``fabricsim train --model 
   on the machine hits both alike; wall time (min, median) and CPU time (user + sys of the child,
   from ``resource.getrusage(RUSAGE_CHILDREN)``, min and median). CPU time is the fairer figure on
   a shared machine; the minimum is the least disturbed run. Goal: fabricsim at most half of Calculon.
+  Both run with their bytecode cached (see :func:`bytecode_env`; ``--no-bytecode-cache`` to compile
+  from source each run where the environment says so).
 * **In-process**: one estimate, timed with ``timeit`` in a warm interpreter: ``api.train`` here
   (repeated, as a loop of calls runs it, and with the engine's context cold each call), and
   Calculon's ``Llm.compile`` + ``run`` + ``get_stats_json`` (its ``llm`` command without the file
@@ -32,6 +34,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import timeit
@@ -94,10 +97,26 @@ def summary(samples: list[float]) -> tuple[float, float]:
     return min(samples), statistics.median(samples)
 
 
-def cli_figures(calculon: Path, python: str, repeats: int) -> dict[str, dict[str, list[float]]]:
-    env = {**os.environ, "PYTHONPATH": str(calculon)}  # as Calculon's README runs it
+def bytecode_env(cache: str | None) -> dict[str, str]:
+    """The environment both CLIs run in. With ``cache`` (a folder), Python keeps the bytecode it
+    compiles there, as an installed package has it (pip compiles at install time): the untimed
+    first runs fill it, so neither program recompiles its sources per run. An inherited
+    ``PYTHONDONTWRITEBYTECODE`` (set in some sandboxes) would otherwise make every run compile both
+    programs from source, which is not what a user's run costs. Without ``cache``: as inherited."""
+    env = dict(os.environ)
+    if cache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = cache
+    return env
+
+
+def cli_figures(
+    calculon: Path, python: str, repeats: int, cache: str | None = None
+) -> dict[str, dict[str, list[float]]]:
+    base = bytecode_env(cache)
+    env = {**base, "PYTHONPATH": str(calculon)}  # as Calculon's README runs it
     commands = {
-        "fabricsim": (FABRICSIM_CLI + TRAIN, None, None),
+        "fabricsim": (FABRICSIM_CLI + TRAIN, None, base),
         "calculon": ((python, str(calculon / "bin" / "calculon"), *CALCULON_ARGS), calculon, env),
     }
     samples: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in commands}
@@ -148,6 +167,10 @@ def main() -> int:
     parser.add_argument("--calculon-python", default=os.environ.get("CALCULON_PYTHON", sys.executable))
     parser.add_argument("--repeats", type=int, default=9, help="whole-process runs of each CLI")
     parser.add_argument("--number", type=int, default=200, help="in-process estimates per timeit repeat")
+    parser.add_argument(
+        "--no-bytecode-cache", action="store_true",
+        help="run the CLIs with the inherited environment (with PYTHONDONTWRITEBYTECODE, both compile from source)",
+    )
     args = parser.parse_args()
     calculon = Path(args.calculon) if args.calculon else None
     if calculon is None or not (calculon / "bin" / "calculon").is_file():
@@ -156,8 +179,10 @@ def main() -> int:
 
     print(f"same question: Calculon {' '.join(CALCULON_ARGS)}")
     print(f"               fabricsim {' '.join(TRAIN)}")
-    samples = cli_figures(calculon, args.calculon_python, args.repeats)
-    print(f"\nCLI, whole process, {args.repeats} runs each (alternating), seconds:")
+    with tempfile.TemporaryDirectory(prefix="bench-pyc-") as cache:
+        samples = cli_figures(calculon, args.calculon_python, args.repeats, None if args.no_bytecode_cache else cache)
+    source = "compiled from source each run" if args.no_bytecode_cache else "bytecode cached, as installed"
+    print(f"\nCLI, whole process, {args.repeats} runs each (alternating, {source}), seconds:")
     print(f"  {'':10s} {'wall min':>9s} {'wall med':>9s} {'CPU min':>9s} {'CPU med':>9s}")
     figures = {}
     for name, runs in samples.items():
