@@ -73,9 +73,12 @@ def test_lazy_command_tree_is_the_full_app() -> None:
 
 
 def test_the_process_entry_point_freezes_the_gc_and_in_process_calls_do_not() -> None:
-    """Issue 27: ``main()`` without argv (the console script) freezes the objects alive at its end
-    out of the collector, so the interpreter's exit does not traverse them again; a caller that
-    passes argv (tests, fuzzers, tools) keeps its collector as it was."""
+    """Issue 27: ``main()`` without argv (the console script) enlarges the collector's young
+    generation and freezes the objects alive at its end out of the collector, so the interpreter's
+    exit does not traverse them again; a caller that passes argv (tests, fuzzers, tools) keeps its
+    collector as it was."""
+    from fabricsim.cli.app import PROCESS_GC_THRESHOLD
+
     code = (
         "import gc, io, sys, contextlib\n"
         "from fabricsim.cli.app import main\n"
@@ -84,7 +87,10 @@ def test_the_process_entry_point_freezes_the_gc_and_in_process_calls_do_not() ->
         "    before = gc.get_freeze_count()\n"
         "    sys.argv = ['fabricsim', '--version']\n"
         "    assert main() == 0\n"
-        "print(before, gc.get_freeze_count() > 0)\n"
+        "print(before, gc.get_freeze_count() > 0, gc.get_threshold()[0])\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["0", "True"]
+    assert done.stdout.split() == ["0", "True", str(PROCESS_GC_THRESHOLD)]
+    code = "import gc\nfrom fabricsim.cli.app import main\nmain(['--version'])\nprint(gc.get_threshold()[0])\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split()[-1] == "700"  # CPython's default, untouched by an in-process call
