@@ -19,8 +19,6 @@ from fabricsim import catalog
 from fabricsim.cost.bom import bill_of_materials
 from fabricsim.cost.energy import cable_J_per_byte, infer_energy, serve_energy, train_energy
 from fabricsim.cost.power import PowerBreakdown, cluster_power
-from fabricsim.cost.prices import capex
-from fabricsim.cost.result import CostResult, RailOnlyComparison
 from fabricsim.cost.spec import Cluster, Cooling, CostCatalog, Load, Optics
 from fabricsim.errors import FabricsimError, parse_choice, unknown_name
 from fabricsim.metrics import InferResult, ServeResult, TrainResult
@@ -30,6 +28,7 @@ from fabricsim.topology.clos_counts import Inventory, rail_optimized_inventory
 from fabricsim.units import parse_size
 
 if TYPE_CHECKING:
+    from fabricsim.cost.result import CostResult, RailOnlyComparison
     from fabricsim.topology.builders import LinkParams
     from fabricsim.topology.graph import Topology
 
@@ -205,6 +204,10 @@ def cost(
     of ``system`` with scale-out ``topology`` (rail-optimized | rail-only | fat-tree | a builder
     string such as ``dragonfly:a=16,p=8,h=8``; default the system's). ``nic``/``switch`` swap the
     scale-out NIC (a catalog link) and switch; ``cooling`` defaults to the system's."""
+    # deferred: train/infer/serve import this module for their energy figures only (start-up time)
+    from fabricsim.cost.prices import capex
+    from fabricsim.cost.result import CostResult
+
     spec = catalog.load_system(system)
     spec.check_gpu_count(gpus)
     costs = load_cost_catalog(prices)
@@ -239,6 +242,8 @@ def compare_rail_only(
     and an MoE all-to-all of ``size`` bytes per GPU pair on ``a2a_gpus`` GPUs (default two
     scale-up domains, at least 64 GPUs) of each, timed by the flow model (see
     :mod:`fabricsim.cost.all_to_all`; a rail is NIC r of every scale-up domain)."""
+    from fabricsim.cost.result import RailOnlyComparison  # deferred, as in cost()
+
     spec = catalog.load_system(system)
     base = cost(system, gpus, topology="rail-optimized")
     only = cost(system, gpus, topology="rail-only")
