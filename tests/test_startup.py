@@ -2,6 +2,7 @@
 or rich (for ``--json``); ``import fabricsim.api`` loads no family. Timings are in
 benchmarks/bench_startup.py; this checks the imports, which do not depend on the machine's load."""
 
+import os
 import subprocess
 import sys
 
@@ -76,8 +77,9 @@ def test_lazy_command_tree_is_the_full_app() -> None:
 def test_the_process_entry_point_freezes_the_gc_and_in_process_calls_do_not() -> None:
     """Issue 27: ``main()`` without argv (the console script) enlarges the collector's young
     generation and freezes the objects alive at its end out of the collector, so the interpreter's
-    exit does not traverse them again; a caller that passes argv (tests, fuzzers, tools) keeps its
-    collector as it was."""
+    exit does not traverse them again, and skips pydantic's plugin discovery unless the user set
+    PYDANTIC_DISABLE_PLUGINS; a caller that passes argv (tests, fuzzers, tools) keeps its collector
+    as it was."""
     from fabricsim.cli.app import PROCESS_GC_THRESHOLD
 
     code = (
@@ -88,10 +90,17 @@ def test_the_process_entry_point_freezes_the_gc_and_in_process_calls_do_not() ->
         "    before = gc.get_freeze_count()\n"
         "    sys.argv = ['fabricsim', '--version']\n"
         "    assert main() == 0\n"
-        "print(before, gc.get_freeze_count() > 0, gc.get_threshold()[0])\n"
+        "import os\n"
+        "print(before, gc.get_freeze_count() > 0, gc.get_threshold()[0], os.environ['PYDANTIC_DISABLE_PLUGINS'])\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["0", "True", str(PROCESS_GC_THRESHOLD)]
+    env = {key: value for key, value in os.environ.items() if key != "PYDANTIC_DISABLE_PLUGINS"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert done.stdout.split() == ["0", "True", str(PROCESS_GC_THRESHOLD), "__all__"]
+    mine = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={**env, "PYDANTIC_DISABLE_PLUGINS": "logfire"},
+    )
+    assert mine.stdout.split()[-1] == "logfire"  # a user's own setting is kept
     code = "import gc\nfrom fabricsim.cli.app import main\nmain(['--version'])\nprint(gc.get_threshold()[0])\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split()[-1] == "700"  # CPython's default, untouched by an in-process call

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -170,10 +171,15 @@ def main(argv: list[str] | None = None) -> int:
     process, and the garbage collector is tuned for it (issue 27; in-process callers pass ``argv``
     and are left alone): its young generation holds :data:`PROCESS_GC_THRESHOLD` objects, and at the
     end the objects still alive are frozen out of it (``gc.freeze``), so that the interpreter's exit
-    does not traverse them all again in its final collections (a fifth of a JSON ``train``'s CPU)."""
+    does not traverse them all again in its final collections (a fifth of a JSON ``train``'s CPU);
+    pydantic's plugin discovery is skipped unless ``PYDANTIC_DISABLE_PLUGINS`` is set."""
     if argv is None:
         threshold = gc.get_threshold()
         gc.set_threshold(max(threshold[0], PROCESS_GC_THRESHOLD), *threshold[1:])
+        # pydantic looks for plugins of other packages (entry points: a scan of every installed
+        # distribution, ~4 ms) before its first model; fabricsim's own validation wants none. A user
+        # who sets the variable (even empty) keeps pydantic's behaviour.
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     code = _run(argv)
     if argv is None:
         gc.freeze()
