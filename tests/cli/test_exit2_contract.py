@@ -410,3 +410,11 @@ def test_bad_value_exits_2_with_one_line(command: str, param: str, arena: dict[s
         if problems:
             failures.append(f"{bad!r}: {'; '.join(problems)}")
     assert not failures, f"{command} {param} ({kind}):\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("argv", [[], ["train"], ["plan"], ["catalog"]])
+def test_a_bare_command_prints_its_help_and_exits_0(argv, capsys):
+    """Nothing but a command name asks for its help, as --help does: help on stdout, exit 0, no error line."""
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "Usage" in captured.out and captured.err == ""

@@ -209,8 +209,9 @@ def _run(argv: list[str] | None) -> int:
         return 130
     except typer.TyperException as exc:  # usage errors of typer's vendored click (typer >= 0.29)
         message = _one_line(exc.format_message())
-        if message:  # empty when help was printed for a bare command
-            print(f"error: {message}", file=sys.stderr)
+        if not message:  # help was printed for a bare command: asked for nothing else, as --help
+            return 0
+        print(f"error: {message}", file=sys.stderr)
         return 2
     finally:
         if token is not None:
