@@ -44,6 +44,7 @@ from fabricsim.engine.training.step_time import (
     dp_exposed_s,
     optimizer_s,
     shard_shape,
+    stage_comm_sizes,
     stage_work,
     step_time,
     zero3_exposed_s,
@@ -330,18 +331,19 @@ def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> 
     dims = ctx.dims
     mtp, accounting = ctx.options.mtp_layers, ctx.options.pipeline_accounting
     shape = shard_shape(ctx, layout, seq_len)
+    sizes = stage_comm_sizes(ctx, layout, seq_len)
     modules = ctx.options.selective_modules
     per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules)
     dense, expert = stage_parameters(dims, layout, mtp, accounting)
     return StageEntry(
-        work=stage_work(ctx, layout, seq_len),
+        work=stage_work(ctx, layout, seq_len, shape, sizes),
         dense_params=dense,
         expert_params=expert,
         layers=work.largest_stage(dims, layout.pipeline_parallel, accounting).layers,
         activation_per_microbatch=per_microbatch,
         logits_activation=logits,
         recompute_working=working,
-        p2p_bytes=work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0)).pipeline_bytes,
+        p2p_bytes=sizes.pipeline_bytes,  # the capacity factor (in sizes) changes the expert bytes only
         gradient_bytes=ctx.options.gradient_bytes(layout.dtype),
     )
 

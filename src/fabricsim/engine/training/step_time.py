@@ -223,15 +223,22 @@ def _layer_comm_s(
     return tp, cp
 
 
-def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageWork:
+def stage_work(
+    ctx: StepContext,
+    layout: ParallelLayout,
+    seq_len: int,
+    shape: ShardShape | None = None,
+    sizes: work.CommSizes | None = None,
+) -> StageWork:
     """Per-micro-batch seconds of the largest stage: compute by kind and exposed TP/CP/EP collectives;
     the last stage's output layer (and multi-token prediction) counts where it makes that stage the
-    slowest."""
+    slowest. ``shape`` and ``sizes``: :func:`shard_shape` and :func:`stage_comm_sizes` of the layout
+    when the caller has them (the analytic engine's stage entry)."""
     dims = ctx.dims
-    shape = shard_shape(ctx, layout, seq_len)
+    shape = shape or shard_shape(ctx, layout, seq_len)
     accounting = ctx.options.pipeline_accounting
     stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
-    sizes = work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0), ctx.options.capacity_factor)
+    sizes = sizes or stage_comm_sizes(ctx, layout, seq_len)
     layers = [
         _layer_work(ctx, layout, sizes, shape, moe, count)
         for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True))
@@ -248,15 +255,37 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
     return _sum_work([body, tail], (1.0, share))
 
 
+def stage_comm_sizes(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> work.CommSizes:
+    """The per-layer, per-micro-batch message sizes of ``layout`` (no gradient sizes)."""
+    return work.comm_sizes(ctx.dims, layout, seq_len, (0.0, 0.0, 0.0), ctx.options.capacity_factor)
+
+
 def _sum_work(parts: list[StageWork], weights: tuple[float, ...] | None = None) -> StageWork:
-    """The weighted sum of :class:`StageWork` records, field by field (weights default to 1)."""
+    """The weighted sum of :class:`StageWork` records, field by field (weights default to 1).
+
+    Each field adds ``0.0 + w0·p0 + w1·p1 + ...`` left to right: the additions ``sum()`` over the
+    column makes (it starts from 0 and accumulates floats in a double), written out for the one and
+    two records a stage has (a hot path of the planner's stage entries)."""
     weights = weights or (1.0,) * len(parts)
+    if len(parts) == 1:
+        (p,), (w,) = parts, weights
+        return StageWork(
+            0.0 + w * p.forward_s, 0.0 + w * p.backward_s, 0.0 + w * p.recompute_s, 0.0 + w * p.tp_comm_s,
+            0.0 + w * p.cp_comm_s, 0.0 + w * p.ep_comm_s, 0.0 + w * p.ep_unpaired_s,
+        )
+    if len(parts) == 2:
+        (p, q), (v, w) = parts, weights
+        return StageWork(
+            0.0 + v * p.forward_s + w * q.forward_s, 0.0 + v * p.backward_s + w * q.backward_s,
+            0.0 + v * p.recompute_s + w * q.recompute_s, 0.0 + v * p.tp_comm_s + w * q.tp_comm_s,
+            0.0 + v * p.cp_comm_s + w * q.cp_comm_s, 0.0 + v * p.ep_comm_s + w * q.ep_comm_s,
+            0.0 + v * p.ep_unpaired_s + w * q.ep_unpaired_s,
+        )
     rows = [
         (w * p.forward_s, w * p.backward_s, w * p.recompute_s, w * p.tp_comm_s, w * p.cp_comm_s, w * p.ep_comm_s,
          w * p.ep_unpaired_s)
         for p, w in zip(parts, weights, strict=True)
     ]
-    # sum() per field as before (the same additions in the same order), without a generator per field
     if not rows:
         return StageWork(0, 0, 0, 0, 0, 0, 0)
     return StageWork(*(sum(column) for column in zip(*rows, strict=True)))
