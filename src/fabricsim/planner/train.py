@@ -259,11 +259,13 @@ def _sized(
     # memory_breakdown per layout, factored: the stage entry is shared (its key has no ZeRO stage or
     # virtual stages), the model states depend on the ZeRO stage only, the activations on the virtual
     # stages only (and the layout rules, hence the micro-batch count, not on the ZeRO stage)
-    entry = context.stage(group.layout(micro_batch, zeros[0], virtual[0]), q.seq_len)
-    states = [model_state_bytes(group.layout(micro_batch, zero, virtual[0]), entry) for zero in zeros]
+    first = group.layout(micro_batch, zeros[0], virtual[0])
+    entry = context.stage(first, q.seq_len)
+    dp, edp = first.data_context_parallel, first.expert_data_parallel
+    states = [model_state_bytes(entry, (zero, dp, edp)) for zero in zeros]
     activations = []
     for vpp in virtual:
-        layout = group.layout(micro_batch, zeros[0], vpp)
+        layout = group.layout(micro_batch, zeros[0], vpp) if vpp != virtual[0] else first
         activations.append(activation_bytes(layout, entry, context.microbatches(layout, q.global_batch, q.seq_len)))
     capacity = walk.capacity_bytes
     rows = []  # (zero, vpp, model states, activations, total): MemoryBreakdown.total's additions, in its order

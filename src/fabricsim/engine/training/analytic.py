@@ -104,6 +104,7 @@ class TrainingContext:
         "_stage_cache",
         "comm",
         "dims",
+        "layer_works",
         "options",
         "system",
     )
@@ -121,6 +122,7 @@ class TrainingContext:
         self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
         self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
         self._logits_times: dict[tuple[str, ShardShape], tuple[float, float]] = {}
+        self.layer_works: dict[tuple, StageWork] = {}  # step_time's one-layer work per (dtype, shape, MoE, recompute)
 
     @property
     def shapes_cached(self) -> int:

@@ -85,20 +85,21 @@ def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: in
     the expert-data-parallel size tp·cp·dp/(etp·ep)), plus under
     ZeRO-3 two gathered layers (current + prefetched); activations of the in-flight micro-batches on
     stage 0 (or one micro-batch plus the logits on the last stage); framework overhead."""
-    weights, gradients, optimizer = model_state_bytes(layout, entry)
+    shards = (layout.zero_stage, layout.data_context_parallel, layout.expert_data_parallel)
+    weights, gradients, optimizer = model_state_bytes(entry, shards)
     return MemoryBreakdown(weights, gradients, optimizer, activation_bytes(layout, entry, microbatches),
                            FRAMEWORK_MEMORY_BYTES)
 
 
-def model_state_bytes(layout: ParallelLayout, entry: StageEntry) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer state) bytes of :func:`memory_breakdown`: they depend on the
-    ZeRO stage and not on the virtual stages or the micro-batch count (a planner sizes them once per
-    ZeRO stage of a block)."""
-    dp = layout.data_context_parallel
-    shards = (layout.zero_stage, dp, layout.expert_data_parallel)
+def model_state_bytes(entry: StageEntry, shards: tuple[int, int, int]) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer state) bytes of :func:`memory_breakdown`, ``shards`` = (ZeRO
+    stage, data x context parallel, expert-data-parallel size): they depend on the ZeRO stage and
+    not on the virtual stages or the micro-batch count (a planner sizes them once per ZeRO stage of
+    a block)."""
+    zero, dp, _ = shards
     states = state_bytes(entry.dense_params, entry.expert_params, shards, entry.gradient_bytes)
     weights = states.weights
-    if layout.zero_stage == 3 and dp > 1:
+    if zero == 3 and dp > 1:
         weights += 2.0 * WEIGHT_BYTES * (entry.dense_params + entry.expert_params) / max(1, entry.layers)
     return weights, states.gradients, states.optimizer
 

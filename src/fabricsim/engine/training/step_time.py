@@ -80,6 +80,7 @@ class StepContext(Protocol):
     comm: CollectiveTimes
     options: TrainingOptions
     system: SystemSpec
+    layer_works: dict[tuple, StageWork]  # one layer's work by (dtype, shape, MoE, recompute): :func:`_unit_layer_work`
 
     def rates(self, dtype: str) -> DeviceRates: ...
 
@@ -240,7 +241,7 @@ def stage_work(
     stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
     sizes = sizes or stage_comm_sizes(ctx, layout, seq_len)
     layers = [
-        _layer_work(ctx, layout, sizes, shape, moe, count)
+        _scaled(_unit_layer_work(ctx, layout, sizes, shape, moe), count)
         for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True))
         if count
     ]
@@ -289,6 +290,29 @@ def _sum_work(parts: list[StageWork], weights: tuple[float, ...] | None = None) 
     if not rows:
         return StageWork(0, 0, 0, 0, 0, 0, 0)
     return StageWork(*(sum(column) for column in zip(*rows, strict=True)))
+
+
+def _unit_layer_work(
+    ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, shape: ShardShape, moe: bool
+) -> StageWork:
+    """:func:`_layer_work` of one layer, cached in the context: what it reads of the layout and of
+    the message sizes follows from the shape (micro-batch, sequence, tp, cp, ep, expert TP, sequence
+    parallel, capacity factor), the dtype and the recompute mode, so stages of every pipeline depth
+    share it."""
+    key = (layout.dtype, shape, moe, layout.recompute)
+    unit = ctx.layer_works.get(key)
+    if unit is None:
+        unit = ctx.layer_works[key] = _layer_work(ctx, layout, sizes, shape, moe)
+    return unit
+
+
+def _scaled(unit: StageWork, count: float) -> StageWork:
+    """``count`` layers of ``unit`` (one layer's work, its fields 1.0 x the seconds: the same products
+    :func:`_layer_work` forms with ``count``)."""
+    return StageWork(
+        count * unit.forward_s, count * unit.backward_s, count * unit.recompute_s, count * unit.tp_comm_s,
+        count * unit.cp_comm_s, count * unit.ep_comm_s, count * unit.ep_unpaired_s,
+    )
 
 
 def _layer_work(
