@@ -245,7 +245,7 @@ Variant = tuple[ParallelLayout, OffloadSpec | None, float]  # layout, offload ch
 
 
 def _sized(
-    walk: _Walk, group: Group, micro_batch: int, block: tuple[tuple[int, ...], tuple[int, ...]], offload: bool
+    walk: _Walk, group: Group, first: ParallelLayout, block: tuple[tuple[int, ...], tuple[int, ...]], offload: bool
 ) -> tuple[list[Variant], ParallelLayout | None, int, int]:
     """(variants of the block that fit, its first layout that does not fit in HBM by itself,
     layouts that fit some way, layouts left unsized with offload): every (ZeRO stage, virtual
@@ -253,13 +253,14 @@ def _sized(
     (:mod:`fabricsim.planner.offload`). Without ``offload`` (a block the time bound rejects: its
     variants are only counted, none is returned) offload choices are sized only when no layout of
     the block fits by itself, and then only until one fits with a choice; the other layouts that do
-    not fit by themselves are counted as unsized (what the micro-batch pruning needs is known)."""
+    not fit by themselves are counted as unsized (what the micro-batch pruning needs is known).
+    ``first``: the block's layout of its first ZeRO stage and virtual-stage count."""
     q, context = walk.question, walk.context
     zeros, virtual = block  # _block_size
+    micro_batch = first.micro_batch_size
     # memory_breakdown per layout, factored: the stage entry is shared (its key has no ZeRO stage or
     # virtual stages), the model states depend on the ZeRO stage only, the activations on the virtual
     # stages only (and the layout rules, hence the micro-batch count, not on the ZeRO stage)
-    first = group.layout(micro_batch, zeros[0], virtual[0])
     entry = context.stage(first, q.seq_len)
     dp, edp = first.data_context_parallel, first.expert_data_parallel
     states = [model_state_bytes(entry, (zero, dp, edp)) for zero in zeros]
@@ -274,6 +275,15 @@ def _sized(
         rows += [(zero, vpp, (weights, gradients, optimizer), acts, held + acts + FRAMEWORK_MEMORY_BYTES)
                  for vpp, acts in zip(virtual, activations, strict=True)]
     fits_alone = any(row[4] <= capacity for row in rows)
+    if not offload and (fits_alone or not walk.offload_groups):  # counted only: no offload choice to size
+        unfit = None
+        for zero, vpp, _, _, total in rows:
+            if total < walk.smallest[0]:
+                walk.smallest = (total, group.layout(micro_batch, zero, vpp))
+            if unfit is None and total > capacity:
+                unfit = group.layout(micro_batch, zero, vpp)
+        feasible = sum(row[4] <= capacity for row in rows)
+        return [], unfit, feasible, (len(rows) - feasible if walk.offload_groups else 0)
     fitting: list[Variant] = []
     unfit, feasible, unsized, found = None, 0, 0, fits_alone
     for zero, vpp, held_parts, acts, total in rows:
@@ -336,11 +346,12 @@ def _search_group(walk: _Walk, group: Group) -> None:
         block = len(zeros) * len(virtual)
         if block == 0:  # no (ZeRO, vpp) variant is allowed here, e.g. --vpp 2 where m is not a multiple of pp
             continue
-        bound_s = _lower_bound_s(walk, group.layout(micro_batch, zeros[0], virtual[0]))
+        first = group.layout(micro_batch, zeros[0], virtual[0])
+        bound_s = _lower_bound_s(walk, first)
         beaten = _time_bound_beaten(walk, bound_s)
         # offload variants of a block the time bound rejects would not be timed: not sized either
         sized = not beaten or not walk.settings.bound_offload
-        fitting, unfit, feasible, unsized = _sized(walk, group, micro_batch, (zeros, virtual), sized)
+        fitting, unfit, feasible, unsized = _sized(walk, group, first, (zeros, virtual), sized)
         walk.evaluated += block
         walk.pruned_memory += block - feasible - unsized
         walk.feasible += feasible

@@ -43,6 +43,7 @@ from fabricsim.engine.training.step_time import (
     RS,
     dp_exposed_s,
     optimizer_s,
+    pipeline_stages,
     shard_shape,
     stage_comm_sizes,
     stage_work,
@@ -100,6 +101,7 @@ class TrainingContext:
         "_layer_times",
         "_logits_times",
         "_peaks",
+        "_pipeline_stages",
         "_rates",
         "_stage_cache",
         "comm",
@@ -122,6 +124,7 @@ class TrainingContext:
         self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
         self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
         self._logits_times: dict[tuple[str, ShardShape], tuple[float, float]] = {}
+        self._pipeline_stages: dict[int, tuple[work.StageLayers, int]] = {}
         self.layer_works: dict[tuple, StageWork] = {}  # step_time's one-layer work per (dtype, shape, MoE, recompute)
 
     @property
@@ -196,6 +199,13 @@ class TrainingContext:
         if entry is None:
             entry = self._stage_cache[key] = _stage_entry(self, layout, seq_len)
         return entry
+
+    def pipeline_stages(self, pipeline_parallel: int) -> tuple[work.StageLayers, int]:
+        """:func:`~fabricsim.engine.training.step_time.pipeline_stages` (cached per pipeline depth)."""
+        stages = self._pipeline_stages.get(pipeline_parallel)
+        if stages is None:
+            stages = self._pipeline_stages[pipeline_parallel] = pipeline_stages(self, pipeline_parallel)
+        return stages
 
     def stage_work(self, layout: ParallelLayout, seq_len: int) -> StageWork:
         return self.stage(layout, seq_len).work
@@ -334,14 +344,15 @@ def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> 
     mtp, accounting = ctx.options.mtp_layers, ctx.options.pipeline_accounting
     shape = shard_shape(ctx, layout, seq_len)
     sizes = stage_comm_sizes(ctx, layout, seq_len)
+    stages = ctx.pipeline_stages(layout.pipeline_parallel)
     modules = ctx.options.selective_modules
-    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules)
-    dense, expert = stage_parameters(dims, layout, mtp, accounting)
+    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules, stages[0])
+    dense, expert = stage_parameters(dims, layout, mtp, accounting, stages[0])
     return StageEntry(
-        work=stage_work(ctx, layout, seq_len, shape, sizes),
+        work=stage_work(ctx, layout, seq_len, shape, sizes, stages),
         dense_params=dense,
         expert_params=expert,
-        layers=work.largest_stage(dims, layout.pipeline_parallel, accounting).layers,
+        layers=stages[0].layers,
         activation_per_microbatch=per_microbatch,
         logits_activation=logits,
         recompute_working=working,

@@ -28,14 +28,19 @@ from fabricsim.workload.pipeline import in_flight_microbatches
 
 
 def stage_parameters(
-    dims: ModelDims, layout: ParallelLayout, mtp_layers: int = 0, accounting: work.PipelineSplit = work.PipelineSplit()
+    dims: ModelDims,
+    layout: ParallelLayout,
+    mtp_layers: int = 0,
+    accounting: work.PipelineSplit = work.PipelineSplit(),
+    stage: work.StageLayers | None = None,
 ) -> tuple[float, float]:
     """(dense, expert) parameters on one GPU of the largest stage, before ZeRO sharding. Each
     multi-token-prediction depth adds one layer of the model's kind, its 2h -> h projection and two
     norms; they live on the last stage and are counted here on the largest one (an upper bound by at
     most one layer when the last stage holds fewer layers). ``accounting``: pipeline-split accounting
-    of (embedding, loss) (:func:`fabricsim.workload.training.largest_stage`)."""
-    stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
+    of (embedding, loss) (:func:`fabricsim.workload.training.largest_stage`; ``stage``: its result
+    when the caller has it)."""
+    stage = stage or work.largest_stage(dims, layout.pipeline_parallel, accounting)
     expert_tp = layout.expert_tp if dims.experts else None
     dense, expert = work.stage_parameters(dims, stage, layout.tensor_parallel, layout.expert_parallel, expert_tp)
     if layout.pipeline_parallel == 1 and not dims.tied_embeddings:  # one GPU holds both ends
@@ -59,11 +64,13 @@ def stage_activations(
     mtp_layers: int = 0,
     accounting: work.PipelineSplit = work.PipelineSplit(),
     modules: frozenset[str] | None = None,
+    stage: work.StageLayers | None = None,
 ) -> tuple[float, float, float]:
     """Bytes of (one micro-batch's activations on the largest stage, the last stage's extra
     activations of one micro-batch: the output layer's and per multi-token-prediction depth one more
-    layer and output layer, the working set of one layer rebuilt under full recomputation)."""
-    stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
+    layer and output layer, the working set of one layer rebuilt under full recomputation).
+    ``stage``: :func:`fabricsim.workload.training.largest_stage` when the caller has it."""
+    stage = stage or work.largest_stage(dims, layout.pipeline_parallel, accounting)
     dtype = layout.dtype
     recompute = layout.recompute
     per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, recompute, False, dtype, modules)

@@ -230,15 +230,14 @@ def stage_work(
     seq_len: int,
     shape: ShardShape | None = None,
     sizes: work.CommSizes | None = None,
+    stages: tuple[work.StageLayers, int] | None = None,
 ) -> StageWork:
     """Per-micro-batch seconds of the largest stage: compute by kind and exposed TP/CP/EP collectives;
     the last stage's output layer (and multi-token prediction) counts where it makes that stage the
-    slowest. ``shape`` and ``sizes``: :func:`shard_shape` and :func:`stage_comm_sizes` of the layout
-    when the caller has them (the analytic engine's stage entry)."""
-    dims = ctx.dims
+    slowest. ``shape``, ``sizes`` and ``stages``: :func:`shard_shape`, :func:`stage_comm_sizes` and
+    :func:`pipeline_stages` of the layout when the caller has them (the analytic engine's stage entry)."""
     shape = shape or shard_shape(ctx, layout, seq_len)
-    accounting = ctx.options.pipeline_accounting
-    stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
+    stage, last_layers = stages or pipeline_stages(ctx, layout.pipeline_parallel)
     sizes = sizes or stage_comm_sizes(ctx, layout, seq_len)
     layers = [
         _scaled(_unit_layer_work(ctx, layout, sizes, shape, moe), count)
@@ -249,11 +248,19 @@ def stage_work(
     tail = _tail_work(ctx, layout, sizes, shape)
     share = 1.0
     if layout.pipeline_parallel > 1:  # the last stage: its layers plus the output layer (and MTP)
-        last_layers = work.last_stage_layers(dims, layout.pipeline_parallel, accounting)
         compute = body.forward_s + body.backward_s
         tail_compute = tail.forward_s + tail.backward_s
         share = max(0.0, last_layers * compute / stage.layers + tail_compute - compute) / tail_compute
     return _sum_work([body, tail], (1.0, share))
+
+
+def pipeline_stages(ctx: StepContext, pipeline_parallel: int) -> tuple[work.StageLayers, int]:
+    """(the largest stage, the last stage's transformer layers) of ``pipeline_parallel`` stages."""
+    accounting = ctx.options.pipeline_accounting
+    return (
+        work.largest_stage(ctx.dims, pipeline_parallel, accounting),
+        work.last_stage_layers(ctx.dims, pipeline_parallel, accounting),
+    )
 
 
 def stage_comm_sizes(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> work.CommSizes:
