@@ -304,7 +304,7 @@ def _sized(
             continue
         layout = layout or group.layout(micro_batch, zero, vpp)
         memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
-        offloads = context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups)
+        offloads = context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry)
         if offload:
             fitting += [(layout, choice, hbm_bytes) for choice, hbm_bytes in offloads]
         if offloads and not fits:
@@ -408,6 +408,8 @@ UNFIT_KEPT = 8  # unfit layouts with the best time bounds kept for ``faster_unfi
 
 
 def _note_unfit(walk: _Walk, bound_s: float, layout: ParallelLayout) -> None:
+    if len(walk.unfit) == UNFIT_KEPT and -bound_s < walk.unfit[0][0]:
+        return  # slower than every kept one: would not enter whatever its key (the test below, first term)
     item = (-bound_s, _neg_key(layout_key(layout)), layout)
     if len(walk.unfit) < UNFIT_KEPT:
         heapq.heappush(walk.unfit, item)

@@ -249,13 +249,21 @@ class TrainingContext:
         return offload_memory(layout, entry, base, microbatches, (offload, self.tier(offload)))
 
     def fitting_offloads(
-        self, layout: ParallelLayout, base: MemoryBreakdown, global_batch: int, seq_len: int, choices: Offloads
+        self,
+        layout: ParallelLayout,
+        base: MemoryBreakdown,
+        global_batch: int,
+        seq_len: int,
+        choices: Offloads,
+        entry: StageEntry | None = None,
     ) -> list[tuple[OffloadSpec, float]]:
         """(choice, HBM bytes) for the ``choices`` (grouped by tier) with which ``layout`` fits in HBM
         and on the tier: the planner's memory check of offload variants. ``layout`` was checked and
-        sized by :meth:`memory` (``base``); each class's shift is computed once and summed per choice."""
+        sized by :meth:`memory` (``base``); each class's shift is computed once and summed per choice.
+        ``entry``: the layout's :meth:`stage` when the caller has it."""
         microbatches = global_batch // (layout.data_parallel * layout.micro_batch_size)
-        shifts = class_shifts(resident_bytes(layout, self.stage(layout, seq_len), base, microbatches))
+        entry = entry or self.stage(layout, seq_len)
+        shifts = class_shifts(resident_bytes(layout, entry, base, microbatches))
         over = base.total - self.system.device.hbm_capacity_bytes
         if over > sum(shift.hbm_freed for shift in shifts):
             return []  # offloading everything does not fit in HBM: no choice does
