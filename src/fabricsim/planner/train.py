@@ -252,8 +252,9 @@ def _sized(
     stages) layout sized, then its offload choices where they can help
     (:mod:`fabricsim.planner.offload`). Without ``offload`` (a block the time bound rejects: its
     variants are only counted, none is returned) offload choices are sized only when no layout of
-    the block fits by itself, and then only until one fits with a choice; the other layouts that do
-    not fit by themselves are counted as unsized (what the micro-batch pruning needs is known).
+    the block fits by itself, and then (least HBM first) only until one fits with a choice; the other
+    layouts that do not fit by themselves are counted as unsized (what the micro-batch pruning needs
+    is known).
     ``first``: the block's layout of its first ZeRO stage and virtual-stage count."""
     q, context = walk.question, walk.context
     zeros, virtual = block  # _block_size
@@ -274,43 +275,37 @@ def _sized(
         held = weights + gradients + optimizer
         rows += [(zero, vpp, (weights, gradients, optimizer), acts, held + acts + FRAMEWORK_MEMORY_BYTES)
                  for vpp, acts in zip(virtual, activations, strict=True)]
-    fits_alone = any(row[4] <= capacity for row in rows)
-    if not offload and (fits_alone or not walk.offload_groups):  # counted only: no offload choice to size
-        unfit = None
-        for zero, vpp, _, _, total in rows:
-            if total < walk.smallest[0]:
-                walk.smallest = (total, group.layout(micro_batch, zero, vpp))
-            if unfit is None and total > capacity:
-                unfit = group.layout(micro_batch, zero, vpp)
-        feasible = sum(row[4] <= capacity for row in rows)
-        return [], unfit, feasible, (len(rows) - feasible if walk.offload_groups else 0)
-    fitting: list[Variant] = []
-    unfit, feasible, unsized, found = None, 0, 0, fits_alone
-    for zero, vpp, held_parts, acts, total in rows:
-        layout = None
+    unfit = None
+    for zero, vpp, _, _, total in rows:  # in the walk's order: the first of equals is kept
         if total < walk.smallest[0]:
-            walk.smallest = (total, layout := group.layout(micro_batch, zero, vpp))
+            walk.smallest = (total, group.layout(micro_batch, zero, vpp))
+        if unfit is None and total > capacity:
+            unfit = group.layout(micro_batch, zero, vpp)
+    alone = sum(row[4] <= capacity for row in rows)
+    if not offload:
+        if alone or not walk.offload_groups:  # counted only: no offload choice to size
+            return [], unfit, alone, (len(rows) - alone if walk.offload_groups else 0)
+        # none fits by itself: offload choices sized, least HBM first, until one layout fits with one
+        for tried, (zero, vpp, held_parts, acts, _) in enumerate(sorted(rows, key=lambda row: row[4]), 1):
+            memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
+            layout = group.layout(micro_batch, zero, vpp)
+            if context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry):
+                return [], unfit, 1, len(rows) - tried
+        return [], unfit, 0, 0
+    fitting: list[Variant] = []
+    feasible = 0
+    for zero, vpp, held_parts, acts, total in rows:
+        layout = group.layout(micro_batch, zero, vpp)
         fits = total <= capacity
         if fits:
-            feasible += 1
-            if offload:
-                fitting.append((layout := layout or group.layout(micro_batch, zero, vpp), None, total))
-        elif unfit is None:
-            unfit = layout = layout or group.layout(micro_batch, zero, vpp)
-        if not walk.offload_groups or (fits and not walk.offload_always):
-            continue
-        if not offload and (fits or found):
-            unsized += not fits
-            continue
-        layout = layout or group.layout(micro_batch, zero, vpp)
-        memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
-        offloads = context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry)
-        if offload:
+            fitting.append((layout, None, total))
+        if walk.offload_groups and (not fits or walk.offload_always):
+            memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
+            offloads = context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry)
             fitting += [(layout, choice, hbm_bytes) for choice, hbm_bytes in offloads]
-        if offloads and not fits:
-            feasible += 1
-            found = True
-    return fitting, unfit, feasible, unsized
+            fits = fits or bool(offloads)
+        feasible += fits
+    return fitting, unfit, feasible, 0
 
 
 def _block_size(walk: _Walk, group: Group, micro_batch: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
