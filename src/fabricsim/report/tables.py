@@ -320,7 +320,7 @@ def _feasible_row(result: dict[str, Any]) -> tuple[str, str]:
     unsized = result.get("offload_unsized")
     if not unsized:
         return ("feasible (fit)", f"{result['feasible']:,}")
-    note = f"+ {unsized:,} time-pruned that fit only if offloaded, if at all (offload not sized)"
+    note = f"+ {unsized:,} time-pruned that do not fit alone, offload not sized: fit unknown"
     return ("feasible (fit, of sized)", f"{result['feasible']:,} ({note})")
 
 
