@@ -83,3 +83,23 @@ def test_sweep_grid_over_offload(tmp_path, capsys) -> None:
     )
     summary = api.sweep(spec, db=tmp_path / "offload.sqlite", workers=1)
     assert summary.tasks_done == 2 and summary.tasks_failed == 0
+
+
+def test_plan_json_and_table_say_what_feasible_counts(capsys) -> None:
+    """Issue 27: with offload search the JSON has ``offload_unsized`` (time-pruned layouts whose
+    offload choices were not sized) and the table says ``feasible`` counts the sized layouts;
+    without offload search neither appears."""
+    question = ["plan", "train", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "64"]
+    question += ["--global-batch", "64", "--seq-len", "2048", "--top", "2"]
+    assert main([*question, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    unsized = payload["offload_unsized"]
+    assert unsized > 0  # this question leaves some (tests/planner/test_offload_plan.py checks the counts)
+    assert main(question) == 0
+    out = capsys.readouterr().out
+    assert "feasible (fit, of sized)" in out and f"+ {unsized:,} time-pruned" in out
+    assert main([*question, "--no-search-offload", "--json"]) == 0
+    assert "offload_unsized" not in json.loads(capsys.readouterr().out)
+    assert main([*question, "--no-search-offload"]) == 0
+    out = capsys.readouterr().out
+    assert "feasible (fit)" in out and "of sized" not in out

@@ -11,7 +11,7 @@ from fabricsim.engine.training.analytic import training_context
 from fabricsim.errors import FabricsimError
 from fabricsim.planner import PlanSettings, TrainObjective, TrainQuestion, TrainSpace, offload_choices, search_train
 from fabricsim.planner import space as sp
-from fabricsim.planner.train import offload_step_bound, plan_key, train_problem
+from fabricsim.planner.train import layout_key, offload_step_bound, plan_key, train_problem
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.specs.memory_tier import parse_offload
 from fabricsim.workload.training import TrainingOptions
@@ -162,3 +162,28 @@ def test_offload_step_bound_holds_where_the_cpu_optimizer_is_faster() -> None:
     variants = [ctx.estimate(layout, question.global_batch, question.seq_len, c) for c in choices]
     assert min(v.step_time_s for v in variants) < base.step_time_s  # a bound on the whole step would be wrong here
     assert all(v.step_time_s >= offload_step_bound(base.time) for v in variants)
+
+
+@pytest.mark.parametrize(
+    ("model", "system", "gpus", "batch", "seq"),
+    [("llama3-70b", "dgx-a100", 8, 16, 4096), ("gpt3-175b", "dgx-a100", 64, 64, 2048)],
+)
+def test_offload_search_counters_mean_what_they_say(model, system, gpus, batch, seq) -> None:
+    """Issue 27: with the bounds on offload variants, a time-pruned layout that does not fit by
+    itself may have its offload choices left unsized; ``feasible`` counts the layouts found to fit
+    among those sized and ``offload_unsized`` the others, so the layouts that fit (the search that
+    sizes every choice) lie between ``feasible`` and ``feasible + offload_unsized``."""
+    question = TrainQuestion(load_model(model), load_system(system), gpus, batch, seq)
+    choices = offload_choices(question.system)
+    bounded = search_train(question, settings=PlanSettings(top=8, offload=choices))
+    full = search_train(question, settings=PlanSettings(top=8, offload=choices, bound_offload=False))
+    without = search_train(question, settings=PlanSettings(top=8))
+    for search in (bounded, full, without):
+        assert search.costed + search.pruned_memory + search.pruned_unsized + search.pruned_time == search.evaluated
+        assert search.feasible + search.offload_unsized == search.costed + search.pruned_time
+    assert full.offload_unsized == 0 and without.offload_unsized == 0
+    assert bounded.feasible <= full.feasible <= bounded.feasible + bounded.offload_unsized
+    assert bounded.evaluated == full.evaluated == without.evaluated
+    if (model, gpus) == ("llama3-70b", 8):  # TIGHT, by brute force: layouts that fit alone or with a choice
+        assert full.feasible == len({layout_key(e.layout) for e in _variants(TIGHT, every=False)})
+

@@ -163,8 +163,15 @@ def _train_plan_result(
         smallest_memory_per_gpu_bytes=search.smallest_memory_bytes if smallest else None,
         smallest_memory_layout=tuple(smallest.as_dict().items()) if smallest else None,
         refined=sum(plan.simulation is not None for plan in search.plans),
-        extra=_faster_unfit_json(search.faster_unfit),
+        extra=_faster_unfit_json(search.faster_unfit) + _offload_unsized_json(search),
     )
+
+
+def _offload_unsized_json(search: planner.TrainSearch) -> tuple[tuple[str, object], ...]:
+    """``offload_unsized`` (offload search only): layouts of time-pruned blocks that do not fit by
+    themselves and whose offload choices were not sized; ``feasible`` counts the layouts found to
+    fit among those sized (:class:`fabricsim.planner.TrainSearch`)."""
+    return (("offload_unsized", search.offload_unsized),) if search.searched_offload else ()
 
 
 def _faster_unfit_json(estimate: analytic.TrainingEstimate | None) -> tuple[tuple[str, object], ...]:

@@ -21,8 +21,9 @@ groups of layouts sharing (tp, pp, cp, ep, dtype, sequence parallel, recompute).
 4. **Offload** (:mod:`fabricsim.planner.offload`): a layout that does not fit by itself is tried
    with every offload choice that fits it in HBM and on the tier, each a variant timed like a layout.
    Bounds apply to them too (issue 27: offload search cost 3-4x the search without): in a block the
-   time bound rejects, offload choices are sized only until one layout of the block fits some way
-   (what the micro-batch pruning of step 1 needs to know); and an offload variant changes only the
+   time bound rejects, offload choices are sized only when no layout of the block fits by itself,
+   and then only until one fits with a choice (what the micro-batch pruning of step 1 needs to
+   know; the others are counted as ``offload_unsized``); and an offload variant changes only the
    optimizer step and adds exposed transfers, so its layout's step without those two terms bounds
    it against the K-th best before any of its offload variants is timed (``_time_block``).
    ``PlanSettings.bound_offload=False`` sizes and times them all (tests check the plans equal).
@@ -40,8 +41,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
-from fabricsim.engine.training.memory import memory_breakdown
-from fabricsim.engine.training.results import TimeBreakdown
+from fabricsim.engine.training.memory import FRAMEWORK_MEMORY_BYTES, activation_bytes, model_state_bytes
+from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
 from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
@@ -127,13 +128,19 @@ def explain_plans(plans: list[TrainPlan]) -> tuple[TrainPlan, ...]:
 class TrainSearch:
     """The outcome: ranked plans and what the walk did.
 
-    ``evaluated``: valid layouts assessed (every one either timed or rejected by a bound);
-    ``feasible``: those known to fit in memory (by themselves or with an offload choice); ``costed``:
-    those timed by the engine (each with the offload choices that fit it and can still win);
-    ``pruned_memory``: sized and too big; ``pruned_unsized``: larger micro-batches of a block where
-    nothing fit, rejected without sizing; ``pruned_time``: not timed (time bound): those that fit,
-    and under offload search those that do not fit by themselves in a block the bound rejects,
-    whose offload choices are then not sized (once one layout of the block fits some way);
+    ``evaluated``: valid layouts assessed (every one either timed or rejected by a bound) =
+    ``costed`` + ``pruned_memory`` + ``pruned_unsized`` + ``pruned_time``;
+    ``feasible``: those sized and found to fit in memory (by themselves or with an offload choice);
+    ``costed``: those timed by the engine (each with the offload choices that fit it and can still
+    win); ``pruned_memory``: sized and too big (with every offload choice sized); ``pruned_unsized``:
+    larger micro-batches of a block where nothing fit, rejected without sizing; ``pruned_time``: not
+    timed (time bound): those that fit, and ``offload_unsized``;
+    ``offload_unsized`` (offload search only): layouts of a block the time bound rejects that do not
+    fit by themselves and whose offload choices were not sized (some layout of the block fits
+    already, so the micro-batch pruning does not need them): whether they fit with a choice is not
+    known, so the layouts that fit number from ``feasible`` to ``feasible + offload_unsized``
+    (``PlanSettings.bound_offload=False`` sizes them: 0, ``feasible`` exact). Hence also
+    ``feasible + offload_unsized = costed + pruned_time``.
     ``smallest_memory_bytes`` and ``smallest_memory_layout``: the least memory per GPU seen;
     ``faster_unfit``: a layout faster than the best plan that does not fit (see :func:`_faster_unfit`).
     """
@@ -149,6 +156,8 @@ class TrainSearch:
     smallest_memory_bytes: float
     smallest_memory_layout: ParallelLayout | None
     faster_unfit: TrainingEstimate | None = None
+    offload_unsized: int = 0
+    searched_offload: bool = False  # offload choices were searched (settings.offload not empty)
 
 
 @dataclass(slots=True)
@@ -168,6 +177,7 @@ class _Walk:
     pruned_memory: int = 0
     pruned_unsized: int = 0
     pruned_time: int = 0
+    offload_unsized: int = 0
     smallest: tuple[float, ParallelLayout | None] = (float("inf"), None)
     unfit: list = field(default_factory=list)  # heap of (-bound, -key, layout): best time bounds that do not fit
     offload_always: bool = False  # try offload on layouts that fit without it (see planner.offload)
@@ -231,53 +241,71 @@ def _memory_bound_beaten(walk: _Walk, memory_bytes: float) -> bool:
     return memory_bytes > -walk.best[0][0][0]
 
 
-def _note_memory(walk: _Walk, layout: ParallelLayout, memory_bytes: float) -> None:
-    if memory_bytes < walk.smallest[0]:
-        walk.smallest = (memory_bytes, layout)
-
-
 Variant = tuple[ParallelLayout, OffloadSpec | None, float]  # layout, offload choice, HBM bytes
 
 
 def _sized(
-    walk: _Walk, group: Group, micro_batch: int, block: tuple[tuple[int, ...], tuple[int, ...]], offload: bool
+    walk: _Walk, group: Group, first: ParallelLayout, block: tuple[tuple[int, ...], tuple[int, ...]], offload: bool
 ) -> tuple[list[Variant], ParallelLayout | None, int, int]:
     """(variants of the block that fit, its first layout that does not fit in HBM by itself,
     layouts that fit some way, layouts left unsized with offload): every (ZeRO stage, virtual
     stages) layout sized, then its offload choices where they can help
-    (:mod:`fabricsim.planner.offload`); without ``offload`` (a block the time bound rejects) only
-    until one layout fits some way, the rest counted as unsized."""
-    q = walk.question
+    (:mod:`fabricsim.planner.offload`). Without ``offload`` (a block the time bound rejects: its
+    variants are only counted, none is returned) offload choices are sized only when no layout of
+    the block fits by itself, and then (least HBM first) only until one fits with a choice; the other
+    layouts that do not fit by themselves are counted as unsized (what the micro-batch pruning needs
+    is known).
+    ``first``: the block's layout of its first ZeRO stage and virtual-stage count."""
+    q, context = walk.question, walk.context
     zeros, virtual = block  # _block_size
-    fitting: list[Variant] = []
-    unfit, feasible, unsized = None, 0, 0
-    # what TrainingContext.memory does per layout, once per block: the stage entry is shared (its key
-    # has no ZeRO stage or virtual stages) and the layout rules do not involve the ZeRO stage
-    microbatches: dict[int, int] = {}
-    entry = None
-    for zero in zeros:
-        for vpp in virtual:
+    micro_batch = first.micro_batch_size
+    # memory_breakdown per layout, factored: the stage entry is shared (its key has no ZeRO stage or
+    # virtual stages), the model states depend on the ZeRO stage only, the activations on the virtual
+    # stages only (and the layout rules, hence the micro-batch count, not on the ZeRO stage)
+    entry = context.stage(first, q.seq_len)
+    dp, edp = first.data_context_parallel, first.expert_data_parallel
+    states = [model_state_bytes(entry, (zero, dp, edp)) for zero in zeros]
+    activations = []
+    for vpp in virtual:
+        layout = group.layout(micro_batch, zeros[0], vpp) if vpp != virtual[0] else first
+        activations.append(activation_bytes(layout, entry, context.microbatches(layout, q.global_batch, q.seq_len)))
+    capacity = walk.capacity_bytes
+    rows = []  # (zero, vpp, model states, activations, total): MemoryBreakdown.total's additions, in its order
+    for zero, (weights, gradients, optimizer) in zip(zeros, states, strict=True):
+        held = weights + gradients + optimizer
+        rows += [(zero, vpp, (weights, gradients, optimizer), acts, held + acts + FRAMEWORK_MEMORY_BYTES)
+                 for vpp, acts in zip(virtual, activations, strict=True)]
+    unfit = None
+    for zero, vpp, _, _, total in rows:  # in the walk's order: the first of equals is kept
+        if total < walk.smallest[0]:
+            walk.smallest = (total, group.layout(micro_batch, zero, vpp))
+        if unfit is None and total > capacity:
+            unfit = group.layout(micro_batch, zero, vpp)
+    alone = sum(row[4] <= capacity for row in rows)
+    if not offload:
+        if alone or not walk.offload_groups:  # counted only: no offload choice to size
+            return [], unfit, alone, (len(rows) - alone if walk.offload_groups else 0)
+        # none fits by itself: offload choices sized, least HBM first, until one layout fits with one
+        for tried, (zero, vpp, held_parts, acts, _) in enumerate(sorted(rows, key=lambda row: row[4]), 1):
+            memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
             layout = group.layout(micro_batch, zero, vpp)
-            if vpp not in microbatches:
-                microbatches[vpp] = walk.context.microbatches(layout, q.global_batch, q.seq_len)
-            entry = entry or walk.context.stage(layout, q.seq_len)
-            memory = memory_breakdown(layout, entry, microbatches[vpp])
-            _note_memory(walk, layout, memory.total)
-            fits = memory.total <= walk.capacity_bytes
-            variants: list[Variant] = [(layout, None, memory.total)] if fits else []
-            if walk.offload_groups and (not fits or walk.offload_always):
-                if offload or (not fits and not fitting and not unsized):
-                    offloads = walk.context.fitting_offloads(
-                        layout, memory, q.global_batch, q.seq_len, walk.offload_groups
-                    )
-                    variants += [(layout, choice, hbm_bytes) for choice, hbm_bytes in offloads]
-                elif not fits:
-                    unsized += 1
-            fitting += variants
-            feasible += bool(variants)
-            if not fits and unfit is None:
-                unfit = layout
-    return fitting, unfit, feasible, unsized
+            if context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry):
+                return [], unfit, 1, len(rows) - tried
+        return [], unfit, 0, 0
+    fitting: list[Variant] = []
+    feasible = 0
+    for zero, vpp, held_parts, acts, total in rows:
+        layout = group.layout(micro_batch, zero, vpp)
+        fits = total <= capacity
+        if fits:
+            fitting.append((layout, None, total))
+        if walk.offload_groups and (not fits or walk.offload_always):
+            memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
+            offloads = context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry)
+            fitting += [(layout, choice, hbm_bytes) for choice, hbm_bytes in offloads]
+            fits = fits or bool(offloads)
+        feasible += fits
+    return fitting, unfit, feasible, 0
 
 
 def _block_size(walk: _Walk, group: Group, micro_batch: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -313,17 +341,19 @@ def _search_group(walk: _Walk, group: Group) -> None:
         block = len(zeros) * len(virtual)
         if block == 0:  # no (ZeRO, vpp) variant is allowed here, e.g. --vpp 2 where m is not a multiple of pp
             continue
-        bound_s = _lower_bound_s(walk, group.layout(micro_batch, zeros[0], virtual[0]))
+        first = group.layout(micro_batch, zeros[0], virtual[0])
+        bound_s = _lower_bound_s(walk, first)
         beaten = _time_bound_beaten(walk, bound_s)
         # offload variants of a block the time bound rejects would not be timed: not sized either
         sized = not beaten or not walk.settings.bound_offload
-        fitting, unfit, feasible, unsized = _sized(walk, group, micro_batch, (zeros, virtual), sized)
+        fitting, unfit, feasible, unsized = _sized(walk, group, first, (zeros, virtual), sized)
         walk.evaluated += block
         walk.pruned_memory += block - feasible - unsized
         walk.feasible += feasible
+        walk.offload_unsized += unsized
         if unfit is not None:
             _note_unfit(walk, bound_s, unfit)
-        if not fitting and not unsized:  # memory does not shrink with a larger micro-batch: neither do they fit
+        if not feasible and not unsized:  # memory does not shrink with a larger micro-batch: neither do they fit
             position = _skip_unfit(walk, group, sizes, position)
             continue
         if beaten:
@@ -373,6 +403,8 @@ UNFIT_KEPT = 8  # unfit layouts with the best time bounds kept for ``faster_unfi
 
 
 def _note_unfit(walk: _Walk, bound_s: float, layout: ParallelLayout) -> None:
+    if len(walk.unfit) == UNFIT_KEPT and -bound_s < walk.unfit[0][0]:
+        return  # slower than every kept one: would not enter whatever its key (the test below, first term)
     item = (-bound_s, _neg_key(layout_key(layout)), layout)
     if len(walk.unfit) < UNFIT_KEPT:
         heapq.heappush(walk.unfit, item)
@@ -456,4 +488,6 @@ def search_train(
         smallest_memory_bytes=walk.smallest[0],
         smallest_memory_layout=walk.smallest[1],
         faster_unfit=_faster_unfit(walk, plans),
+        offload_unsized=walk.offload_unsized,
+        searched_offload=bool(walk.offload_groups),
     )

@@ -312,6 +312,18 @@ def _costing_note(result: dict[str, Any]) -> str:
     return f", {result['estimates']:,} estimates (batch sizes tried), {result['rejected_slo']:,} missing the SLOs"
 
 
+def _feasible_row(result: dict[str, Any]) -> tuple[str, str]:
+    """``plan train`` with offload search sizes the offload choices of a time-pruned layout only
+    while they matter to the search: ``feasible`` counts those found to fit among the sized."""
+    if "rejected_slo" in result:
+        return ("feasible (fit, SLOs)", f"{result['feasible']:,}")
+    unsized = result.get("offload_unsized")
+    if not unsized:
+        return ("feasible (fit)", f"{result['feasible']:,}")
+    note = f"+ {unsized:,} time-pruned that do not fit alone, offload not sized: fit unknown"
+    return ("feasible (fit, of sized)", f"{result['feasible']:,} ({note})")
+
+
 def _plan_summary(result: dict[str, Any]) -> Table:
     pruned = ", ".join(f"{count:,} {reason.replace('_', ' ')}" for reason, count in result["pruned"].items())
     elapsed = result["elapsed_s"]
@@ -319,7 +331,7 @@ def _plan_summary(result: dict[str, Any]) -> Table:
     rows = [
         ("objective", str(result["objective"])),
         ("evaluated", f"{result['evaluated']:,} layouts ({rate:,.0f}/s)"),
-        ("feasible (fit, SLOs)" if "rejected_slo" in result else "feasible (fit)", f"{result['feasible']:,}"),
+        _feasible_row(result),
         ("costed", f"{result['costed']:,} layouts{_costing_note(result)} (pruned before costing: {pruned})"),
         ("elapsed", format_seconds(elapsed)),
     ]

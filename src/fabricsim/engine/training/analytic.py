@@ -43,7 +43,9 @@ from fabricsim.engine.training.step_time import (
     RS,
     dp_exposed_s,
     optimizer_s,
+    pipeline_stages,
     shard_shape,
+    stage_comm_sizes,
     stage_work,
     step_time,
     zero3_exposed_s,
@@ -99,10 +101,12 @@ class TrainingContext:
         "_layer_times",
         "_logits_times",
         "_peaks",
+        "_pipeline_stages",
         "_rates",
         "_stage_cache",
         "comm",
         "dims",
+        "layer_works",
         "options",
         "system",
     )
@@ -120,6 +124,8 @@ class TrainingContext:
         self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
         self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
         self._logits_times: dict[tuple[str, ShardShape], tuple[float, float]] = {}
+        self._pipeline_stages: dict[int, tuple[work.StageLayers, int]] = {}
+        self.layer_works: dict[tuple, StageWork] = {}  # step_time's one-layer work per (dtype, shape, MoE, recompute)
 
     @property
     def shapes_cached(self) -> int:
@@ -194,6 +200,13 @@ class TrainingContext:
             entry = self._stage_cache[key] = _stage_entry(self, layout, seq_len)
         return entry
 
+    def pipeline_stages(self, pipeline_parallel: int) -> tuple[work.StageLayers, int]:
+        """:func:`~fabricsim.engine.training.step_time.pipeline_stages` (cached per pipeline depth)."""
+        stages = self._pipeline_stages.get(pipeline_parallel)
+        if stages is None:
+            stages = self._pipeline_stages[pipeline_parallel] = pipeline_stages(self, pipeline_parallel)
+        return stages
+
     def stage_work(self, layout: ParallelLayout, seq_len: int) -> StageWork:
         return self.stage(layout, seq_len).work
 
@@ -236,13 +249,21 @@ class TrainingContext:
         return offload_memory(layout, entry, base, microbatches, (offload, self.tier(offload)))
 
     def fitting_offloads(
-        self, layout: ParallelLayout, base: MemoryBreakdown, global_batch: int, seq_len: int, choices: Offloads
+        self,
+        layout: ParallelLayout,
+        base: MemoryBreakdown,
+        global_batch: int,
+        seq_len: int,
+        choices: Offloads,
+        entry: StageEntry | None = None,
     ) -> list[tuple[OffloadSpec, float]]:
         """(choice, HBM bytes) for the ``choices`` (grouped by tier) with which ``layout`` fits in HBM
         and on the tier: the planner's memory check of offload variants. ``layout`` was checked and
-        sized by :meth:`memory` (``base``); each class's shift is computed once and summed per choice."""
+        sized by :meth:`memory` (``base``); each class's shift is computed once and summed per choice.
+        ``entry``: the layout's :meth:`stage` when the caller has it."""
         microbatches = global_batch // (layout.data_parallel * layout.micro_batch_size)
-        shifts = class_shifts(resident_bytes(layout, self.stage(layout, seq_len), base, microbatches))
+        entry = entry or self.stage(layout, seq_len)
+        shifts = class_shifts(resident_bytes(layout, entry, base, microbatches))
         over = base.total - self.system.device.hbm_capacity_bytes
         if over > sum(shift.hbm_freed for shift in shifts):
             return []  # offloading everything does not fit in HBM: no choice does
@@ -330,18 +351,20 @@ def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> 
     dims = ctx.dims
     mtp, accounting = ctx.options.mtp_layers, ctx.options.pipeline_accounting
     shape = shard_shape(ctx, layout, seq_len)
+    sizes = stage_comm_sizes(ctx, layout, seq_len)
+    stages = ctx.pipeline_stages(layout.pipeline_parallel)
     modules = ctx.options.selective_modules
-    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules)
-    dense, expert = stage_parameters(dims, layout, mtp, accounting)
+    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules, stages[0])
+    dense, expert = stage_parameters(dims, layout, mtp, accounting, stages[0])
     return StageEntry(
-        work=stage_work(ctx, layout, seq_len),
+        work=stage_work(ctx, layout, seq_len, shape, sizes, stages),
         dense_params=dense,
         expert_params=expert,
-        layers=work.largest_stage(dims, layout.pipeline_parallel, accounting).layers,
+        layers=stages[0].layers,
         activation_per_microbatch=per_microbatch,
         logits_activation=logits,
         recompute_working=working,
-        p2p_bytes=work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0)).pipeline_bytes,
+        p2p_bytes=sizes.pipeline_bytes,  # the capacity factor (in sizes) changes the expert bytes only
         gradient_bytes=ctx.options.gradient_bytes(layout.dtype),
     )
 

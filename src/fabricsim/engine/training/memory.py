@@ -28,14 +28,19 @@ from fabricsim.workload.pipeline import in_flight_microbatches
 
 
 def stage_parameters(
-    dims: ModelDims, layout: ParallelLayout, mtp_layers: int = 0, accounting: work.PipelineSplit = work.PipelineSplit()
+    dims: ModelDims,
+    layout: ParallelLayout,
+    mtp_layers: int = 0,
+    accounting: work.PipelineSplit = work.PipelineSplit(),
+    stage: work.StageLayers | None = None,
 ) -> tuple[float, float]:
     """(dense, expert) parameters on one GPU of the largest stage, before ZeRO sharding. Each
     multi-token-prediction depth adds one layer of the model's kind, its 2h -> h projection and two
     norms; they live on the last stage and are counted here on the largest one (an upper bound by at
     most one layer when the last stage holds fewer layers). ``accounting``: pipeline-split accounting
-    of (embedding, loss) (:func:`fabricsim.workload.training.largest_stage`)."""
-    stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
+    of (embedding, loss) (:func:`fabricsim.workload.training.largest_stage`; ``stage``: its result
+    when the caller has it)."""
+    stage = stage or work.largest_stage(dims, layout.pipeline_parallel, accounting)
     expert_tp = layout.expert_tp if dims.experts else None
     dense, expert = work.stage_parameters(dims, stage, layout.tensor_parallel, layout.expert_parallel, expert_tp)
     if layout.pipeline_parallel == 1 and not dims.tied_embeddings:  # one GPU holds both ends
@@ -59,11 +64,13 @@ def stage_activations(
     mtp_layers: int = 0,
     accounting: work.PipelineSplit = work.PipelineSplit(),
     modules: frozenset[str] | None = None,
+    stage: work.StageLayers | None = None,
 ) -> tuple[float, float, float]:
     """Bytes of (one micro-batch's activations on the largest stage, the last stage's extra
     activations of one micro-batch: the output layer's and per multi-token-prediction depth one more
-    layer and output layer, the working set of one layer rebuilt under full recomputation)."""
-    stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
+    layer and output layer, the working set of one layer rebuilt under full recomputation).
+    ``stage``: :func:`fabricsim.workload.training.largest_stage` when the caller has it."""
+    stage = stage or work.largest_stage(dims, layout.pipeline_parallel, accounting)
     dtype = layout.dtype
     recompute = layout.recompute
     per_microbatch = stage.dense_layers * layer_activation_bytes(dims, shape, recompute, False, dtype, modules)
@@ -85,17 +92,32 @@ def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: in
     the expert-data-parallel size tp·cp·dp/(etp·ep)), plus under
     ZeRO-3 two gathered layers (current + prefetched); activations of the in-flight micro-batches on
     stage 0 (or one micro-batch plus the logits on the last stage); framework overhead."""
-    dp = layout.data_context_parallel
-    shards = (layout.zero_stage, dp, layout.expert_data_parallel)
+    shards = (layout.zero_stage, layout.data_context_parallel, layout.expert_data_parallel)
+    weights, gradients, optimizer = model_state_bytes(entry, shards)
+    return MemoryBreakdown(weights, gradients, optimizer, activation_bytes(layout, entry, microbatches),
+                           FRAMEWORK_MEMORY_BYTES)
+
+
+def model_state_bytes(entry: StageEntry, shards: tuple[int, int, int]) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer state) bytes of :func:`memory_breakdown`, ``shards`` = (ZeRO
+    stage, data x context parallel, expert-data-parallel size): they depend on the ZeRO stage and
+    not on the virtual stages or the micro-batch count (a planner sizes them once per ZeRO stage of
+    a block)."""
+    zero, dp, _ = shards
     states = state_bytes(entry.dense_params, entry.expert_params, shards, entry.gradient_bytes)
     weights = states.weights
-    if layout.zero_stage == 3 and dp > 1:
+    if zero == 3 and dp > 1:
         weights += 2.0 * WEIGHT_BYTES * (entry.dense_params + entry.expert_params) / max(1, entry.layers)
+    return weights, states.gradients, states.optimizer
+
+
+def activation_bytes(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> float:
+    """Activation bytes of :func:`memory_breakdown`: they depend on the virtual stages and the
+    micro-batch count and not on the ZeRO stage."""
     pp = layout.pipeline_parallel
     first = in_flight_microbatches(pp, layout.virtual_stages, microbatches) * entry.activation_per_microbatch
     if pp == 1:
         activations = first + entry.logits_activation
     else:
         activations = max(first, entry.activation_per_microbatch + entry.logits_activation)
-    activations += entry.recompute_working
-    return MemoryBreakdown(weights, states.gradients, states.optimizer, activations, FRAMEWORK_MEMORY_BYTES)
+    return activations + entry.recompute_working

@@ -80,6 +80,7 @@ class StepContext(Protocol):
     comm: CollectiveTimes
     options: TrainingOptions
     system: SystemSpec
+    layer_works: dict[tuple, StageWork]  # one layer's work by (dtype, shape, MoE, recompute): :func:`_unit_layer_work`
 
     def rates(self, dtype: str) -> DeviceRates: ...
 
@@ -223,17 +224,23 @@ def _layer_comm_s(
     return tp, cp
 
 
-def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageWork:
+def stage_work(
+    ctx: StepContext,
+    layout: ParallelLayout,
+    seq_len: int,
+    shape: ShardShape | None = None,
+    sizes: work.CommSizes | None = None,
+    stages: tuple[work.StageLayers, int] | None = None,
+) -> StageWork:
     """Per-micro-batch seconds of the largest stage: compute by kind and exposed TP/CP/EP collectives;
     the last stage's output layer (and multi-token prediction) counts where it makes that stage the
-    slowest."""
-    dims = ctx.dims
-    shape = shard_shape(ctx, layout, seq_len)
-    accounting = ctx.options.pipeline_accounting
-    stage = work.largest_stage(dims, layout.pipeline_parallel, accounting)
-    sizes = work.comm_sizes(dims, layout, seq_len, (0.0, 0.0, 0.0), ctx.options.capacity_factor)
+    slowest. ``shape``, ``sizes`` and ``stages``: :func:`shard_shape`, :func:`stage_comm_sizes` and
+    :func:`pipeline_stages` of the layout when the caller has them (the analytic engine's stage entry)."""
+    shape = shape or shard_shape(ctx, layout, seq_len)
+    stage, last_layers = stages or pipeline_stages(ctx, layout.pipeline_parallel)
+    sizes = sizes or stage_comm_sizes(ctx, layout, seq_len)
     layers = [
-        _layer_work(ctx, layout, sizes, shape, moe, count)
+        _scaled(_unit_layer_work(ctx, layout, sizes, shape, moe), count)
         for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True))
         if count
     ]
@@ -241,25 +248,78 @@ def stage_work(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> StageW
     tail = _tail_work(ctx, layout, sizes, shape)
     share = 1.0
     if layout.pipeline_parallel > 1:  # the last stage: its layers plus the output layer (and MTP)
-        last_layers = work.last_stage_layers(dims, layout.pipeline_parallel, accounting)
         compute = body.forward_s + body.backward_s
         tail_compute = tail.forward_s + tail.backward_s
         share = max(0.0, last_layers * compute / stage.layers + tail_compute - compute) / tail_compute
     return _sum_work([body, tail], (1.0, share))
 
 
+def pipeline_stages(ctx: StepContext, pipeline_parallel: int) -> tuple[work.StageLayers, int]:
+    """(the largest stage, the last stage's transformer layers) of ``pipeline_parallel`` stages."""
+    accounting = ctx.options.pipeline_accounting
+    return (
+        work.largest_stage(ctx.dims, pipeline_parallel, accounting),
+        work.last_stage_layers(ctx.dims, pipeline_parallel, accounting),
+    )
+
+
+def stage_comm_sizes(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> work.CommSizes:
+    """The per-layer, per-micro-batch message sizes of ``layout`` (no gradient sizes)."""
+    return work.comm_sizes(ctx.dims, layout, seq_len, (0.0, 0.0, 0.0), ctx.options.capacity_factor)
+
+
 def _sum_work(parts: list[StageWork], weights: tuple[float, ...] | None = None) -> StageWork:
-    """The weighted sum of :class:`StageWork` records, field by field (weights default to 1)."""
+    """The weighted sum of :class:`StageWork` records, field by field (weights default to 1).
+
+    Each field adds ``0.0 + w0·p0 + w1·p1 + ...`` left to right: the additions ``sum()`` over the
+    column makes (it starts from 0 and accumulates floats in a double), written out for the one and
+    two records a stage has (a hot path of the planner's stage entries)."""
     weights = weights or (1.0,) * len(parts)
+    if len(parts) == 1:
+        (p,), (w,) = parts, weights
+        return StageWork(
+            0.0 + w * p.forward_s, 0.0 + w * p.backward_s, 0.0 + w * p.recompute_s, 0.0 + w * p.tp_comm_s,
+            0.0 + w * p.cp_comm_s, 0.0 + w * p.ep_comm_s, 0.0 + w * p.ep_unpaired_s,
+        )
+    if len(parts) == 2:
+        (p, q), (v, w) = parts, weights
+        return StageWork(
+            0.0 + v * p.forward_s + w * q.forward_s, 0.0 + v * p.backward_s + w * q.backward_s,
+            0.0 + v * p.recompute_s + w * q.recompute_s, 0.0 + v * p.tp_comm_s + w * q.tp_comm_s,
+            0.0 + v * p.cp_comm_s + w * q.cp_comm_s, 0.0 + v * p.ep_comm_s + w * q.ep_comm_s,
+            0.0 + v * p.ep_unpaired_s + w * q.ep_unpaired_s,
+        )
     rows = [
         (w * p.forward_s, w * p.backward_s, w * p.recompute_s, w * p.tp_comm_s, w * p.cp_comm_s, w * p.ep_comm_s,
          w * p.ep_unpaired_s)
         for p, w in zip(parts, weights, strict=True)
     ]
-    # sum() per field as before (the same additions in the same order), without a generator per field
     if not rows:
         return StageWork(0, 0, 0, 0, 0, 0, 0)
     return StageWork(*(sum(column) for column in zip(*rows, strict=True)))
+
+
+def _unit_layer_work(
+    ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, shape: ShardShape, moe: bool
+) -> StageWork:
+    """:func:`_layer_work` of one layer, cached in the context: what it reads of the layout and of
+    the message sizes follows from the shape (micro-batch, sequence, tp, cp, ep, expert TP, sequence
+    parallel, capacity factor), the dtype and the recompute mode, so stages of every pipeline depth
+    share it."""
+    key = (layout.dtype, shape, moe, layout.recompute)
+    unit = ctx.layer_works.get(key)
+    if unit is None:
+        unit = ctx.layer_works[key] = _layer_work(ctx, layout, sizes, shape, moe)
+    return unit
+
+
+def _scaled(unit: StageWork, count: float) -> StageWork:
+    """``count`` layers of ``unit`` (one layer's work, its fields 1.0 x the seconds: the same products
+    :func:`_layer_work` forms with ``count``)."""
+    return StageWork(
+        count * unit.forward_s, count * unit.backward_s, count * unit.recompute_s, count * unit.tp_comm_s,
+        count * unit.cp_comm_s, count * unit.ep_comm_s, count * unit.ep_unpaired_s,
+    )
 
 
 def _layer_work(
