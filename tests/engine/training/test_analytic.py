@@ -180,13 +180,17 @@ def test_the_last_gradient_bucket_is_megatrons_default_size_or_the_embedding() -
     """Overlapped gradient reduction leaves the last bucket exposed; Megatron-Core sizes buckets
     max(40M, 1M x dp) parameters (DistributedDataParallel bucket_size default), but never splits a
     parameter, and the word embedding's gradient comes last: the tail is the larger of the two
-    (Llama 3.1 8B: 525M embedding parameters at tp 1 beat a 40M bucket; at tp 8 its 66M shard
-    loses to dp 128's 128M bucket). ZeRO-0 (all-reduce, no gather) and a backward long enough to
+    (Llama 3.1 8B: 525M embedding parameters at tp 1 beat a 40M bucket; at tp 8 its 66M shard beats
+    dp 8's 40M floor and loses to dp 128's 128M bucket; with Llama 2's 32k vocabulary the 16M shard
+    at tp 8 loses to the 40M floor). ZeRO-0 (all-reduce, no gather) and a backward long enough to
     hide the rest: exposed = tail + slowdown x (reduce - tail)."""
     s = step_time.OVERLAP_COMPUTE_SLOWDOWN
-    model = load_model("llama3.1-8b")
+    llama = load_model("llama3.1-8b")
+    small_vocab = llama.model_copy(update={"vocab_size": 32000})  # Llama 2's: a 16M embedding shard at tp 8
     embedding = 128256 * 4096
-    for tp, dp, last in ((1, 8, embedding), (8, 128, 128e6)):
+    cases = ((llama, 1, 8, embedding), (llama, 8, 8, embedding / 8), (llama, 8, 128, 128e6),
+             (small_vocab, 8, 8, 40e6))
+    for model, tp, dp, last in cases:
         layout = ParallelLayout(tensor_parallel=tp, data_parallel=dp, zero_stage=0, micro_batch_size=8)
         ctx = training_context(model, H100, TrainingOptions(overlap_grad_reduce=True))
         entry = ctx.stage(layout, 8192)
