@@ -125,7 +125,7 @@ def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple
     """Gradient buckets of one model chunk and the ZeRO parameter all-gather of one rank."""
     layout = case.layout
     dp, v = layout.data_context_parallel, layout.virtual_stages  # dense gradients: dp x cp ranks
-    if dp == 1:
+    if dp == 1 and layout.expert_data_parallel == 1:  # experts may still have replicas (folding: tp > ep x etp)
         return (), None
     stride = layout.tensor_parallel
     entry = ctx.stage(layout, case.seq_len)  # the analytic path's own parameter split

@@ -377,7 +377,7 @@ def dp_exposed_s(ctx: StepContext, layout: ParallelLayout, stage: StageWork, par
     their gradients too, :attr:`~fabricsim.specs.ParallelLayout.data_context_parallel`), expert
     gradients over the expert-data-parallel group."""
     dp, zero = layout.data_context_parallel, layout.zero_stage
-    if dp == 1:
+    if dp == 1 and layout.expert_data_parallel == 1:  # experts may still have replicas (folding: tp > ep x etp)
         return 0.0
     comm, stride = ctx.comm, layout.tensor_parallel
     edp, expert_stride = layout.expert_data_parallel, layout.expert_tp * layout.expert_parallel
