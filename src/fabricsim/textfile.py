@@ -17,12 +17,15 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from fabricsim.errors import FabricsimError
 from fabricsim.limits import cap, cap_hint
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 MAX_INPUT_CAP = "INPUT_BYTES"
 
@@ -115,13 +118,14 @@ def read_yaml(path: str | Path, field: str) -> Any:
     return parse_yaml(read_text(path, field), field, str(path))
 
 
-def load_shipped_yaml(path: str | Path) -> Any:
+def load_shipped_yaml(path: str | Path | Traversable) -> Any:
     """Parse a YAML file shipped inside the package (the catalog's own data, never a user file)
     with libyaml's C loader where PyYAML has it: several times faster than the pure-Python loader,
     a third of a one-off ``train``'s parsing (issue 27). Both loaders give the same objects for
     every shipped file (tests/catalog/test_shipped_yaml.py); user files keep :func:`parse_yaml`
     and its guards (aliases, nesting, over-long integers)."""
-    return yaml.load(Path(path).read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    text = (Path(path) if isinstance(path, str) else path).read_text(encoding="utf-8")
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _read_only(target: Path, mode: int) -> bool:

@@ -12,7 +12,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from fabricsim import catalog
@@ -24,6 +23,7 @@ from fabricsim.errors import FabricsimError, parse_choice, unknown_name
 from fabricsim.metrics import InferResult, ServeResult, TrainResult
 from fabricsim.specs import SystemSpec
 from fabricsim.specs.fabric import LinkKind, LinkSpec, SwitchSpec
+from fabricsim.textfile import load_shipped_yaml
 from fabricsim.topology.clos_counts import Inventory, rail_optimized_inventory
 from fabricsim.units import parse_size
 
@@ -44,18 +44,11 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _shipped_yaml(path: Path) -> dict[str, Any]:
-    """A YAML file shipped with the package (trusted; tests parse every one): parsed by libyaml
-    where PyYAML has it, the same objects as the safe loader in a fraction of the time (the cost
-    catalog is read by every train/infer/serve call for its energy figures)."""
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
 @lru_cache(maxsize=8)
 def load_cost_catalog(prices: str | None = None) -> CostCatalog:
     """The shipped component data, with ``prices`` (a YAML file of the same shape, any subset of
     keys, numbers plain or ``{value, source}``) merged over it."""
-    raw = _shipped_yaml(catalog.data_root().joinpath(*COMPONENTS))
+    raw = load_shipped_yaml(catalog.data_root().joinpath(*COMPONENTS))
     data, sources = catalog.unwrap_sources(raw)
     if prices is not None:
         path = Path(prices)

@@ -15,9 +15,8 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from fabricsim.errors import FabricsimError
+from fabricsim.textfile import load_shipped_yaml
 
 DEFAULT_VERSION = "2.30"
 _US = 1e-6
@@ -117,8 +116,7 @@ def constants(version: str = DEFAULT_VERSION) -> NcclConstants:
         raise FabricsimError(
             "nccl_version", f"no constants for NCCL {version!r}", f"use one of: {', '.join(available_versions())}"
         )
-    # shipped data: parsed by libyaml where PyYAML has it (the same objects as safe_load, ~10x faster)
-    raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    raw = load_shipped_yaml(path)
     plateau = raw["ring_plateau_latency_factor"]
     overhead = raw["net_overhead_us"]
     channels = raw["channel_count"]
