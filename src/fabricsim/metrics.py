@@ -139,6 +139,7 @@ class SimulatedTrainResult:
     folded: tuple[tuple[str, int], ...]
     simulated_ops: int
     simulation: object = field(default=None, compare=False, repr=False)
+    network: dict[str, Any] | None = field(default=None, compare=False)  # flow/packet: the fabric's report
 
     def to_json(self) -> dict[str, object]:
         out = self.train.to_json()
@@ -151,6 +152,8 @@ class SimulatedTrainResult:
                 "simulated_ops": self.simulated_ops,
             }
         )
+        if self.network is not None:
+            out["network"] = self.network
         if self.step_time_s_p50 is not None:
             out.update(
                 {"step_time_s_p50": self.step_time_s_p50, "step_time_s_p99": self.step_time_s_p99, "seeds": self.seeds}
@@ -294,6 +297,7 @@ class SimulatedInferResult:
     analytic_ttft_s: float | None = None
     ttft_s_p50: float | None = None
     ttft_s_p99: float | None = None
+    network: dict[str, Any] | None = field(default=None, compare=False)  # flow/packet: the fabric's report
 
     def to_json(self) -> dict[str, object]:
         out = self.infer.to_json()
@@ -313,6 +317,8 @@ class SimulatedInferResult:
             )
         if self.ttft_s_p50 is not None:
             out.update({"ttft_s_p50": self.ttft_s_p50, "ttft_s_p99": self.ttft_s_p99})
+        if self.network is not None:
+            out["network"] = self.network
         return out
 
 

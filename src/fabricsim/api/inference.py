@@ -8,12 +8,12 @@ from typing import Any
 
 from fabricsim import catalog
 from fabricsim.api.cost import attach_infer, attach_serve
-from fabricsim.api.simulation import flow_timers
 from fabricsim.cost.energy import retime_infer_energy
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, KvSpill, infer_estimate
 from fabricsim.engine.inference.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
 from fabricsim.engine.inference.simulate import simulate_inference
 from fabricsim.engine.inference.step import InferenceLayout, LayoutRequest, check_lengths, resolve_layout
+from fabricsim.engine.simulate import comm_summary
 from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError
 from fabricsim.metrics import (
@@ -234,6 +234,10 @@ def simulate_infer(
     output_len: Tokens,
     fidelity: SimFidelity = Fidelity.SIMULATE,
     variability: Variability | None = None,
+    topology: str | None = None,
+    placement: str | None = None,
+    nic: str | None = None,
+    background: str | None = None,
     **options: Any,
 ) -> SimulatedInferResult:
     """One static inference batch through the event-driven engine.
@@ -241,25 +245,30 @@ def simulate_infer(
     Same inputs as :func:`infer` (``options``: batch, tp, pp, ep, dtype, kv_dtype). The prefill
     chunks and decode steps run as an op graph with the analytic step costs (TTFT and TPOT from the
     graph; the end-to-end latency and throughput follow from them). ``fidelity`` is ``simulate``
-    (collectives at their analytic, uncontended times) or ``flow`` (TP/EP/PP payloads re-timed on
-    the system topology by the flow model, every group at once; never below the analytic time, see
-    :mod:`fabricsim.engine.inference.simulate`). ``variability`` (stragglers, jitter; ECMP
+    (collectives at their analytic, uncontended times), ``flow`` or ``packet`` (the TP/EP/PP
+    payloads of a model replica run on the placed fabric together, never below the analytic time;
+    :mod:`fabricsim.engine.fabric_loop`). ``topology``, ``placement``, ``nic`` and ``background``
+    choose the fabric (:mod:`fabricsim.api.fabric`). ``variability`` (stragglers, jitter; ECMP
     re-hashing with ``flow``) gives P50/P99 TTFT over runs and TPOT over tokens.
     """
+    from fabricsim.api.fabric import FabricOptions, check_fabric_options, network_report, seat, with_nic
+
+    choices = FabricOptions(topology, placement, nic, background)
+    check_fabric_options(choices, fidelity, variability)
     base = infer(model, system, gpus, input_len=input_len, output_len=output_len, **options)
-    if variability is not None:
-        variability.validate()
-        if variability.ecmp_rehash and fidelity is not Fidelity.FLOW:
-            raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")
     get = options.get
     request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
     model_spec, system_spec, layout = inference_specs(model, system, request)
+    system_spec = with_nic(system_spec, choices.nic)
     scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch)
-    timers = None
-    if fidelity is Fidelity.FLOW:
-        rehash = variability is not None and variability.ecmp_rehash
-        timers = flow_timers(system_spec, gpus, rehash, variability.seed if variability is not None else 0)
-    sim = simulate_inference(scenario, variability, timers)
+    placed = on_fabric = None
+    if fidelity.on_fabric:
+        placed, on_fabric = seat(system_spec, gpus, fidelity, choices, variability)
+    sim = simulate_inference(scenario, variability, None, on_fabric)
+    network = None
+    if placed is not None and sim.job is not None and sim.fabric_run is not None:
+        exposed = comm_summary(sim.graph, sim.timeline).exposed_s
+        network = network_report(placed, sim.job, sim.fabric_run, exposed)
     e2e = sim.ttft_s + (output_len - 1) * sim.tpot_s
     infer_result = retime_infer_energy(dataclasses.replace(
         base, ttft_s=sim.ttft_s, tpot_s=sim.tpot_s, e2e_latency_s=e2e,
@@ -280,4 +289,5 @@ def simulate_infer(
         analytic_ttft_s=sim.estimate.ttft_s,
         ttft_s_p50=sim.ttft_s_p50,
         ttft_s_p99=sim.ttft_s_p99,
+        network=network,
     )

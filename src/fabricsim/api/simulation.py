@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError
 from fabricsim.specs.inputs import Count, NonNegativeFloat, Seed, edge
-
-
-def flow_timers(system: Any, gpus: int, rehash: bool, seed: int) -> Any:
-    """:func:`fabricsim.engine.flow_timer.flow_timers`, imported on use: the flow-level network pulls
-    in scipy (~0.3 s), which the analytic and simulate fidelities never need."""
-    from fabricsim.engine.flow_timer import flow_timers as build  # deferred on purpose: start-up time
-
-    return build(system, gpus, rehash, seed)
-
 
 DEFAULT_SEEDS = 20  # each run re-simulates the step (with DP replicas unfolded): keep the default cheap
 Seeds = Count("SEEDS")

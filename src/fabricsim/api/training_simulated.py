@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fabricsim.api.simulation import flow_timers
+from fabricsim.api.fabric import FabricOptions, check_fabric_options, network_report, seat, with_nic
 from fabricsim.api.training import SETTINGS, train, training_options, training_specs
 from fabricsim.cost.energy import retime_train_energy
 from fabricsim.engine.training.simulate import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
@@ -31,36 +31,45 @@ def simulate_train(
     *,
     fidelity: SimFidelity = Fidelity.SIMULATE,
     variability: Variability | None = None,
+    topology: str | None = None,
+    placement: str | None = None,
+    nic: str | None = None,
+    background: str | None = None,
     **layout: Any,
 ) -> SimulatedTrainResult:
     """One training step through the event-driven engine; same inputs as :func:`train`.
 
     ``fidelity`` is ``simulate`` (collectives timed by the analytic collective model on an
-    uncontended fabric) or ``flow`` (timed by the flow-level network model on the system's
-    topology, every group of a kind communicating at once, ECMP routing). ``variability`` adds
-    seeded stragglers, jitter and ECMP re-hashing and gives P50/P99 step times.
+    uncontended fabric), ``flow`` or ``packet``: every collective of the step runs as its flows on
+    the placed fabric, with whatever else is in flight (:mod:`fabricsim.engine.fabric_loop`), on the
+    max-min fair flow model or the packet model. ``topology``, ``placement``, ``nic`` and
+    ``background`` choose that fabric (:mod:`fabricsim.api.fabric`; flow or packet only).
+    ``variability`` adds seeded stragglers, jitter and ECMP re-hashing and gives P50/P99 step times.
     ``layout`` takes :func:`train`'s keywords (tp, pp, dp, ..., and the framework settings).
     """
     for key in ("offload", "offload_tier"):  # train's keywords, not the event-driven engine's
         if layout.pop(key, None) is not None:
             raise FabricsimError(key.replace("_", "-"), "is costed by the analytic fidelity only", _ANALYTIC_ONLY)
-    if variability is not None:
-        variability.validate()
+    choices = FabricOptions(topology, placement, nic, background)
+    check_fabric_options(choices, fidelity, variability)
     base = train(model, system, gpus, global_batch, seq_len, **layout)
     shape = {key: value for key, value in layout.items() if key not in SETTINGS}
     model_spec, system_spec, layout_spec = training_specs(model, system, gpus, shape)
     options = training_options(**dict(base.options))  # type: ignore[arg-type]  # as the analytic step ran
+    system_spec = with_nic(system_spec, choices.nic)
     case = TrainingCase(model_spec, system_spec, layout_spec, global_batch, seq_len, options)
-    rehash = variability is not None and variability.ecmp_rehash
-    if rehash and fidelity is not Fidelity.FLOW:
-        raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")
-    seed = variability.seed if variability is not None else 0
-    timers = flow_timers(case.system, gpus, rehash, seed) if fidelity is Fidelity.FLOW else (lambda run: None)
-    sim = simulate_training(case, timers, variability)
+    if fidelity.on_fabric:
+        placed, on_fabric = seat(system_spec, gpus, fidelity, choices, variability)
+        sim = simulate_training(case, lambda run: None, variability, on_fabric)
+        network = network_report(placed, sim.job, sim.fabric_run, sim.result.comm.exposed_s)  # type: ignore[arg-type]
+        return simulated_train_result(base, sim, fidelity.value, network)
+    sim = simulate_training(case, lambda run: None, variability)
     return simulated_train_result(base, sim, fidelity.value)
 
 
-def simulated_train_result(base: TrainResult, sim: TrainingSimulation, fidelity: str) -> SimulatedTrainResult:
+def simulated_train_result(
+    base: TrainResult, sim: TrainingSimulation, fidelity: str, network: dict[str, Any] | None = None
+) -> SimulatedTrainResult:
     ratio = sim.estimate.step_time_s / sim.step_time_s
     train_result = dataclasses.replace(
         base,
@@ -86,4 +95,5 @@ def simulated_train_result(base: TrainResult, sim: TrainingSimulation, fidelity:
         folded=tuple(sim.result.folded.items()),
         simulated_ops=sim.result.ops,
         simulation=sim,
+        network=network,
     )

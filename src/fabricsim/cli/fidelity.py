@@ -1,7 +1,8 @@
 """``--fidelity``, ``--trace`` and variability options of ``fabricsim train`` and ``infer`` (layer L11).
 
 ``--fidelity analytic`` (default) keeps the closed form; ``simulate`` runs the event-driven engine
-with the analytic collective times; ``flow`` times collectives on the flow-level network.
+with the analytic collective times; ``flow`` and ``packet`` run the step's collectives on the fabric
+(``--topology``, ``--placement``, ``--nic``, ``--background`` choose it; they need flow or packet).
 ``--trace out.json`` writes a Chrome/Perfetto timeline (atomically, only over nothing or a regular
 file, into an existing folder; the path is checked before the simulation runs). Variability:
 ``--seeds N`` Monte-Carlo runs, ``--straggler FRACTION:SLOWDOWN`` (e.g. ``0.01:0.2``: 1% of GPUs
@@ -11,7 +12,7 @@ file, into an existing folder; the path is checked before the simulation runs). 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fabricsim.cli.common import emit
@@ -31,11 +32,13 @@ class SimulationFlags:
     link_jitter: float = 0.0
     ecmp_rehash: bool = False
     seed: int = 0
+    fabric: dict[str, str | None] = field(default_factory=dict)  # --topology, --placement, --nic, --background
 
     @property
     def wants_engine(self) -> bool:
         varied = self.seeds is not None or self.straggler or self.jitter or self.link_jitter or self.ecmp_rehash
-        return self.fidelity != "analytic" or self.trace is not None or bool(varied)
+        chose_fabric = any(value is not None for value in self.fabric.values())
+        return self.fidelity != "analytic" or self.trace is not None or bool(varied) or chose_fabric
 
 
 def variability(flags: SimulationFlags) -> Any:
@@ -62,7 +65,7 @@ def run_train(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> 
     if flags.trace is not None:
         check_output_path(flags.trace, "trace")
     with working(f"simulating the training step ({fidelity.value})"):
-        result = api.simulate_train(**inputs, fidelity=fidelity, variability=variability(flags))
+        result = api.simulate_train(**inputs, **flags.fabric, fidelity=fidelity, variability=variability(flags))
     if flags.trace is not None:
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.result.timeline, sim.result.comm)
@@ -79,7 +82,7 @@ def run_infer(flags: SimulationFlags, inputs: dict[str, Any], as_json: bool) -> 
     if flags.trace is not None:
         check_output_path(flags.trace, "trace")
     with working(f"simulating the inference steps ({fidelity.value})"):
-        result = api.simulate_infer(**inputs, fidelity=fidelity, variability=variability(flags))
+        result = api.simulate_infer(**inputs, **flags.fabric, fidelity=fidelity, variability=variability(flags))
     if flags.trace is not None:
         sim = result.simulation
         write_trace(flags.trace, sim.graph, sim.timeline)

@@ -38,6 +38,10 @@ def infer(
     jitter: float = o.JITTER,
     link_jitter: float = o.LINK_JITTER,
     seed: int = o.SEED,
+    topology: str | None = o.TOPOLOGY,
+    placement: str | None = o.PLACEMENT,
+    nic: str | None = o.NIC,
+    background: str | None = o.BACKGROUND,
 ) -> None:
     """Prefill (TTFT) and decode (TPOT) of a batch, tokens/s, KV and memory per GPU."""
     params = dict(locals())  # first: exactly the command's parameters
@@ -45,7 +49,8 @@ def infer(
 
     params.pop("as_json")
     simulation, inputs = o.split(params, *o.SIMULATION_KEYS)
-    flags = fidelity_flags.SimulationFlags(**simulation)
+    fabric, inputs = o.split(inputs, *o.FABRIC_KEYS)
+    flags = fidelity_flags.SimulationFlags(**simulation, fabric=fabric)
     if flags.wants_engine:  # --fidelity simulate, --trace or variability: decode through the engine
         for key in ("kv_spill", "kv_spill_capacity"):  # the engine path has no spill tier yet
             if inputs.pop(key) is not None:

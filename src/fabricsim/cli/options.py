@@ -76,7 +76,24 @@ TRAIN_DTYPE_LIST = typer.Option(
 )
 
 # fidelity and variability (train, infer)
-FIDELITY = typer.Option("analytic", "--fidelity", help="analytic | simulate | flow")
+FIDELITY = typer.Option(
+    "analytic", "--fidelity", help="analytic | simulate | flow | packet (flow, packet: collectives run on the fabric)"
+)
+TOPOLOGY = typer.Option(
+    None,
+    "--topology",
+    help="scale-out fabric as a builder string (traffic's syntax, e.g. leaf-spine:leaves=32,spines=8,"
+    "hosts_per_leaf=32,oversubscription=4); default the system's own (flow/packet)",
+)
+PLACEMENT = typer.Option(
+    None, "--placement", help="ranks on hosts: packed | spread | random:SEED | FILE (default packed; flow/packet)"
+)
+NIC = typer.Option(None, "--nic", help="swap the scale-out NIC, e.g. roce-400g or ib-ndr (flow/packet)")
+BACKGROUND = typer.Option(
+    None,
+    "--background",
+    help="another tenant's traffic PATTERN:LOAD (permutation | all-to-all | incast | websearch, load 0-1; flow/packet)",
+)
 TRACE_OUT = typer.Option(
     None, "--trace", help="write a Chrome/Perfetto trace JSON of the step (replaces only a regular file)"
 )
@@ -87,6 +104,7 @@ LINK_JITTER = typer.Option(0.0, "--link-jitter", help="per-transfer jitter sigma
 ECMP_REHASH = typer.Option(False, "--ecmp-rehash", help="re-draw ECMP hashes every run (flow fidelity)")
 
 SIMULATION_KEYS = ("fidelity", "trace", "seeds", "straggler", "jitter", "link_jitter", "ecmp_rehash", "seed")
+FABRIC_KEYS = ("topology", "placement", "nic", "background")
 """The parameter names of the fidelity/variability options above (not forwarded as layout keywords)."""
 
 

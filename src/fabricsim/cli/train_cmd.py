@@ -62,6 +62,10 @@ def train(
     link_jitter: float = o.LINK_JITTER,
     ecmp_rehash: bool = o.ECMP_REHASH,
     seed: int = o.SEED,
+    topology: str | None = o.TOPOLOGY,
+    placement: str | None = o.PLACEMENT,
+    nic: str | None = o.NIC,
+    background: str | None = o.BACKGROUND,
 ) -> None:
     """Step time, MFU/HFU, memory per GPU and where the time goes, for one parallel layout."""
     params = dict(locals())  # first: exactly the command's parameters
@@ -69,7 +73,8 @@ def train(
 
     params.pop("as_json")
     simulation, inputs = o.split(params, *o.SIMULATION_KEYS)
-    flags = fidelity_flags.SimulationFlags(**simulation)
+    fabric, inputs = o.split(inputs, *o.FABRIC_KEYS)
+    flags = fidelity_flags.SimulationFlags(**simulation, fabric=fabric)
     if flags.wants_engine:  # --fidelity simulate|flow, --trace or variability: the event-driven engine
         fidelity_flags.run_train(flags, inputs, as_json)
         return

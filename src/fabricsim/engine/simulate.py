@@ -66,7 +66,7 @@ def resolve_durations(graph: OpGraph, timer: CommTimer | None) -> np.ndarray:
     workload carried from the analytic collective model). With a timer, payload ops take
     ``max(duration_s, repeat * timer(payload))``: a network timer adds contention but leaves out what
     the analytic model charges beyond bandwidth (algorithm steps' latencies, NCCL protocol and channel
-    efficiency; see :mod:`fabricsim.engine.flow_timer`), so it can only lengthen the uncontended
+    efficiency; see :mod:`fabricsim.engine.fabric_loop`), so it can only lengthen the uncontended
     time, never shorten it (the rule the inference simulator applies too). Each distinct payload is
     timed once (a model with thousands of identical bucket all-reduces costs one network evaluation).
     """

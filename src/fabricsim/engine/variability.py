@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -146,19 +147,32 @@ class TailResult:
 TimerFactory = Callable[[int | None], CommTimer | None]
 
 
-def monte_carlo(graph: OpGraph, timers: TimerFactory, v: Variability) -> TailResult:
+def monte_carlo(
+    graph: OpGraph,
+    timers: TimerFactory,
+    v: Variability,
+    durations_for: Callable[[int | None], np.ndarray] | None = None,
+) -> TailResult:
     """Run ``graph`` once without variability and ``v.seeds`` times with it.
 
     ``timers(None)`` gives the nominal communication timer (no collisions: uncontended or ideally
     spread routes); ``timers(seed)`` a timer whose routing hashes with that seed, used per run when
     ``ecmp_rehash`` is on. Without ``ecmp_rehash`` every run uses the nominal timer.
+    ``durations_for(seed)`` replaces the timers when the op durations come from elsewhere (the
+    fabric in the loop): ``None`` for the nominal run, a hash seed per re-hashed run.
     Cost: (seeds + 1) executions of the graph.
     """
     v.validate()
-    nominal = resolve_durations(graph, timers(None))
+    if durations_for is None:
+        durations_for = partial(_resolved, graph, timers)
+    nominal = durations_for(None)
     nominal_s = execute(graph, nominal).makespan_s
     samples = []
     for run in range(v.seeds):
-        base = resolve_durations(graph, timers(v.seed * 1_000_003 + run + 1)) if v.ecmp_rehash else nominal
+        base = durations_for(v.seed * 1_000_003 + run + 1) if v.ecmp_rehash else nominal
         samples.append(execute(graph, perturbed(graph, base, v, run)).makespan_s)
     return TailResult(nominal_s, tuple(samples))
+
+
+def _resolved(graph: OpGraph, timers: TimerFactory, seed: int | None) -> np.ndarray:
+    return resolve_durations(graph, timers(seed))

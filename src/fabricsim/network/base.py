@@ -27,6 +27,7 @@ class FlowSet:
     size_bytes: np.ndarray
     start_s: np.ndarray
     label: np.ndarray
+    max_rate_Bps: np.ndarray | None = None  # per flow, bytes/s (inf: uncapped); None: none capped
 
     @property
     def count(self) -> int:

@@ -170,14 +170,15 @@ def simulate(
 ) -> NetworkResult:
     """Event-driven max-min simulation of ``flows`` on precomputed ``routes``; ``on_progress(done,
     total)`` is called with the flows finished after each event."""
-    matrix = routes.incidence.tocsc()
+    links = capacity_Bps.size
+    matrix, capacity_Bps = _with_rate_caps(routes.incidence, capacity_Bps, flows.max_rate_Bps)
     state = _State(
         flows.size_bytes.astype(float).copy(),
         np.full(flows.count, np.nan),
         np.full(flows.count, np.nan),
         np.zeros(capacity_Bps.size),
         np.zeros(capacity_Bps.size),
-        np.diff(matrix.indptr) == 0,
+        np.diff(routes.incidence.tocsc().indptr) == 0,
     )
     order = np.lexsort((np.arange(flows.count), flows.start_s))
     arrivals = flows.start_s[order]
@@ -190,6 +191,8 @@ def simulate(
         active = np.concatenate([active, order[next_arrival:upto]])
         next_arrival = upto
         active = _retire_empty(active, state, now)
+        if next_arrival >= flows.count and not np.isfinite(state.remaining[active]).any():
+            break  # nothing left but rate-capped endless flows (a background tenant)
         if active.size == 0:
             continue
         horizon = arrivals[next_arrival] - now if next_arrival < flows.count else np.inf
@@ -197,8 +200,22 @@ def simulate(
         events += 1
         if on_progress is not None:
             on_progress(int(next_arrival - active.size), flows.count)
-    finish = state.done_s + routes.latency_s
-    return NetworkResult(finish, state.first_rate, state.link_bytes, state.peak, events, "flow")
+    finish = np.where(np.isinf(state.remaining), np.inf, state.done_s + routes.latency_s)
+    return NetworkResult(finish, state.first_rate, state.link_bytes[:links], state.peak[:links], events, "flow")
+
+
+def _with_rate_caps(
+    incidence: sp.spmatrix, capacity_Bps: np.ndarray, max_rate_Bps: np.ndarray | None
+) -> tuple[sp.csc_matrix, np.ndarray]:
+    """The share matrix and capacities with one virtual link per rate-capped flow (capacity = its
+    cap): max-min fairness with a per-flow demand limit is max-min on that extended network."""
+    if max_rate_Bps is None or not np.isfinite(max_rate_Bps).any():
+        return incidence.tocsc(), capacity_Bps
+    capped = np.flatnonzero(np.isfinite(max_rate_Bps))
+    virtual = sp.csr_matrix(
+        (np.ones(capped.size), (np.arange(capped.size), capped)), shape=(capped.size, incidence.shape[1])
+    )
+    return sp.vstack([incidence, virtual]).tocsc(), np.concatenate([capacity_Bps, max_rate_Bps[capped]])
 
 
 def _retire_empty(active: np.ndarray, state: _State, now: float) -> np.ndarray:

@@ -141,11 +141,17 @@ class Fidelity(str, Enum):
     ANALYTIC = "analytic"
     SIMULATE = "simulate"
     FLOW = "flow"
+    PACKET = "packet"
+
+    @property
+    def on_fabric(self) -> bool:
+        """Flow or packet: the step's collectives run on the fabric (:mod:`fabricsim.engine.fabric_loop`)."""
+        return self in (Fidelity.FLOW, Fidelity.PACKET)
 
 
 def _simulated(value: Fidelity, info: ValidationInfo) -> Fidelity:
     if value is Fidelity.ANALYTIC:
-        raise FabricsimError(flag(info.field_name or "fidelity"), "this call simulates", "use simulate or flow")
+        raise FabricsimError(flag(info.field_name or "fidelity"), "this call simulates", "use simulate, flow or packet")
     return value
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from fabricsim import catalog
-from fabricsim.engine.flow_timer import flow_timers
+from fabricsim.engine.fabric_loop import system_fabric
 from fabricsim.engine.inference.analytic import InferScenario, KvBudgetPolicy
 from fabricsim.engine.inference.simulate import MAX_PREFILL_CHUNKS, simulate_inference
 from fabricsim.engine.inference.step import LayoutRequest, resolve_layout
@@ -59,7 +59,7 @@ def test_flow_fidelity_never_beats_the_uncontended_times(name):
     scenario = _scenario(name)
     gpus = scenario.layout.replicas * scenario.layout.replica_gpus
     nominal = simulate_inference(scenario)
-    flow = simulate_inference(scenario, None, flow_timers(scenario.system, gpus))
+    flow = simulate_inference(scenario, None, None, system_fabric(scenario.system, gpus))
     assert flow.ttft_s >= nominal.ttft_s * 0.99 and flow.tpot_s >= nominal.tpot_s * 0.99
 
 

@@ -11,18 +11,19 @@ with ``pp > 1`` the simulated prefill also pays the pipeline fill (``pp - 1`` st
 analytic TTFT leaves out. With stragglers and jitter the per-run TTFT and the per-token intervals
 over steps and seeds give P50/P99 (a token waits for the slowest GPU of every stage it crosses).
 
-Network fidelity: by default the collectives keep their analytic (uncontended) times. With a flow
-timer (:func:`fabricsim.engine.flow_timer.flow_timers`), each TP/EP/PP payload is timed on the
-system topology with every group of its shape active at once; the flow model leaves out the
-algorithms' per-step latencies (:mod:`fabricsim.engine.flow_timer`), which dominate the KB-sized
-decode messages, so a call takes ``max(uncontended analytic time, flow time)``: contention can only
-add to the analytic time.
+Network fidelity: by default the collectives keep their analytic (uncontended) times; a timer
+factory may re-time them (a call takes ``max(1, timer / analytic call time)`` times its nominal time).
+With the fabric in the loop (:mod:`fabricsim.engine.fabric_loop`) the TP/EP/PP payloads of one model
+replica run as flows or packets on the placed fabric, each with whatever else is in flight; the
+network leaves out the algorithms' per-step latencies, which dominate the KB-sized decode messages,
+so contention can only add to the analytic time.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,6 +40,9 @@ from fabricsim.workload.inference_graph import (
     StagePass,
     build_inference_graph,
 )
+
+if TYPE_CHECKING:
+    from fabricsim.engine.fabric_loop import FabricJob, FabricRun, OnFabric
 
 DECODE_STEPS = 32  # steps simulated per run: enough for P99 over steps x micro-batches x seeds
 MAX_PREFILL_CHUNKS = 64  # more chunks are folded: each simulated chunk stands for several equal ones
@@ -139,6 +143,8 @@ class InferenceSimulation:
     tokens_sampled: int
     graph: OpGraph
     timeline: Timeline
+    fabric_run: FabricRun | None = None  # with the fabric in the loop: the mixes it timed
+    job: FabricJob | None = None
 
     @property
     def ops(self) -> int:
@@ -157,30 +163,48 @@ def _intervals(end_s: np.ndarray, token_done: list[list[int]]) -> np.ndarray:
 
 
 def simulate_inference(
-    scenario: InferScenario, variability: Variability | None = None, timers: TimerFactory | None = None
+    scenario: InferScenario,
+    variability: Variability | None = None,
+    timers: TimerFactory | None = None,
+    on_fabric: OnFabric | None = None,
 ) -> InferenceSimulation:
     """TTFT and TPOT of ``scenario`` from the event-driven engine; ``timers(None)`` times the
     payloads of the nominal run and ``timers(run)`` those of Monte-Carlo run ``run`` (None or a
-    factory returning None: analytic collective times)."""
+    factory returning None: analytic collective times). With ``on_fabric`` the payloads of one
+    model replica run on the fabric together instead (:mod:`fabricsim.engine.fabric_loop`; the
+    other replicas' traffic is left out)."""
     estimate = infer_estimate(scenario)
     planned = inference_plan(scenario, estimate)
     built = build_inference_graph(planned.plan)
     if planned.chunks_per_simulated > 1:
         built.graph.folded["prefill_chunks_per_simulated_chunk"] = math.ceil(planned.chunks_per_simulated)
+    fabric_run = job = None
+    if on_fabric is not None:
+        from fabricsim.engine.fabric_loop import FabricJob, fabric_durations  # numpy-heavy: only when asked
+
+        replica = planned.plan.stage_gpus * planned.plan.pipeline_parallel
+        job = FabricJob("infer", built.graph, on_fabric.host_of_gpu[:replica], planned.plan.pipeline_parallel,
+                        planned.call_s)
+        fabric_run = fabric_durations([job], on_fabric.fabric)
+        rehashed = on_fabric.durations(job, fabric_run)
+        timers = None
     timer = timers(None) if timers is not None else None
-    nominal = network_durations(built, planned.call_s, timer)
+    nominal = fabric_run.durations[0] if fabric_run is not None else network_durations(built, planned.call_s, timer)
     timeline = execute(built.graph, nominal)
     base = _intervals(timeline.end_s, built.token_done)
     p = len(built.token_done)
     tpot = float(base[-p:].mean()) if base.size else 0.0  # steady state: the last step of every micro-batch
     ttft = _ttft(timeline.end_s, built)
     if variability is None or not variability.active:
-        return InferenceSimulation(estimate, ttft, tpot, None, None, None, None, 0, built.graph, timeline)
+        return InferenceSimulation(estimate, ttft, tpot, None, None, None, None, 0, built.graph, timeline,
+                                   fabric_run, job)
     variability.validate()
     ttfts, samples = [], []
     for run in range(variability.seeds):
         durations = nominal
-        if timers is not None and variability.ecmp_rehash:
+        if fabric_run is not None and variability.ecmp_rehash:
+            durations = rehashed(run)
+        elif timers is not None and variability.ecmp_rehash:
             durations = network_durations(built, planned.call_s, timers(run))
         end = execute(built.graph, perturbed(built.graph, durations, variability, run)).end_s
         ttfts.append(_ttft(end, built))
@@ -189,4 +213,4 @@ def simulate_inference(
     tpot_q = [float(np.quantile(pooled, q)) for q in (0.5, 0.99)] if pooled.size else [0.0, 0.0]
     ttft_q = [float(np.quantile(ttfts, q)) for q in (0.5, 0.99)]
     return InferenceSimulation(estimate, ttft, tpot, ttft_q[0], ttft_q[1], tpot_q[0], tpot_q[1], int(pooled.size),
-                               built.graph, timeline)
+                               built.graph, timeline, fabric_run, job)

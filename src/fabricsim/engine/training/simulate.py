@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +35,9 @@ from fabricsim.workload import training as work
 from fabricsim.workload.graph import CommPayload, OpGraph, Stream
 from fabricsim.workload.training import TrainingOptions
 from fabricsim.workload.training_graph import ChunkCosts, TrainingPlan, Transfer, build_training_graph
+
+if TYPE_CHECKING:
+    from fabricsim.engine.fabric_loop import FabricJob, FabricRun, OnFabric
 
 MAX_UNFOLDED_REPLICAS = 64  # data-parallel replicas simulated one by one when variability is on
 
@@ -190,6 +194,8 @@ class TrainingSimulation:
     graph: OpGraph
     result: SimulationResult
     tail: TailResult | None
+    fabric_run: FabricRun | None = None  # with the fabric in the loop: the mixes it timed
+    job: FabricJob | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -215,13 +221,18 @@ def check_simulated_passes(plan: TrainingPlan, replicas: int, runs: int) -> int:
 
 
 def simulate_training(
-    case: TrainingCase, timers: TimerFactory, variability: Variability | None = None
+    case: TrainingCase,
+    timers: TimerFactory,
+    variability: Variability | None = None,
+    on_fabric: OnFabric | None = None,
 ) -> TrainingSimulation:
     """Simulate one step of ``case``; ``timers(None)`` times payloads (None: analytic times kept).
 
     With per-GPU ``variability`` (stragglers, jitter), up to :data:`MAX_UNFOLDED_REPLICAS`
     data-parallel replicas are simulated one by one (the folding is reported in ``graph.folded``) and ``tail`` holds the
-    Monte-Carlo step times.
+    Monte-Carlo step times. With ``on_fabric`` (a fabric, the endpoint of every GPU rank, and the
+    fabric for a Monte-Carlo run's ECMP hash seed) the collectives run on the fabric together
+    (:mod:`fabricsim.engine.fabric_loop`) and ``timers`` is not used.
     """
     plan, estimate = training_plan(case)
     active = variability is not None and variability.active
@@ -230,6 +241,15 @@ def simulate_training(
     runs = 1 + (variability.seeds + 1 if active and variability is not None else 0)  # + monte_carlo's
     check_simulated_passes(plan, replicas, runs)
     graph = build_training_graph(plan, replicas)
+    if on_fabric is not None:
+        from fabricsim.engine.fabric_loop import FabricJob, simulate_jobs  # numpy-heavy: only when asked
+
+        job = FabricJob("train", graph, on_fabric.host_of_gpu, plan.pipeline_parallel)
+        results, run = simulate_jobs([job], on_fabric.fabric)
+        tail = None
+        if active and variability is not None:
+            tail = monte_carlo(graph, timers, variability, on_fabric.durations(job, run))
+        return TrainingSimulation(estimate, graph, results[0], tail, run, job)
     timer: CommTimer | None = timers(None)
     result = simulate(graph, timer)
     tail = monte_carlo(graph, timers, variability) if active and variability is not None else None

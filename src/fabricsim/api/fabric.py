@@ -1,0 +1,203 @@
+"""The fabric a ``train`` or ``infer`` step runs on at flow or packet fidelity (public API, layer L9).
+
+Turns the user's fabric choices into the engine's :class:`~fabricsim.engine.fabric_loop.Fabric`:
+
+* ``topology``: a builder string (``traffic``'s syntax, e.g. ``leaf-spine:leaves=32,spines=8,
+  hosts_per_leaf=32,oversubscription=4``) replacing the system's scale-out network (its host ports
+  become the system's NICs, node-major, rail-minor); default the system YAML's own fabric, built
+  as written (:func:`fabricsim.topology.system.build_system_topology`);
+* ``nic``: a catalog link swapping the scale-out NIC and its transport, as ``cost --nic`` does:
+  RoCE runs PFC + DCQCN over ECMP, InfiniBand credits and the switch's adaptive routing
+  (:func:`fabricsim.network.phase.transport_for`); at flow fidelity the transports differ only by
+  routing (the flow model has no queues);
+* ``placement``: packed | spread | random:SEED | FILE (:mod:`fabricsim.topology.placement`);
+* ``background``: ``PATTERN:LOAD``, another tenant's steady traffic on every endpoint at ``LOAD``
+  of the line rate (:func:`fabricsim.network.phase.background_flows`).
+
+Also the ``network`` block of the results: per parallel dimension the highest fabric tier its groups
+cross and the bytes per tier, the exposed communication per collective kind, and at packet level
+the pause/ECN/queue/drop counters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fabricsim import catalog
+from fabricsim.engine.fabric_loop import Fabric, FabricJob, FabricRun, OnFabric
+from fabricsim.engine.variability import Variability
+from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.specs import LinkKind, LinkSpec, SystemSpec
+from fabricsim.specs.inputs import Fidelity
+
+
+@dataclass(frozen=True, slots=True)
+class FabricOptions:
+    """The fabric choices of ``train``/``infer`` (validated by :func:`build_fabric`)."""
+
+    topology: str | None = None
+    placement: str | None = None
+    nic: str | None = None
+    background: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return any(v is not None for v in (self.topology, self.placement, self.nic, self.background))
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedFabric:
+    """A built fabric and where the job sits on it."""
+
+    fabric: Fabric
+    host_of_gpu: np.ndarray
+    placement: str
+    transport: str
+    routing: str
+    fidelity: str
+    options: FabricOptions
+
+
+def scale_out_nic(name: str) -> LinkSpec:
+    """The catalog link ``name`` as a scale-out NIC (InfiniBand or RoCE); one-line errors name ``nic``."""
+    try:
+        nic = catalog.load_link(name)
+    except FabricsimError as exc:
+        if exc.field != "link":
+            raise
+        scale_out = [n for n in catalog.names("links") if n.startswith(("ib-", "roce-"))]
+        raise unknown_name("nic", name, scale_out) from None
+    if nic.kind not in (LinkKind.INFINIBAND, LinkKind.ROCE):
+        problem = f"{nic.name} is a {nic.kind.value} link, not a scale-out NIC"
+        raise FabricsimError("nic", problem, "e.g. --nic roce-400g")
+    return nic
+
+
+def with_nic(system: SystemSpec, nic: str | None) -> SystemSpec:
+    """``system`` with its scale-out NIC swapped for the catalog link ``nic`` (None: unchanged)."""
+    if nic is None:
+        return system
+    out = system.scale_out.model_copy(update={"nic": scale_out_nic(nic)})
+    return system.model_copy(update={"scale_out": out})
+
+
+def check_fabric_options(options: FabricOptions, fidelity: Fidelity, variability: Variability | None) -> None:
+    """Refuse fabric choices the fidelity ignores, and ECMP re-hashing off the flow network."""
+    if variability is not None:
+        variability.validate()
+        if variability.ecmp_rehash and fidelity is not Fidelity.FLOW:
+            raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")
+    if options.given and not fidelity.on_fabric:
+        given = next(k for k in FABRIC_KEYS if getattr(options, k) is not None)
+        raise FabricsimError(given, "needs the fabric in the loop", "add --fidelity flow or --fidelity packet")
+
+
+FABRIC_KEYS = ("topology", "placement", "nic", "background")
+
+
+def seat(
+    system: SystemSpec, gpus: int, fidelity: Fidelity, options: FabricOptions, variability: Variability | None
+) -> tuple[PlacedFabric, OnFabric]:
+    """The fabric and the job's seat on it; with ECMP re-hashing the nominal run sprays (no
+    collisions) and Monte-Carlo run ``k`` hashes ECMP with seed ``k``, as the flow timers did."""
+    seed = variability.seed if variability is not None else 0
+    rehash = variability is not None and variability.ecmp_rehash
+    placed = build_fabric(system, gpus, fidelity.value, options, seed, "spray" if rehash else None)
+    reseeded = None
+    if rehash:
+        from fabricsim.network.flow import FlowNetwork
+        from fabricsim.topology.routing import Routing
+
+        table = placed.fabric.network.table  # type: ignore[attr-defined]
+
+        def reseeded(run_seed: int) -> Fabric:
+            return dataclasses.replace(placed.fabric, network=FlowNetwork(table, Routing.ECMP, run_seed))
+
+    return placed, OnFabric(placed.fabric, placed.host_of_gpu, reseeded)
+
+
+def build_fabric(
+    system: SystemSpec, gpus: int, fidelity: str, options: FabricOptions, seed: int = 0, routing: str | None = None
+) -> PlacedFabric:
+    """The fabric of ``gpus`` GPUs of ``system`` (its NIC already swapped, see :func:`with_nic`)."""
+    from fabricsim.api.topologies import build_topology
+    from fabricsim.network.flow import FlowNetwork
+    from fabricsim.network.phase import PacketPhaseNetwork, background_flows, parse_background, transport_for
+    from fabricsim.topology.placement import parse_placement, place
+    from fabricsim.topology.routing import Routing, route_table
+    from fabricsim.topology.system import build_system_topology
+
+    scale_out = build_topology(options.topology) if options.topology is not None else None
+    topology = build_system_topology(system, gpus, fabric=scale_out)
+    policy = parse_placement(options.placement or "packed")
+    placed = place(topology, gpus, min(system.gpus_per_node, gpus), policy)
+    transport = transport_for(system.scale_out.nic.kind)
+    chosen = Routing(routing) if routing is not None else Routing(transport.routing)
+    table = route_table(topology)
+    if fidelity == "packet":
+        network: Any = PacketPhaseNetwork(table, transport, seed)
+    else:
+        network = FlowNetwork(table, chosen, seed)
+    background = None
+    if options.background is not None:
+        pattern, load = parse_background(options.background)
+        hosts = np.arange(topology.hosts, dtype=np.int64)
+        background = background_flows(pattern, load, hosts, topology.line_rate_Bps, seed)
+    fabric = Fabric(topology, network, system.scale_up.domain_gpus, background)
+    return PlacedFabric(
+        fabric, placed.host_of_gpu, placed.policy, transport.name, chosen.value, fidelity, options
+    )
+
+
+DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+
+
+def _dimension(category: str) -> str:
+    head = category.split("-")[0]
+    return head if head in DIMENSIONS else "other"
+
+
+def network_report(
+    placed: PlacedFabric, job: FabricJob, run: FabricRun, exposed_s: dict[str, float], job_index: int = 0
+) -> dict[str, Any]:
+    """The ``network`` block: choices, per-dimension tiers and bytes, exposed time, packet counters."""
+    from fabricsim.topology.placement import TIERS, pair_tiers
+
+    topology = placed.fabric.topology
+    items = {(stage, payload): (j, stage, payload) for j, stage, payload in run.flows if j == job_index}
+    dims: dict[str, dict[str, Any]] = {}
+    for op in job.graph.ops:
+        item = items.get((op.rank % job.stages, op.payload)) if op.payload is not None else None
+        if item is None or run.flows[item].count == 0:
+            continue
+        flows = run.flows[item]
+        tiers = pair_tiers(topology, flows.src, flows.dst)
+        blank = {"highest_tier": TIERS[0], "bytes_by_tier": dict.fromkeys(TIERS, 0.0)}
+        entry = dims.setdefault(_dimension(op.category), blank)
+        top = TIERS[int(tiers.max())]
+        if TIERS.index(top) > TIERS.index(entry["highest_tier"]):
+            entry["highest_tier"] = top
+        per_tier = np.bincount(tiers, weights=flows.size_bytes, minlength=len(TIERS)) * op.repeat
+        for name, value in zip(TIERS, per_tier.tolist(), strict=False):
+            entry["bytes_by_tier"][name] += value
+    out: dict[str, Any] = {
+        "fidelity": placed.fidelity,
+        "topology": topology.name,
+        "placement": placed.placement,
+        "transport": placed.transport,
+        "routing": placed.routing,
+        "background": placed.options.background,
+        "dimensions": {k: dims[k] for k in sorted(dims, key=(*DIMENSIONS, "other").index)},
+        "exposed_s": dict(exposed_s),
+        "mixes_timed": len(run.mixes),
+        "network_runs": run.network_runs,
+        "rounds": run.rounds,
+    }
+    counters = getattr(placed.fabric.network, "counters", None)
+    if counters is not None:
+        out.update(counters().to_json())
+    return out

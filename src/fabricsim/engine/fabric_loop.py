@@ -1,0 +1,361 @@
+"""The fabric in the loop: every collective of a step runs as flows on the placed fabric, timed
+with whatever else is in flight at the same moment (layer L6).
+
+One engine for ``train``, ``infer`` and ``cluster`` (several jobs on one fabric). A job is its op
+graph (:mod:`fabricsim.workload.graph`), the endpoint each of its GPU ranks is placed on, and
+Megatron-Core's rank order (TP innermost, then CP, EP/DP, PP outermost), so pipeline stage ``s``
+of a job of ``G`` GPUs and ``p`` stages owns ranks ``[sG/p, (s+1)G/p)``. A collective op of stage
+``s`` (an *item*: job, stage, payload) is the payload's one-step flows
+(:func:`fabricsim.collectives.schedules.bandwidth_step`: NCCL-like channel rings, all-to-all pairs,
+p2p) of every group of its shape inside that stage (the folded data-parallel copies and
+tensor-parallel members run in lock-step), pipeline sends going to the next stage.
+
+Timing is a fixed point over the event-driven executor (:func:`fabricsim.engine.simulate.execute`):
+
+1. every item is timed alone on the fabric (with the background tenant, if any); an op takes
+   ``max(nominal, repeat x t_alone)`` (the network adds contention, never removes the analytic
+   model's latency and protocol terms; see :func:`fabricsim.engine.simulate.resolve_durations`);
+2. the graphs run; for every comm op, its interval is cut where the set of other items in flight
+   changes (items of any job, jobs repeating with their own step period). A *mix* is the item plus
+   the items in flight with it that share at least one link; a mix is timed once (all its flows
+   starting together, on the fabric with the background) and cached, so the repeated phases of a
+   pipeline cost one network run each. The op's slowdown is the time-weighted mean over its
+   segments of ``t_mix(item) / t_alone(item)`` (at least 1), and its duration
+   ``max(nominal, repeat x t_alone x slowdown)``;
+3. step 2 repeats with the new timelines until no duration moves by more than ``TOLERANCE``
+   (relative) or after ``MAX_ROUNDS`` rounds.
+
+The mix time treats the flows of the items in flight as starting together (the steady state in which
+they share the links); a partial overlap is weighted by the segment's length, not simulated
+byte by byte. What that leaves out, and the cut of packet runs, is stated in the results' notes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fabricsim.collectives import parse_op
+from fabricsim.collectives.schedules import bandwidth_step
+from fabricsim.engine.simulate import SimulationResult, Timeline, comm_summary, execute
+from fabricsim.network.base import FlowSet, NetworkModel, NetworkResult
+from fabricsim.specs import SystemSpec
+from fabricsim.topology.graph import Topology
+from fabricsim.workload.graph import CommPayload, OpGraph
+
+TOLERANCE = 1e-3  # relative change of every op duration at which the fixed point stops (numerical)
+MAX_ROUNDS = 4  # rounds of step 2 at most; each re-times only the mixes not seen before
+
+
+@dataclass(frozen=True, slots=True)
+class Fabric:
+    """One fabric: its topology (endpoints = GPUs), the network model that times flows on it
+    (flow or packet fidelity, with its routing), the GPUs per scale-up domain (for NCCL-like
+    channel rings) and an optional background tenant (flows with ``max_rate_Bps``)."""
+
+    topology: Topology
+    network: NetworkModel
+    domain_gpus: int
+    background: FlowSet | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FabricJob:
+    """A job on the fabric: its step graph, the endpoint of each GPU rank, how many pipeline stages
+    its rank classes stand for (one rank class per stage, per simulated replica), and optionally the
+    nominal time of one call of each payload (default: the op's duration / repeat)."""
+
+    name: str
+    graph: OpGraph
+    host_of_gpu: np.ndarray
+    stages: int
+    call_s: dict[CommPayload, float] | None = None
+
+    @property
+    def gpus(self) -> int:
+        return int(self.host_of_gpu.size)
+
+
+Item = tuple[int, int, CommPayload]  # (job index, pipeline stage, payload)
+
+
+@dataclass
+class FabricRun:
+    """What the fabric loop did: the final per-op durations of each job, the mixes it timed, and
+    per item its flows (for the bytes-per-tier report)."""
+
+    durations: list[np.ndarray]
+    timelines: list[Timeline]
+    alone_s: dict[Item, float] = field(default_factory=dict)
+    mixes: dict[frozenset[Item], dict[Item, float]] = field(default_factory=dict)
+    flows: dict[Item, FlowSet] = field(default_factory=dict)
+    rounds: int = 0
+    network_runs: int = 0
+
+
+def tiled_groups(gpus: int, ranks: int, stride: int) -> np.ndarray:
+    """GPU ids of every group of ``ranks`` at ``stride`` tiling ``gpus`` GPUs: array [groups, ranks]
+    (Megatron's rank order makes the TP, CP, DP and EP groups such tilings). GPU g belongs to the
+    group starting at (g // (ranks·stride))·ranks·stride + g mod stride; a ragged tail forms no group."""
+    block = ranks * stride
+    base = np.arange(gpus - gpus % block, dtype=np.int64).reshape(-1, ranks, stride)  # [blocks, rank, offset]
+    return base.transpose(0, 2, 1).reshape(-1, ranks)
+
+
+def stage_groups(gpus: int, stages: int, stage: int, payload: CommPayload) -> np.ndarray:
+    """GPU ranks [groups, ranks] of every group of ``payload`` inside pipeline stage ``stage`` (its
+    sends to the next stage, the last stage's to the one before)."""
+    block = gpus // stages
+    low = stage * block
+    n, stride = payload.group_gpus, payload.group_stride
+    if n < 2 or (n * stride > gpus and payload.collective != "send-recv"):
+        return np.zeros((0, max(n, 2)), dtype=np.int64)
+    if payload.collective == "send-recv":
+        src = np.arange(low, low + block, dtype=np.int64)
+        dst = src + stride if stage + 1 < stages else src - stride
+        keep = (dst >= 0) & (dst < gpus)
+        return np.stack([src[keep], dst[keep]], axis=1)
+    groups = tiled_groups(gpus, n, stride)
+    return groups[(groups[:, 0] >= low) & (groups[:, 0] < low + block)]
+
+
+def item_flows(job: FabricJob, stage: int, payload: CommPayload, domain_gpus: int) -> FlowSet:
+    """The flows of one item on the job's placed endpoints (see the module docstring)."""
+    groups = job.host_of_gpu[stage_groups(job.gpus, job.stages, stage, payload)]
+    if groups.size == 0:
+        return FlowSet(*(np.zeros(0, dtype=t) for t in (np.int64, np.int64, float, float, np.int64)))
+    domain = groups // domain_gpus
+    per_domain = int(np.count_nonzero(domain[0] == domain[0, 0]))
+    step = bandwidth_step(parse_op(payload.collective), groups, payload.size_bytes, per_domain)
+    label = np.zeros(step.src.size, dtype=np.int64)
+    return FlowSet(step.src, step.dst, np.asarray(step.size_bytes, dtype=float), np.zeros(step.src.size), label)
+
+
+def _concat(parts: Sequence[FlowSet]) -> FlowSet:
+    fields = ("src", "dst", "size_bytes", "start_s", "label")
+    joined = [np.concatenate([getattr(p, name) for p in parts]) for name in fields]
+    rates = [p.max_rate_Bps if p.max_rate_Bps is not None else np.full(p.count, np.inf) for p in parts]
+    capped = any(p.max_rate_Bps is not None for p in parts)
+    return FlowSet(*joined, max_rate_Bps=np.concatenate(rates) if capped else None)
+
+
+class _Timer:
+    """Times items alone and in mixes on one fabric; every distinct set of flows runs once."""
+
+    def __init__(self, jobs: Sequence[FabricJob], fabric: Fabric, run: FabricRun) -> None:
+        self.jobs, self.fabric, self.run = jobs, fabric, run
+        self.links: dict[Item, np.ndarray] = {}
+        self.shared: dict[tuple[Item, Item], bool] = {}
+
+    def flows(self, item: Item) -> FlowSet:
+        if item not in self.run.flows:
+            job, stage, payload = item
+            self.run.flows[item] = item_flows(self.jobs[job], stage, payload, self.fabric.domain_gpus)
+        return self.run.flows[item]
+
+    def link_set(self, item: Item) -> np.ndarray:
+        """Sorted ids of the links the item's flows cross (for 'shares a link')."""
+        if item not in self.links:
+            flows = self.flows(item)
+            used = np.zeros(0, dtype=np.int64)
+            if flows.count:
+                incidence = self.fabric.network.routes(flows).incidence.tocsr()  # type: ignore[attr-defined]
+                used = np.unique(incidence.indices).astype(np.int64)
+            self.links[item] = used
+        return self.links[item]
+
+    def share_links(self, a: Item, b: Item) -> bool:
+        key = (a, b) if _item_key(a) <= _item_key(b) else (b, a)
+        if key not in self.shared:
+            self.shared[key] = bool(np.intersect1d(self.link_set(a), self.link_set(b), assume_unique=True).size)
+        return self.shared[key]
+
+    def time_mix(self, items: frozenset[Item]) -> dict[Item, float]:
+        """Completion time (s) of each item when all of them start together."""
+        if items in self.run.mixes:
+            return self.run.mixes[items]
+        ordered = sorted(items, key=_item_key)
+        parts = [self.flows(item) for item in ordered]
+        counts = [p.count for p in parts]
+        times = dict.fromkeys(ordered, 0.0)
+        if sum(counts):
+            background = [self.fabric.background] if self.fabric.background is not None else []
+            result: NetworkResult = self.fabric.network.run(_concat([*parts, *background]))
+            self.run.network_runs += 1
+            offset = 0
+            for item, count in zip(ordered, counts, strict=True):
+                if count:
+                    times[item] = float(result.finish_s[offset : offset + count].max())
+                offset += count
+        self.run.mixes[items] = times
+        return times
+
+    def alone(self, item: Item) -> float:
+        if item not in self.run.alone_s:
+            self.run.alone_s[item] = self.time_mix(frozenset([item]))[item]
+        return self.run.alone_s[item]
+
+
+def _item_key(item: Item) -> tuple[int, int, str, int, int, int]:
+    job, stage, p = item
+    return job, stage, p.collective, p.size_bytes, p.group_gpus, p.group_stride
+
+
+def _stage_of(job: FabricJob, rank: int) -> int:
+    return rank % job.stages
+
+
+def _comm_ops(job: FabricJob) -> list[int]:
+    return [i for i, op in enumerate(job.graph.ops) if op.payload is not None and op.payload.group_gpus > 1]
+
+
+def _nominal_call_s(job: FabricJob, op_index: int) -> float:
+    op = job.graph.ops[op_index]
+    if job.call_s is not None and op.payload in job.call_s:
+        return job.call_s[op.payload]
+    return op.duration_s / max(op.repeat, 1)
+
+
+def _duration(job: FabricJob, op_index: int, network_call_s: float) -> float:
+    """An op's duration when one call of its payload takes ``network_call_s`` on the fabric: the
+    nominal duration scaled by max(1, network / nominal call time)."""
+    op = job.graph.ops[op_index]
+    nominal_call = _nominal_call_s(job, op_index)
+    if nominal_call <= 0:
+        return max(op.duration_s, op.repeat * network_call_s)
+    return op.duration_s * max(1.0, network_call_s / nominal_call)
+
+
+def _intervals(jobs: Sequence[FabricJob], timelines: Sequence[Timeline], ops: Sequence[list[int]]):
+    """Every comm op instance over one horizon (the longest step), jobs repeating with their step
+    period: arrays (start, end, job, op index, item id) and the item list."""
+    horizon = max((t.makespan_s for t in timelines), default=0.0)
+    items: dict[Item, int] = {}
+    rows: list[tuple[float, float, int, int, int]] = []
+    for j, (job, timeline, comm) in enumerate(zip(jobs, timelines, ops, strict=True)):
+        period = timeline.makespan_s
+        copies = int(np.ceil(horizon / period)) if period > 0 else 1
+        for i in comm:
+            op = job.graph.ops[i]
+            item = (j, _stage_of(job, op.rank), op.payload)
+            k = items.setdefault(item, len(items))  # type: ignore[arg-type]
+            for c in range(max(copies, 1)):
+                rows.append((timeline.start_s[i] + c * period, timeline.end_s[i] + c * period, j, i, k))
+    return rows, list(items)
+
+
+def _slowdowns(timer: _Timer, jobs: Sequence[FabricJob], timelines: Sequence[Timeline], ops: Sequence[list[int]]):
+    """Per job, per comm op: the time-weighted slowdown over its interval (see module docstring)."""
+    rows, items = _intervals(jobs, timelines, ops)
+    out: list[dict[int, float]] = [{} for _ in jobs]
+    if not rows:
+        return out
+    table = np.array([(r[0], r[1]) for r in rows])
+    order = np.argsort(table[:, 0], kind="stable")
+    starts_sorted = table[order, 0]
+    for start, end, j, i, k in rows:
+        if i in out[j]:
+            continue  # an op's first copy decides; the later copies only overlap the other jobs
+        mine = items[k]
+        alone = timer.alone(mine)
+        candidates = order[: np.searchsorted(starts_sorted, end, side="left")]
+        peers = [
+            (max(rows[c][0], start), min(rows[c][1], end), items[rows[c][4]])
+            for c in candidates[table[candidates, 1] > start].tolist()
+            if rows[c][4] != k and timer.share_links(mine, items[rows[c][4]])
+        ]
+        if not peers or end <= start or alone <= 0:
+            out[j][i] = 1.0
+            continue
+        cuts = sorted({start, end, *(p[0] for p in peers), *(p[1] for p in peers)})
+        weighted = 0.0
+        for a, b in itertools.pairwise(cuts):
+            active = frozenset([mine, *(other for s, e, other in peers if s < b and e > a)])
+            ratio = timer.time_mix(active)[mine] / alone if len(active) > 1 else 1.0
+            weighted += (b - a) * max(1.0, ratio)
+        out[j][i] = weighted / (end - start)
+    return out
+
+
+def fabric_durations(jobs: Sequence[FabricJob], fabric: Fabric, execute_fn: Callable = execute) -> FabricRun:
+    """Per-op durations of every job with the fabric in the loop (module docstring, steps 1-3)."""
+    run = FabricRun([], [])
+    timer = _Timer(jobs, fabric, run)
+    comm = [_comm_ops(job) for job in jobs]
+    durations = []
+    for j, job in enumerate(jobs):
+        d = np.array([op.duration_s for op in job.graph.ops], dtype=float)
+        for i in comm[j]:
+            op = job.graph.ops[i]
+            d[i] = _duration(job, i, timer.alone((j, _stage_of(job, op.rank), op.payload)))  # type: ignore[arg-type]
+        durations.append(d)
+    alone = [d.copy() for d in durations]
+    timelines = [execute_fn(job.graph, d) for job, d in zip(jobs, durations, strict=True)]
+    for round_ in range(1, MAX_ROUNDS + 1):
+        run.rounds = round_
+        slow = _slowdowns(timer, jobs, timelines, comm)
+        moved = 0.0
+        for j in range(len(jobs)):
+            new = alone[j].copy()
+            for i, factor in slow[j].items():
+                new[i] = alone[j][i] * factor
+            base = np.maximum(durations[j], 1e-30)
+            moved = max(moved, float(np.max(np.abs(new - durations[j]) / base)) if new.size else 0.0)
+            durations[j] = new
+        timelines = [execute_fn(job.graph, d) for job, d in zip(jobs, durations, strict=True)]
+        if moved <= TOLERANCE:
+            break
+    run.durations, run.timelines = durations, timelines
+    return run
+
+
+def simulate_jobs(jobs: Sequence[FabricJob], fabric: Fabric) -> tuple[list[SimulationResult], FabricRun]:
+    """Run the jobs' step graphs together on ``fabric``; one :class:`SimulationResult` per job."""
+    run = fabric_durations(jobs, fabric)
+    results = []
+    for job, timeline in zip(jobs, run.timelines, strict=True):
+        summary = comm_summary(job.graph, timeline)
+        folded = dict(job.graph.folded)
+        results.append(SimulationResult(timeline.makespan_s, timeline, summary, folded, len(job.graph.ops)))
+    return results, run
+
+
+@dataclass(frozen=True, slots=True)
+class OnFabric:
+    """A job's seat on a fabric: the fabric, the endpoint of each GPU rank, and (for Monte-Carlo ECMP
+    re-hashing) the same fabric routed with another hash seed."""
+
+    fabric: Fabric
+    host_of_gpu: np.ndarray
+    reseeded: Callable[[int], Fabric] | None = None
+
+    def durations(self, job: FabricJob, run: FabricRun) -> Callable[[int | None], np.ndarray]:
+        """Per-op durations of ``job`` for a Monte-Carlo run: the nominal run's, or with a hash seed
+        the fabric loop re-run on the re-seeded fabric."""
+
+        def for_run(seed: int | None) -> np.ndarray:
+            if seed is None or self.reseeded is None:
+                return run.durations[0]
+            return fabric_durations([job], self.reseeded(seed)).durations[0]
+
+        return for_run
+
+
+def system_fabric(system: SystemSpec, gpus: int, routing: str = "ecmp", seed: int = 0) -> OnFabric:
+    """``gpus`` GPUs of ``system`` on its own fabric at flow fidelity, rank g on GPU g (node-major),
+    no background; ``reseeded`` gives ECMP hash seeds for Monte-Carlo re-hashing."""
+    from fabricsim.network.flow import FlowNetwork  # scipy: only when a flow fabric is built
+    from fabricsim.topology.routing import Routing, route_table
+    from fabricsim.topology.system import build_system_topology
+
+    table = route_table(build_system_topology(system, gpus))
+    domain = system.scale_up.domain_gpus
+    fabric = Fabric(table.topology, FlowNetwork(table, Routing(routing), seed), domain)
+
+    def reseeded(run_seed: int) -> Fabric:
+        return Fabric(table.topology, FlowNetwork(table, Routing.ECMP, run_seed), domain)
+
+    return OnFabric(fabric, np.arange(gpus, dtype=np.int64), reseeded)
