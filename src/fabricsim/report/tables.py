@@ -260,7 +260,7 @@ def simulated_train_table(result: dict[str, Any]) -> Any:
         rows.append((f"exposed {category}", f"{format_seconds(seconds)} of {format_seconds(busy)} per GPU"))
     rows.append(("simulated ops", f"{result['simulated_ops']:,}"))
     rows.append(("folded", ", ".join(f"{k}={v}" for k, v in result["folded"].items())))
-    return Group(train_table(result), key_value_table("simulation", rows))
+    return Group(train_table(result), key_value_table("simulation", rows), *_fabric_table(result))
 
 
 RECOMPUTE_CODES = {"selective": "rc:sel", "fine-grained": "rc:fg", "full": "rc:full"}
@@ -514,7 +514,16 @@ def simulated_infer_table(result: dict[str, Any]) -> Any:
         rows.append(("TPOT P50 / P99", f"{p50} / {p99} ({result['tokens_sampled']:,} tokens, {result['seeds']} seeds)"))
     rows.append(("simulated ops", f"{result['simulated_ops']:,}"))
     rows.append(("folded", ", ".join(f"{k}={v}" for k, v in result["folded"].items())))
-    return Group(infer_table(result), key_value_table("simulation", rows))
+    return Group(infer_table(result), key_value_table("simulation", rows), *_fabric_table(result))
+
+
+def _fabric_table(result: dict[str, Any]) -> list[Table]:
+    """The fabric in the loop (flow/packet fidelity): :func:`fabricsim.report.fabric_rows.network_rows`."""
+    if "network" not in result:
+        return []
+    from fabricsim.report.fabric_rows import network_rows
+
+    return [key_value_table("fabric", network_rows(result["network"]))]
 
 
 def traffic_table(result: dict[str, Any]) -> Table:
