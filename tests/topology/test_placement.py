@@ -9,7 +9,7 @@ from fabricsim import catalog
 from fabricsim.api.topologies import build_topology
 from fabricsim.engine.flow_timer import tiled_groups
 from fabricsim.errors import FabricsimError
-from fabricsim.topology.graph import NodeKind, Topology
+from fabricsim.topology.graph import GraphBuilder, NodeKind, Topology
 from fabricsim.topology.inventory import switch_tiers
 from fabricsim.topology.placement import (
     PLACEMENT_HELP,
@@ -125,6 +125,25 @@ def test_builder_groups_are_the_hosts_of_one_leaf() -> None:
     np.testing.assert_array_equal(leaf_groups(topo, 2), np.arange(8) // 2)
 
 
+def test_packed_fills_a_pod_before_the_next_whatever_the_node_numbering() -> None:
+    """Hosts 0 and 2 hang under pod A, 1 and 3 under pod B (leaves -> one aggregation switch per
+    pod -> a core): packed takes pod A's leaves first, so a 2-host job never needs the core."""
+    graph = GraphBuilder()
+    hosts = graph.add_nodes(4, NodeKind.GPU)
+    leaves = graph.add_nodes(4, NodeKind.SWITCH)
+    aggs = graph.add_nodes(2, NodeKind.SWITCH)
+    core = graph.add_nodes(1, NodeKind.SWITCH)
+    graph.connect(hosts, leaves, 1e9, 1e-6)
+    graph.connect(leaves, aggs[[0, 1, 0, 1]], 1e9, 1e-6)
+    graph.connect(aggs, core, 1e9, 1e-6)
+    topo = graph.build("interleaved-pods", hosts, 1e9)
+    np.testing.assert_array_equal(leaf_groups(topo, 1), [0, 2, 1, 3])
+    packed = place(topo, 2, 1, PACKED).host_of_gpu
+    np.testing.assert_array_equal(packed, [0, 2])
+    assert TIERS[pair_tiers(topo, packed[:1], packed[1:])[0]] == "spine"
+    assert TIERS[pair_tiers(topo, np.array([0]), np.array([1]))[0]] == "core"
+
+
 # ---------------------------------------------------------------- policies
 
 
@@ -184,6 +203,10 @@ def test_too_few_free_nodes_is_one_line(h100_1024: Topology) -> None:
     assert "needs 8 nodes of 8 GPUs but 7 of the fabric's 128 are free" in _one_line_error(excinfo)
     with pytest.raises(FabricsimError, match="2048 GPUs exceed the fabric's 1024 endpoints"):
         place(h100_1024, 2048, 8, PACKED)
+    with pytest.raises(FabricsimError, match="16 endpoints are not whole nodes of 3 GPUs"):
+        place(build_topology("leaf-spine:leaves=4,spines=2,hosts_per_leaf=4"), 3, 3, PACKED)
+    with pytest.raises(FabricsimError, match=r"^gpus: must be a positive integer"):
+        place(h100_1024, 0, 8, PACKED)
 
 
 def test_file_placement_is_checked_against_job_and_fabric(tmp_path, h100_1024: Topology) -> None:

@@ -255,11 +255,10 @@ def leaf_groups(topology: Topology, gpus_per_node: int) -> np.ndarray:
     keys, first, group = np.unique(np.sort(leaves, axis=1), axis=0, return_index=True, return_inverse=True)
     pods = tiers.pod[: nodes * per_node].reshape(nodes, -1)
     node_pod = np.where(pods >= 0, pods, np.iinfo(np.int64).max).min(axis=1)
-    group_pod = node_pod[first]
-    pod_first = {}
-    for pod, node in sorted(zip(group_pod.tolist(), first.tolist(), strict=True), key=lambda item: item[1]):
-        pod_first.setdefault(pod, node)
-    order = np.lexsort((first, np.array([pod_first[p] for p in group_pod.tolist()], dtype=np.int64)))
+    pods_used, pod_of_group = np.unique(node_pod[first], return_inverse=True)
+    pod_first = np.full(pods_used.size, nodes, dtype=np.int64)  # a pod's first node
+    np.minimum.at(pod_first, pod_of_group, first)
+    order = np.lexsort((first, pod_first[pod_of_group]))
     rank = np.empty(keys.shape[0], dtype=np.int64)
     rank[order] = np.arange(keys.shape[0])
     return rank[group.ravel()]
