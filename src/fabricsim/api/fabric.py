@@ -132,7 +132,7 @@ def build_fabric(
     from fabricsim.topology.system import build_system_topology
 
     scale_out = build_topology(options.topology) if options.topology is not None else None
-    topology = build_system_topology(system, gpus, fabric=scale_out)
+    topology = build_system_topology(system, gpus, **({"fabric": scale_out} if scale_out is not None else {}))
     policy = parse_placement(options.placement or "packed")
     placed = place(topology, gpus, min(system.gpus_per_node, gpus), policy)
     transport = transport_for(system.scale_out.nic.kind)
