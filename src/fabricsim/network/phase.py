@@ -55,7 +55,7 @@ from fabricsim.network.packet.params import CongestionControl, Lossless, PacketP
 from fabricsim.network.packet.summary import LINK_CLASSES
 from fabricsim.network.patterns import derangement
 from fabricsim.specs.fabric import LinkKind
-from fabricsim.topology.routing import RouteTable, Routing
+from fabricsim.topology.routing import Routes, RouteTable, Routing
 
 # Packets one phase run may simulate (estimated, background included): the kernel runs about 1-2 M
 # events/s and a packet makes ~2 events per hop (transmission done, arrival), so 200 k packets over
@@ -255,7 +255,6 @@ class PacketPhaseNetwork:
         """Finish time of every flow of the phase (background: inf); see the module docstring."""
         topo = self.table.topology
         line = self.network.opts.line_Bps
-        n = flows.count
         finish = np.where(flows.background, np.inf, flows.start_s)  # local and empty flows: at their start
         first = np.minimum(line, _caps(flows))
         link_bytes = np.zeros(topo.links)
@@ -264,27 +263,20 @@ class PacketPhaseNetwork:
         if not timed.any():
             return NetworkResult(finish, first, link_bytes, busy, 0, self.fidelity)
         picked = np.flatnonzero(timed | (flows.background & (flows.src != flows.dst)))
-        picked = picked[self._touching(_subset(flows, picked), timed[picked])]
+        routes = self.network.routes(_subset(flows, picked))  # once: adaptive routing of 10k flows takes s
+        keep = _touching(routes, timed[picked])
+        picked = picked[keep]
+        routes = Routes(routes.incidence[:, np.flatnonzero(keep)], routes.latency_s[keep])
         sub = _subset(flows, picked)
         k = self._cut_factor(sub)
-        cut = _cut(sub, k)
-        run = self.network.simulate(cut)
+        cut = _cut(sub, k)  # same ends, labels and start order: the same routes
+        run = _Prerouted(self.network, routes).simulate(cut)
         self._tally.add(run, k)
         fin = np.isfinite(sub.size_bytes)
-        finish[picked[fin]] = self._extrapolate(sub, cut, run, k)[fin]
+        finish[picked[fin]] = self._extrapolate(sub, run, routes, k)[fin]
         link_bytes = run.link_tx_bytes / k
         busy = run.link_tx_bytes / np.maximum(topo.capacity_Bps * max(run.end_s, 1e-30), 1e-30)
-        assert finish.size == n
         return NetworkResult(finish, first, link_bytes, busy, run.events, self.fidelity)
-
-    def _touching(self, flows: FlowSet, timed: np.ndarray) -> np.ndarray:
-        """Keep every timed flow and the background flows that share a link with one of them."""
-        if timed.all():
-            return np.ones(flows.count, dtype=bool)
-        inc = self.network.routes(flows).incidence.tocsr()
-        used = np.asarray(inc[:, np.flatnonzero(timed)].sum(axis=1)).ravel() > 0
-        touch = np.asarray(inc[np.flatnonzero(used)].sum(axis=0)).ravel() > 0
-        return timed | touch
 
     def _cut_factor(self, flows: FlowSet) -> float:
         """k = min(1, budget / estimated packets) (module docstring)."""
@@ -299,7 +291,7 @@ class PacketPhaseNetwork:
         packets += float(rate.sum()) * span / mtu
         return min(1.0, self.max_packets / max(packets, 1.0))
 
-    def _extrapolate(self, full: FlowSet, cut: FlowSet, run: PacketRun, k: float) -> np.ndarray:
+    def _extrapolate(self, full: FlowSet, run: PacketRun, routes: Routes, k: float) -> np.ndarray:
         """Full-size finish times from the cut run (module docstring); background entries are nan."""
         fin = np.isfinite(full.size_bytes)
         origin = float(full.start_s[fin].min())
@@ -307,15 +299,34 @@ class PacketPhaseNetwork:
             return run.finish_s + origin  # only shifted
         topo = self.table.topology
         mtu, line = self.network.params.mtu_bytes, self.network.opts.line_Bps
-        routes = self.network.routes(cut).incidence.tocsc()
+        inc = routes.incidence.tocsc()
         sized = np.where(fin, full.size_bytes, 0.0)
         cut_sized = np.where(fin, run.flows.size_bytes, 0.0)
-        fixed_full = _ideal_fct_s(topo, replace(full, size_bytes=sized), routes, mtu, line) - sized / line
-        fixed_cut = _ideal_fct_s(topo, replace(cut, size_bytes=cut_sized), routes, mtu, line) - cut_sized / line
+        fixed_full = _ideal_fct_s(topo, replace(full, size_bytes=sized), inc, mtu, line) - sized / line
+        fixed_cut = _ideal_fct_s(topo, replace(run.flows, size_bytes=cut_sized), inc, mtu, line) - cut_sized / line
         ratio = sized / np.maximum(cut_sized, 1.0)
-        steady = np.maximum(run.finish_s - run.flows.start_s - fixed_cut, 0.0)
-        out = full.start_s + fixed_full + steady * ratio
-        return np.where(fin, out, np.nan)
+        steady = np.maximum(np.where(fin, run.finish_s, 0.0) - run.flows.start_s - fixed_cut, 0.0)
+        return np.where(fin, full.start_s + fixed_full + steady * ratio, np.nan)
+
+
+class _Prerouted(PacketNetwork):
+    """``network`` with the routes of the flow set it will simulate already computed."""
+
+    def __init__(self, network: PacketNetwork, routes: Routes) -> None:
+        super().__init__(network.table, network.routing, network.params, network.opts)
+        self._routes = routes
+
+    def routes(self, flows: FlowSet) -> Routes:
+        return self._routes
+
+
+def _touching(routes: Routes, timed: np.ndarray) -> np.ndarray:
+    """Every timed flow and the background flows that share a link with one of them."""
+    if timed.all():
+        return timed
+    inc = routes.incidence.tocsr()
+    used = np.asarray(inc[:, np.flatnonzero(timed)].sum(axis=1)).ravel() > 0
+    return timed | (np.asarray(inc[np.flatnonzero(used)].sum(axis=0)).ravel() > 0)
 
 
 def _caps(flows: FlowSet) -> np.ndarray:
