@@ -54,7 +54,7 @@ from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.network.base import FlowSet, NetworkResult, make_flows
 from fabricsim.network.flowsizes import FlowSizeCdf, sample_sizes
 from fabricsim.network.packet.kernel import HIST_BINS
-from fabricsim.network.packet.model import PacketNetwork, PacketRun, _ideal_fct_s
+from fabricsim.network.packet.model import PacketNetwork, PacketRun, _ideal_fct_s, _rate_caps
 from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions
 from fabricsim.network.packet.summary import LINK_CLASSES
 from fabricsim.network.patterns import derangement
@@ -260,7 +260,7 @@ class PacketPhaseNetwork:
         topo = self.table.topology
         line = self.network.opts.line_Bps
         finish = np.where(flows.background, np.inf, flows.start_s)  # local and empty flows: at their start
-        first = np.minimum(line, _caps(flows))
+        first = np.minimum(line, _rate_caps(flows))
         link_bytes = np.zeros(topo.links)
         busy = np.zeros(topo.links)
         timed = ~flows.background & (flows.src != flows.dst) & (flows.size_bytes > 0)
@@ -291,7 +291,7 @@ class PacketPhaseNetwork:
         size = np.where(fin, flows.size_bytes, 0.0)
         busiest = max(np.bincount(flows.src, size).max(), np.bincount(flows.dst, size).max())
         span = float(np.ptp(flows.start_s[fin])) + float(busiest) / line  # a lower bound on the phase
-        rate = np.minimum(line, _caps(flows)[~fin])
+        rate = np.minimum(line, _rate_caps(flows)[~fin])
         packets += float(rate.sum()) * span / mtu
         return min(1.0, self.max_packets / max(packets, 1.0))
 
@@ -331,10 +331,6 @@ def _touching(routes: Routes, timed: np.ndarray) -> np.ndarray:
     inc = routes.incidence.tocsr()
     used = np.asarray(inc[:, np.flatnonzero(timed)].sum(axis=1)).ravel() > 0
     return timed | (np.asarray(inc[np.flatnonzero(used)].sum(axis=0)).ravel() > 0)
-
-
-def _caps(flows: FlowSet) -> np.ndarray:
-    return np.full(flows.count, np.inf) if flows.max_rate_Bps is None else flows.max_rate_Bps
 
 
 def _subset(flows: FlowSet, index: np.ndarray) -> FlowSet:
