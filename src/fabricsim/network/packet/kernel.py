@@ -167,7 +167,7 @@ def _eligible_at(FF, FI, P, f, t):
     next_timer = np.inf
     if cc == _CC_DCQCN:
         next_timer = dcqcn_timer(FF, FI, P, f, t)
-    rate = min(FF[f, FF_RC], max_rate(P))
+    rate = min(FF[f, FF_RC], max_rate(FF, P, f))
     if rate >= P[P_LINE] or FF[f, FF_LAST_TX] < 0:
         return t  # at line rate the NIC's serialisation is the pacing
     te = FF[f, FF_LAST_TX] + FF[f, FF_LAST_SIZE] / rate

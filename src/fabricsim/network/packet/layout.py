@@ -91,7 +91,8 @@ FF_BASE_RTT = 21  # s
 FF_FIRST_TX = 22  # first packet's send time
 FF_LAST_TX = 23  # last packet's send time (pacing)
 FF_LAST_SIZE = 24  # last packet's size (pacing)
-FF_COLS = 25
+FF_RATE_CAP = 25  # the flow's own rate cap (bytes/s; 0 or inf: none), e.g. a background tenant's offered load
+FF_COLS = 26
 
 # --- packet integer table PI[pool, :] ---
 PI_FLOW = 0

@@ -328,20 +328,26 @@ def _new_pool(size):
 
 @njit(cache=True)
 def _schedule_starts(FI, FF, H):
-    """Push every flow's start; empty flows finish at their start. Returns how many finished."""
+    """Push every flow's start; empty flows finish at their start. Returns how many finished and
+    how many must finish: the flows of finite size (an infinite one, a background tenant's, sends
+    for as long as the run lasts)."""
     finished = 0
+    finite = 0
     for f in range(FI.shape[0]):
         heap.push(H[0], H[1], H[2], H[3], FF[f, FF_START], _key(EV_START, f))
+        if FF[f, FF_SIZE] < np.inf:
+            finite += 1
         if FF[f, FF_SIZE] <= 0.0:
             FI[f, FI_DONE] = 1
             FF[f, FF_FINISH] = FF[f, FF_START]
             finished += 1
-    return finished
+    return finished, finite
 
 
 @njit(cache=True)
 def run(tables, route, hosts, uplink, shared, P, samples):
-    """Simulate until every flow is delivered (or nothing is left to happen).
+    """Simulate until every flow of finite size is delivered (or nothing is left to happen); flows
+    of infinite size (background) keep sending until then.
 
     ``tables`` = (LI, LF, FI, FF, LINT); ``route`` = (flow_ptr, flow_links, spray_rr): each
     flow's links (its routing DAG) and the spraying counters; ``hosts`` = (act_ptr, act_n, act,
@@ -360,13 +366,13 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     stats = np.zeros(S_COLS)
     hist = np.zeros((3, HIST_BINS), dtype=np.int64)
     series = (np.zeros((samples, flows)), np.zeros((samples, flows)), np.zeros((samples, LI.shape[0])))
-    finished = _schedule_starts(FI, FF, H)
+    finished, finite = _schedule_starts(FI, FF, H)
     if samples > 0:
         heap.push(H[0], H[1], H[2], meta, 0.0, _key(EV_SAMPLE, 0))
     S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT)
     t = 0.0
     events = 0
-    while finished < flows and meta[0] > 0:
+    while finished < finite and meta[0] > 0:
         if meta[0] + 16 >= H[0].size:
             ht, hk, hs = heap.grown(H[0], H[1], H[2])
             H = (ht, hk, hs, meta)

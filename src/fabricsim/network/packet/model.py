@@ -76,15 +76,19 @@ class PacketNetwork:
         return route(self.table, ends, self.routing, self.opts.seed)
 
     def run(self, flows: FlowSet) -> NetworkResult:
-        """The seam's result: finish times and per-link bytes (``first_rate_Bps`` is the line rate)."""
+        """The seam's result: finish times and per-link bytes (``first_rate_Bps`` is the line rate,
+        or a flow's own cap if lower)."""
         out = self.simulate(flows)
         busy = out.link_tx_bytes / np.maximum(self.table.topology.capacity_Bps * max(out.end_s, 1e-30), 1e-30)
-        first = np.full(flows.count, self.opts.line_Bps)
+        first = np.minimum(self.opts.line_Bps, _rate_caps(flows))
         return NetworkResult(out.finish_s, first, out.link_tx_bytes, busy, out.events, self.fidelity)
 
     def simulate(self, flows: FlowSet) -> PacketRun:
         """Run ``flows`` to completion. Packets carry whole bytes, so a fractional flow size (a
-        collective's S/p) is rounded up to the next byte, here, once, for the run and its summary."""
+        collective's S/p) is rounded up to the next byte, here, once, for the run and its summary.
+
+        Flows of infinite size (background, paced at most at their ``max_rate_Bps``) send until every
+        finite flow is delivered; their ``finish_s`` is inf. ``end_s`` is the last finite delivery."""
         if np.any(flows.src == flows.dst):
             raise FabricsimError("flows", "the packet fidelity needs src != dst for every flow")
         if flows.count == 0:
@@ -117,10 +121,17 @@ class PacketNetwork:
             P,
             samples,
         )
-        if not FI[:, L.FI_DONE].all():
+        finite = np.isfinite(flows.size_bytes)
+        if not FI[finite, L.FI_DONE].all():
             raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
+        FF[~finite, L.FF_FINISH] = np.inf
         ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps)
         return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), (ideal, hops, params.mtu_bytes, self.opts))
+
+
+def _rate_caps(flows: FlowSet) -> np.ndarray:
+    """Each flow's own rate cap in bytes/s (inf: none)."""
+    return np.full(flows.count, np.inf) if flows.max_rate_Bps is None else flows.max_rate_Bps.astype(float)
 
 
 def _ideal_fct_s(topo, flows: FlowSet, routes, mtu_bytes: float, line_Bps: float) -> np.ndarray:
@@ -156,7 +167,7 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
         delivered_packets=int(stats[S_DELIVERED_PKTS]),
         sent_packets=int(stats[S_SENT_PKTS]),
         events=int(stats[S_EVENTS]),
-        end_s=float(FF[:, L.FF_FINISH].max()),
+        end_s=float(FF[np.isfinite(flows.size_bytes), L.FF_FINISH].max(initial=0.0)),
         sample_dt_s=opts.sample_dt_s,
         series_delivered=series[0][:rows],
         series_rate=series[1][:rows],
@@ -187,7 +198,8 @@ def _sample_rows(dt_s: float, flows: FlowSet, line_Bps: float) -> int:
     line rate after the last start, + 1 ms, capped (the kernel stops sampling when they are full)."""
     if dt_s <= 0:
         return 0
-    busiest = max(np.bincount(flows.src, flows.size_bytes).max(), np.bincount(flows.dst, flows.size_bytes).max())
+    finite = np.where(np.isfinite(flows.size_bytes), flows.size_bytes, 0.0)  # background: not a horizon
+    busiest = max(np.bincount(flows.src, finite).max(), np.bincount(flows.dst, finite).max())
     horizon = float(flows.start_s.max()) + 4.0 * float(busiest) / line_Bps + 1e-3
     return int(min(MAX_SAMPLES, horizon / dt_s + 2))
 
@@ -237,7 +249,8 @@ def _flow_tables(flows: FlowSet, params: PacketParams, opts: RunOptions, latency
     FI[:, L.FI_SRC], FI[:, L.FI_DST] = flows.src, flows.dst
     FF = np.zeros((n, L.FF_COLS))
     FF[:, L.FF_SIZE], FF[:, L.FF_START] = flows.size_bytes, flows.start_s
-    FF[:, L.FF_RC] = FF[:, L.FF_RT] = opts.line_Bps
+    FF[:, L.FF_RATE_CAP] = _rate_caps(flows)
+    FF[:, L.FF_RC] = FF[:, L.FF_RT] = np.minimum(opts.line_Bps, FF[:, L.FF_RATE_CAP])
     FF[:, L.FF_ALPHA] = params.alpha_initial
     FF[:, L.FF_ALPHA_T] = flows.start_s - params.alpha_period_s
     FF[:, L.FF_LAST_DEC] = FF[:, L.FF_LAST_CNP] = -1.0
@@ -245,7 +258,7 @@ def _flow_tables(flows: FlowSet, params: PacketParams, opts: RunOptions, latency
     FF[:, L.FF_RET_LAT] = latency
     rtt = 2 * latency + hops * params.mtu_bytes / opts.line_Bps
     FF[:, L.FF_BASE_RTT] = rtt
-    FF[:, L.FF_WIN] = FF[:, L.FF_WINC] = opts.line_Bps * rtt
+    FF[:, L.FF_WIN] = FF[:, L.FF_WINC] = FF[:, L.FF_RC] * rtt
     FF[:, L.FF_FIRST_TX] = FF[:, L.FF_LAST_TX] = -1.0
     FF[:, L.FF_FINISH] = np.nan
     return FI, FF

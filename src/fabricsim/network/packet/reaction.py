@@ -39,6 +39,7 @@ from fabricsim.network.packet.layout import (
     FF_INFLIGHT,
     FF_LAST_DEC,
     FF_LAST_UPD,
+    FF_RATE_CAP,
     FF_RC,
     FF_RT,
     FF_SENT,
@@ -83,11 +84,15 @@ _INC_TIMER, _INC_BYTES = 1, 2  # FI_INC bits: the timer / the byte counter raise
 
 
 @njit(cache=True)
-def max_rate(P):
-    """The highest rate a flow may send at: the line rate, or the NIC rate limit if lower."""
+def max_rate(FF, P, f):
+    """The highest rate flow ``f`` may send at: the line rate, the NIC rate limit and the flow's own
+    cap (``FF_RATE_CAP``, a background tenant's offered rate; 0: none), whichever is lowest."""
+    top = P[P_LINE]
+    if FF[f, FF_RATE_CAP] > 0.0:
+        top = min(top, FF[f, FF_RATE_CAP])
     if P[P_RATE_LIMIT] > 0.0:
-        return min(P[P_LINE], P[P_RATE_LIMIT])
-    return P[P_LINE]
+        return min(top, P[P_RATE_LIMIT])
+    return top
 
 
 @njit(cache=True)
@@ -122,7 +127,7 @@ def dcqcn_cnp(FF, FI, P, f, t):
 @njit(cache=True)
 def _increase(FF, FI, P, f):
     tc, bc, F = FI[f, FI_TCOUNT], FI[f, FI_BCOUNT], P[P_F]
-    top = max_rate(P)
+    top = max_rate(FF, P, f)
     if max(tc, bc) < F:
         pass  # fast recovery: Rt stays
     elif min(tc, bc) >= F:
@@ -136,7 +141,7 @@ def _increase(FF, FI, P, f):
 def dcqcn_timer(FF, FI, P, f, t):
     """Apply every rate-increase timer expiry of flow ``f`` up to ``t``; return the next expiry."""
     period = P[P_TIMER]
-    top = max_rate(P)
+    top = max_rate(FF, P, f)
     while FF[f, FF_TIMER_T] + period <= t:
         if FF[f, FF_RC] >= top and FF[f, FF_RT] >= top:
             FF[f, FF_TIMER_T] = t  # at full rate the timer has nothing to do
@@ -199,7 +204,7 @@ def hpcc_ack(FF, FI, PI, PF, LINT, P, p):
             w = FF[f, FF_WINC] + wai
             if update:
                 FI[f, FI_STAGE] += 1
-        w = min(max(w, P[P_MTU] * 0.01), max_rate(P) * T)
+        w = min(max(w, P[P_MTU] * 0.01), max_rate(FF, P, f) * T)
         if update:
             FF[f, FF_WINC] = w
             FF[f, FF_LAST_UPD] = FF[f, FF_SENT]

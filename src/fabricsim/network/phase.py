@@ -1,0 +1,432 @@
+"""Packet-level phases of a step, the NIC's transport and another tenant's background (layer L3).
+
+The engine times every mix of concurrent collectives (a *phase*: flows of KB to GB on up to
+thousands of endpoints) with :class:`PacketPhaseNetwork`, a
+:class:`~fabricsim.network.base.NetworkModel` over the packet kernel
+(:class:`~fabricsim.network.packet.model.PacketNetwork`) configured by a :class:`Transport`.
+
+**Cut and extrapolate.** Simulating every packet of GBs takes minutes, so a phase is scaled down
+by one common factor ``k`` = min(1, MAX_PHASE_PACKETS / estimated packets) (finite flows' packets
+plus the background's packets over the phase's lower-bound length, busiest endpoint bytes / line
+rate): every finite flow keeps ``ceil(k x size)`` bytes and its start offset from the phase's
+first start is multiplied by ``k``; background rates are kept, so the cut run is the phase with
+time compressed by ``k``. Flow i then finishes at
+
+    start_i + fixed_i + (finish_cut_i - start_cut_i - fixed_cut_i) x size_i / size_cut_i
+
+where ``fixed`` (path latency + store and forward of the last packet, for the full and the cut
+size) is not scaled. The rule assumes the phase is bandwidth-bound in steady state: rates, queues,
+pause and ECN patterns of the cut run hold for ``1 / k`` times longer in the full phase. Its limit:
+the transient does not scale (queue build-up, the first RTTs, a flow cut to a few packets that
+only measures the queue it waits in, and above all DCQCN's slow clock: 300 us rate-increase timer,
+2 MB byte counter), yet it is extrapolated ``1 / k`` times. Without sender CC (InfiniBand) the cut
+is close (tests: every flow within 1.7% of the uncut run at k = 0.10); under DCQCN the cut run
+sits in a different part of the CC transient, measured within 9% at k = 0.26 but up to +46% and
+-28% for cut runs well under a millisecond; a cut run cannot beat its bottleneck, so the result
+stays at or above the fair share. ``k`` = 1 (a phase under the budget) is simulated as is, only
+shifted to start at 0.
+
+**Background** (:func:`background_flows`): flows of infinite size capped at ``max_rate_Bps`` are
+another tenant's steady traffic. They start with the phase and send, paced at most at their cap,
+until every finite flow is delivered (the kernel's stop rule), then report ``finish_s = inf``.
+Background flows that share no link with any finite flow of the phase are left out of the run
+(their only effect would be PFC pauses spreading from links the phase does not use).
+
+**Counters** (:meth:`PacketPhaseNetwork.counters`), accumulated over runs, each run's time-like and
+count-like figures multiplied by ``1 / k`` (steady state): ``pause_s`` (time upstream ends were
+paused, summed over links), ``pause_frames``, ``credit_stall_s`` (credit mode: time queued packets
+waited for a credit), ``ecn_marked_fraction`` (marked / delivered packets), ``drops``, and
+``queue_p99_bytes`` / ``queue_max_bytes`` per tier of switch egress: the packet kernel's link
+classes (``switch_to_host``: leaf/ToR down-links; ``switch_to_switch``: every link between
+switches, leaf-spine and above), as :mod:`~fabricsim.network.packet.summary` reports them.
+Background packets are the fabric's packets too and count in every figure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+import numpy as np
+
+from fabricsim.errors import FabricsimError, parse_choice
+from fabricsim.network.base import FlowSet, NetworkResult, make_flows
+from fabricsim.network.flowsizes import FlowSizeCdf, sample_sizes
+from fabricsim.network.packet.kernel import HIST_BINS
+from fabricsim.network.packet.model import PacketNetwork, PacketRun, _ideal_fct_s, _rate_caps
+from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions
+from fabricsim.network.packet.summary import LINK_CLASSES
+from fabricsim.network.patterns import derangement
+from fabricsim.specs.fabric import LinkKind
+from fabricsim.topology.routing import Routes, RouteTable, Routing
+
+# Packets one phase run may simulate (estimated, background included): the kernel runs about 1-2 M
+# events/s and a packet makes ~2 events per hop (transmission done, arrival), so 200 k packets over
+# 3-5 hops are a few seconds [chosen]. A congested run (oversubscription, PFC) may take a few times
+# the estimate, since the estimate's phase length is a lower bound.
+MAX_PHASE_PACKETS = 200_000
+
+# A sampled all-to-all: with n hosts, each host sends to at most this many others (evenly spaced
+# around the ring of hosts), each at load x line / fanout; 8,192 hosts x 8,191 flows would not fit
+# in memory, and the links see the same load [chosen].
+MAX_BACKGROUND_FANOUT = 16
+# websearch: connections per host, each to a uniformly random other host, sharing the host's load in
+# proportion to sizes drawn from the WebSearch CDF (heavy-tailed: a few elephants carry most bytes,
+# as in the trace) [chosen: DCTCP's web-search servers keep a handful of long-lived connections].
+WEBSEARCH_CONNECTIONS = 4
+
+
+class BackgroundPattern(StrEnum):
+    PERMUTATION = "permutation"
+    ALL_TO_ALL = "all-to-all"
+    INCAST = "incast"
+    WEBSEARCH = "websearch"
+
+
+BACKGROUND_HELP = "PATTERN:LOAD, another tenant's traffic: permutation|all-to-all|incast|websearch at LOAD in (0, 1]"
+
+# --- transports -------------------------------------------------------------------------------
+
+_ROCE_SOURCES = (
+    ("lossless", "PFC (IEEE 802.1Qbb) on the RoCE priority: NVIDIA 'RoCE Configuration' / lossless RoCE "
+     "(RoCEv2 assumes a lossless class); Meta RoCE training fabric, SIGCOMM'24"),
+    ("cc", "DCQCN, ConnectX's default RoCE congestion control (NVIDIA DOCA 'DCQCN CC algorithm'; Zhu et al., "
+     "SIGCOMM'15), ConnectX firmware defaults in shared/reference/congestion-control.md"),
+    ("routing", "per-flow ECMP on the 5-tuple hash, the Ethernet switch default (adaptive routing is an "
+     "opt-in, e.g. Spectrum-X); Meta SIGCOMM'24 and Alibaba HPN SIGCOMM'24 report ECMP collisions"),
+)  # fmt: skip
+_IB_SOURCES = (
+    ("lossless", "link-level credit-based flow control (InfiniBand Architecture Specification Vol. 1, "
+     "flow control): a port sends only into free receive buffer"),
+    ("cc", "none: InfiniBand congestion control is an opt-in of the subnet manager (NVIDIA UFM Enterprise "
+     "User Manual, 'OpenSM Configuration': mlnx_congestion_control 2 enables it)"),
+    ("routing", "adaptive routing where the switch has it: NVIDIA Quantum/Quantum-2 switches (QM8700, "
+     "QM9700) route adaptively per packet burst (NVIDIA 'Adaptive Routing' in the OpenSM/UFM docs); "
+     "modelled as the topology routing's least-loaded path per flow"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Transport:
+    """What the NICs and switches do with packets: lossless mode, sender CC, routing, each sourced."""
+
+    name: str
+    lossless: Lossless
+    cc: CongestionControl
+    routing: Routing
+    sources: tuple[tuple[str, str], ...]
+    params: PacketParams = field(default_factory=PacketParams)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "lossless": self.lossless.value,
+            "cc": self.cc.value,
+            "routing": self.routing.value,
+            "sources": dict(self.sources),
+        }
+
+
+def transport_for(kind: LinkKind | str, adaptive_routing: bool = True) -> Transport:
+    """The transport of a scale-out NIC kind: RoCE = PFC + DCQCN + ECMP; InfiniBand = credits, no
+    ECN congestion control, adaptive routing (ECMP if ``adaptive_routing`` is False: a switch
+    without it). The sources are in ``Transport.sources``."""
+    try:
+        link = LinkKind(str(getattr(kind, "value", kind)).strip().lower())
+    except ValueError:
+        raise FabricsimError("nic", f"unknown link kind {kind!r}", "use an infiniband or roce NIC") from None
+    if link is LinkKind.ROCE:
+        return Transport("roce", Lossless.PFC, CongestionControl.DCQCN, Routing.ECMP, _ROCE_SOURCES)
+    if link is LinkKind.INFINIBAND:
+        routing = Routing.ADAPTIVE if adaptive_routing else Routing.ECMP
+        return Transport("infiniband", Lossless.CREDIT, CongestionControl.NONE, routing, _IB_SOURCES)
+    raise FabricsimError("nic", f"a {link.value} link is not a scale-out NIC", "use an infiniband or roce NIC")
+
+
+# --- counters ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PacketCounters:
+    """Packet figures over every phase run so far (see the module docstring for the scaling)."""
+
+    pause_s: float
+    pause_frames: float
+    credit_stall_s: float
+    ecn_marked_fraction: float
+    drops: float
+    queue_p99_bytes: dict[str, float]
+    queue_max_bytes: dict[str, float]
+    runs: int
+    min_cut_factor: float  # the smallest k of any run (1: nothing was cut)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pause_s": self.pause_s,
+            "pause_frames": round(self.pause_frames),
+            "credit_stall_s": self.credit_stall_s,
+            "ecn_marked_fraction": self.ecn_marked_fraction,
+            "drops": round(self.drops),
+            "queue_p99_bytes": dict(self.queue_p99_bytes),
+            "queue_max_bytes": dict(self.queue_max_bytes),
+            "packet_runs": self.runs,
+            "min_cut_factor": self.min_cut_factor,
+        }
+
+
+class _Tally:
+    """Running sums behind :class:`PacketCounters`."""
+
+    def __init__(self) -> None:
+        self.sums = dict.fromkeys(("pause_s", "pause_frames", "credit_stall_s", "marked", "delivered", "drops"), 0.0)
+        self.hist = np.zeros((len(LINK_CLASSES), HIST_BINS))
+        self.qmax = np.zeros(len(LINK_CLASSES))
+        self.runs = 0
+        self.min_k = 1.0
+        self.mtu = 0.0
+
+    def add(self, run: PacketRun, k: float) -> None:
+        w = 1.0 / k
+        s = self.sums
+        s["pause_s"] += float(run.pause_s.sum()) * w
+        s["pause_frames"] += float(run.pause_frames.sum()) * w
+        s["credit_stall_s"] += float(run.credit_stall_s.sum()) * w
+        s["marked"] += run.ecn_marked * w
+        s["delivered"] += run.delivered_packets * w
+        s["drops"] += run.drops * w
+        self.hist += run.queue_hist * w
+        for c in range(len(LINK_CLASSES)):
+            self.qmax[c] = max(self.qmax[c], float(run.queue_max_bytes[run.link_class == c].max(initial=0.0)))
+        self.runs += 1
+        self.min_k = min(self.min_k, k)
+        self.mtu = run.mtu_bytes
+
+    def counters(self) -> PacketCounters:
+        p99: dict[str, float] = {}
+        top: dict[str, float] = {}
+        for c, name in enumerate(LINK_CLASSES):
+            if self.hist[c].sum() == 0:
+                continue  # no switch egress of this class carried a packet (NIC uplinks never do)
+            k = int(np.searchsorted(np.cumsum(self.hist[c]), 0.99 * self.hist[c].sum()))
+            p99[name] = float((k + 1) * self.mtu)  # as summary.queue_bytes: the MTU bin's upper edge
+            top[name] = float(self.qmax[c])
+        s = self.sums
+        return PacketCounters(
+            pause_s=s["pause_s"],
+            pause_frames=s["pause_frames"],
+            credit_stall_s=s["credit_stall_s"],
+            ecn_marked_fraction=s["marked"] / max(s["delivered"], 1.0),
+            drops=s["drops"],
+            queue_p99_bytes=p99,
+            queue_max_bytes=top,
+            runs=self.runs,
+            min_cut_factor=self.min_k,
+        )
+
+
+# --- the phase network ------------------------------------------------------------------------
+
+
+class PacketPhaseNetwork:
+    """:class:`~fabricsim.network.base.NetworkModel` at packet level for whole phases (module doc).
+
+    ``routing`` overrides the transport's (a fabric configured for spraying or adaptive routing);
+    ``max_packets`` the cut budget (tests)."""
+
+    fidelity = "packet"
+
+    def __init__(
+        self,
+        table: RouteTable,
+        transport: Transport,
+        seed: int = 0,
+        routing: Routing | None = None,
+        max_packets: int = MAX_PHASE_PACKETS,
+    ) -> None:
+        self.table = table
+        self.transport = transport
+        self.max_packets = max_packets
+        line = table.topology.line_rate_Bps
+        opts = RunOptions(transport.cc, transport.lossless, line, 0.0, seed)
+        self.network = PacketNetwork(table, routing or transport.routing, transport.params, opts)
+        self._tally = _Tally()
+
+    def counters(self) -> PacketCounters:
+        return self._tally.counters()
+
+    def run(self, flows: FlowSet) -> NetworkResult:
+        """Finish time of every flow of the phase (background: inf); see the module docstring."""
+        topo = self.table.topology
+        line = self.network.opts.line_Bps
+        finish = np.where(flows.background, np.inf, flows.start_s)  # local and empty flows: at their start
+        first = np.minimum(line, _rate_caps(flows))
+        link_bytes = np.zeros(topo.links)
+        busy = np.zeros(topo.links)
+        timed = ~flows.background & (flows.src != flows.dst) & (flows.size_bytes > 0)
+        if not timed.any():
+            return NetworkResult(finish, first, link_bytes, busy, 0, self.fidelity)
+        picked = np.flatnonzero(timed | (flows.background & (flows.src != flows.dst)))
+        routes = self.network.routes(_subset(flows, picked))  # once: adaptive routing of 10k flows takes s
+        keep = _touching(routes, timed[picked])
+        picked = picked[keep]
+        routes = Routes(routes.incidence[:, np.flatnonzero(keep)], routes.latency_s[keep])
+        sub = _subset(flows, picked)
+        k = self._cut_factor(sub)
+        cut = _cut(sub, k)  # same ends, labels and start order: the same routes
+        run = _Prerouted(self.network, routes).simulate(cut)
+        self._tally.add(run, k)
+        fin = np.isfinite(sub.size_bytes)
+        finish[picked[fin]] = self._extrapolate(sub, run, routes, k)[fin]
+        link_bytes = run.link_tx_bytes / k
+        busy = run.link_tx_bytes / np.maximum(topo.capacity_Bps * max(run.end_s, 1e-30), 1e-30)
+        return NetworkResult(finish, first, link_bytes, busy, run.events, self.fidelity)
+
+    def _cut_factor(self, flows: FlowSet) -> float:
+        """k = min(1, budget / estimated packets) (module docstring)."""
+        mtu = self.network.params.mtu_bytes
+        line = self.network.opts.line_Bps
+        fin = np.isfinite(flows.size_bytes)
+        packets = float(np.ceil(flows.size_bytes[fin] / mtu).sum())
+        size = np.where(fin, flows.size_bytes, 0.0)
+        busiest = max(np.bincount(flows.src, size).max(), np.bincount(flows.dst, size).max())
+        span = float(np.ptp(flows.start_s[fin])) + float(busiest) / line  # a lower bound on the phase
+        rate = np.minimum(line, _rate_caps(flows)[~fin])
+        packets += float(rate.sum()) * span / mtu
+        return min(1.0, self.max_packets / max(packets, 1.0))
+
+    def _extrapolate(self, full: FlowSet, run: PacketRun, routes: Routes, k: float) -> np.ndarray:
+        """Full-size finish times from the cut run (module docstring); background entries are nan."""
+        fin = np.isfinite(full.size_bytes)
+        origin = float(full.start_s[fin].min())
+        if k >= 1.0:
+            return run.finish_s + origin  # only shifted
+        topo = self.table.topology
+        mtu, line = self.network.params.mtu_bytes, self.network.opts.line_Bps
+        inc = routes.incidence.tocsc()
+        sized = np.where(fin, full.size_bytes, 0.0)
+        cut_sized = np.where(fin, run.flows.size_bytes, 0.0)
+        fixed_full = _ideal_fct_s(topo, replace(full, size_bytes=sized), inc, mtu, line) - sized / line
+        fixed_cut = _ideal_fct_s(topo, replace(run.flows, size_bytes=cut_sized), inc, mtu, line) - cut_sized / line
+        ratio = sized / np.maximum(cut_sized, 1.0)
+        steady = np.maximum(np.where(fin, run.finish_s, 0.0) - run.flows.start_s - fixed_cut, 0.0)
+        return np.where(fin, full.start_s + fixed_full + steady * ratio, np.nan)
+
+
+class _Prerouted(PacketNetwork):
+    """``network`` with the routes of the flow set it will simulate already computed."""
+
+    def __init__(self, network: PacketNetwork, routes: Routes) -> None:
+        super().__init__(network.table, network.routing, network.params, network.opts)
+        self._routes = routes
+
+    def routes(self, flows: FlowSet) -> Routes:
+        return self._routes
+
+
+def _touching(routes: Routes, timed: np.ndarray) -> np.ndarray:
+    """Every timed flow and the background flows that share a link with one of them."""
+    if timed.all():
+        return timed
+    inc = routes.incidence.tocsr()
+    used = np.asarray(inc[:, np.flatnonzero(timed)].sum(axis=1)).ravel() > 0
+    return timed | (np.asarray(inc[np.flatnonzero(used)].sum(axis=0)).ravel() > 0)
+
+
+def _subset(flows: FlowSet, index: np.ndarray) -> FlowSet:
+    caps = None if flows.max_rate_Bps is None else flows.max_rate_Bps[index]
+    return FlowSet(flows.src[index], flows.dst[index], flows.size_bytes[index], flows.start_s[index],
+                   flows.label[index], caps)  # fmt: skip
+
+
+def _cut(flows: FlowSet, k: float) -> FlowSet:
+    """Finite flows: ceil(k x size) bytes, start offsets from the first finite start x k; background
+    flows start at 0 (with the phase)."""
+    fin = np.isfinite(flows.size_bytes)
+    origin = float(flows.start_s[fin].min())
+    size = np.where(fin, np.ceil(flows.size_bytes * k) if k < 1.0 else flows.size_bytes, np.inf)
+    start = np.where(fin, (flows.start_s - origin) * k, 0.0)
+    return replace(flows, size_bytes=size, start_s=np.maximum(start, 0.0))
+
+
+# --- background -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundSpec:
+    """``--background PATTERN:LOAD`` parsed: ``load`` in (0, 1]."""
+
+    pattern: BackgroundPattern
+    load: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.pattern.value}:{self.load:g}"
+
+    def flows(self, hosts: np.ndarray, line_Bps: float, seed: int) -> FlowSet:
+        return background_flows(self.pattern, self.load, hosts, line_Bps, seed)
+
+
+def parse_background(text: str) -> BackgroundSpec:
+    """``PATTERN:LOAD`` (e.g. ``permutation:0.5``) -> :class:`BackgroundSpec`; one-line errors."""
+    pattern, sep, load_text = str(text).strip().partition(":")
+    pattern = pattern.strip().lower()
+    if not sep:
+        raise FabricsimError("background", f"{text!r} is not PATTERN:LOAD", "e.g. --background permutation:0.5")
+    kind = parse_choice("background", pattern, BackgroundPattern)
+    try:
+        load = float(load_text)
+    except ValueError:
+        raise FabricsimError("background", f"load must be a number, got {load_text.strip()!r}",
+                             "e.g. --background permutation:0.5") from None  # fmt: skip
+    _check_load(load)
+    return BackgroundSpec(kind, load)
+
+
+def _check_load(load: float) -> None:
+    if isinstance(load, bool) or not isinstance(load, (int, float)) or not math.isfinite(load) or not 0 < load <= 1:
+        raise FabricsimError("background", f"load must be in (0, 1], got {load!r}", "e.g. --background permutation:0.5")
+
+
+def background_flows(
+    pattern: str | BackgroundPattern, load: float, hosts: np.ndarray, line_Bps: float, seed: int
+) -> FlowSet:
+    """Another tenant's steady traffic over endpoints ``hosts``: flows of infinite size whose caps
+    make every sending host offer ``load`` x ``line_Bps``.
+
+    * permutation: a seeded derangement, one flow per host at load x line;
+    * all-to-all: every host to every other (at most MAX_BACKGROUND_FANOUT, evenly spaced), the load
+      split evenly;
+    * incast: every host but a seeded victim into the victim, each at load x line (the victim's
+      down-link is (n - 1) x load over-subscribed: that is the pattern);
+    * websearch: WEBSEARCH_CONNECTIONS connections per host to uniformly random others, the host's
+      load split in proportion to sizes drawn from the WebSearch CDF (:mod:`~fabricsim.network.flowsizes`).
+    """
+    _check_load(load)
+    pattern = parse_choice("background", pattern, BackgroundPattern)
+    ids = np.unique(np.asarray(hosts, dtype=np.int64))
+    n = ids.size
+    if n < 2:
+        raise FabricsimError("background", f"needs at least 2 hosts, got {n}")
+    if not (math.isfinite(line_Bps) and line_Bps > 0):
+        raise FabricsimError("background", f"line rate must be a positive number of bytes/s, got {line_Bps!r}")
+    rng = np.random.default_rng(seed)
+    offered = load * line_Bps
+    if pattern == BackgroundPattern.PERMUTATION:
+        src, dst, rate = np.arange(n), derangement(n, rng), np.full(n, offered)
+    elif pattern == BackgroundPattern.ALL_TO_ALL:
+        fanout = min(n - 1, MAX_BACKGROUND_FANOUT)
+        shifts = np.unique(np.round(np.arange(1, fanout + 1) * (n - 1) / fanout).astype(np.int64))
+        src = np.repeat(np.arange(n), shifts.size)
+        dst = (src + np.tile(shifts, n)) % n
+        rate = np.full(src.size, offered / shifts.size)
+    elif pattern == BackgroundPattern.INCAST:
+        victim = int(rng.integers(n))
+        src = np.delete(np.arange(n), victim)
+        dst, rate = np.full(src.size, victim), np.full(src.size, offered)
+    else:
+        src = np.repeat(np.arange(n), WEBSEARCH_CONNECTIONS)
+        dst = (src + rng.integers(1, n, src.size)) % n  # uniform over the other hosts
+        sizes = sample_sizes(FlowSizeCdf.WEBSEARCH, src.size, rng).reshape(n, WEBSEARCH_CONNECTIONS)
+        rate = (offered * sizes / sizes.sum(axis=1, keepdims=True)).ravel()
+    return make_flows(ids[src], ids[dst], np.inf, 0.0, label=np.arange(src.size), max_rate_Bps=rate)
