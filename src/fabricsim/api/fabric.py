@@ -126,7 +126,7 @@ def build_fabric(
     """The fabric of ``gpus`` GPUs of ``system`` (its NIC already swapped, see :func:`with_nic`)."""
     from fabricsim.api.topologies import build_topology
     from fabricsim.network.flow import FlowNetwork
-    from fabricsim.network.phase import PacketPhaseNetwork, background_flows, parse_background, transport_for
+    from fabricsim.network.phase import PacketPhaseNetwork, parse_background, transport_for
     from fabricsim.topology.placement import parse_placement, place
     from fabricsim.topology.routing import Routing, route_table
     from fabricsim.topology.system import build_system_topology
@@ -139,14 +139,14 @@ def build_fabric(
     chosen = Routing(routing) if routing is not None else Routing(transport.routing)
     table = route_table(topology)
     if fidelity == "packet":
-        network: Any = PacketPhaseNetwork(table, transport, seed)
+        network: Any = PacketPhaseNetwork(table, transport, seed, chosen)
     else:
         network = FlowNetwork(table, chosen, seed)
     background = None
-    if options.background is not None:
-        pattern, load = parse_background(options.background)
+    if options.background is not None:  # every GPU offers LOAD x its share of the node's NICs
+        nic_share_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
         hosts = np.arange(topology.hosts, dtype=np.int64)
-        background = background_flows(pattern, load, hosts, topology.line_rate_Bps, seed)
+        background = parse_background(options.background).flows(hosts, nic_share_Bps, seed)
     fabric = Fabric(topology, network, system.scale_up.domain_gpus, background)
     return PlacedFabric(
         fabric, placed.host_of_gpu, placed.policy, transport.name, chosen.value, fidelity, options

@@ -255,6 +255,10 @@ class PacketPhaseNetwork:
     def counters(self) -> PacketCounters:
         return self._tally.counters()
 
+    def routes(self, flows: FlowSet) -> Routes:
+        """The routes the packets of ``flows`` take (the transport's routing)."""
+        return self.network.routes(flows)
+
     def run(self, flows: FlowSet) -> NetworkResult:
         """Finish time of every flow of the phase (background: inf); see the module docstring."""
         topo = self.table.topology
