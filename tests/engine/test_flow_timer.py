@@ -9,6 +9,7 @@ from fabricsim.engine.flow_timer import FlowTimer, flow_timers, payload_flows, t
 from fabricsim.engine.training.simulate import TrainingCase, simulate_training
 from fabricsim.engine.variability import Variability
 from fabricsim.specs import ParallelLayout
+from fabricsim.specs.fabric import TopologyKind
 from fabricsim.topology.routing import Routing
 from fabricsim.workload.graph import CommPayload
 
@@ -44,8 +45,12 @@ def test_flow_time_of_a_node_local_all_reduce_is_bandwidth_bound():
 
 
 def _ecmp_tail(gpus: int):
-    """Data-parallel llama3-8b on ``gpus`` A100s: NCCL-like rings cross rails, hence spines (ECMP)."""
-    system = catalog.load_system("dgx-a100")
+    """Data-parallel llama3-8b on ``gpus`` A100s of a plain Clos (the ring's rail-aligned hops stay
+    in the rail leaves of the catalog's rail-optimized fabric): ring hops between leaves cross the
+    spines (ECMP)."""
+    a100 = catalog.load_system("dgx-a100")
+    clos = a100.scale_out.model_copy(update={"topology": TopologyKind.FAT_TREE})
+    system = a100.model_copy(update={"scale_out": clos})
     case = TrainingCase(catalog.load_model("llama3-8b"), system, ParallelLayout(data_parallel=gpus), gpus, 2048)
     v = Variability(ecmp_rehash=True, seeds=6, seed=2)
     return simulate_training(case, flow_timers(system, gpus, ecmp_rehash=True, seed=2), v).tail
