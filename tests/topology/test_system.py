@@ -176,3 +176,15 @@ def test_unknown_topology_in_a_system_yaml_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1
     assert "scale_out.topology" in err and "dragonfly" in err and "Traceback" not in err
+
+
+def test_api_system_topology_takes_a_builder_string_for_the_scale_out_network():
+    from fabricsim.api.topologies import system_topology
+
+    assert system_topology(H100, 64).nodes == build_system_topology(H100, 64).nodes
+    topo = system_topology(H100, 64, "fat-tree:k=8,gbps=200")  # 128 ports, 64 used
+    assert _count(topo, NodeKind.NIC) == 64 and topo.line_rate_Bps == 25e9
+    for text, message in (("dgx-h100:gpus=64", "not a scale-out network builder"), ("fat-tree:k=4", "16 host ports")):
+        with pytest.raises(FabricsimError, match=message) as info:
+            system_topology(H100, 64, text)
+        assert info.value.field == "topology"
