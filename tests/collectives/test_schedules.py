@@ -8,7 +8,13 @@ import pytest
 from fabricsim import catalog
 from fabricsim.collectives import estimate, place_group
 from fabricsim.collectives.ops import Algorithm, CollectiveOp
-from fabricsim.collectives.schedules import ScheduleRequest, bandwidth_step, build_schedule, run_schedule
+from fabricsim.collectives.schedules import (
+    ScheduleRequest,
+    bandwidth_step,
+    build_schedule,
+    ring_channels,
+    run_schedule,
+)
 from fabricsim.errors import FabricsimError
 from fabricsim.network.analytic import AnalyticNetwork
 from fabricsim.network.flow import FlowNetwork
@@ -120,3 +126,30 @@ def test_bandwidth_step_all_to_all_and_send_recv():
     }
     p2p = bandwidth_step(CollectiveOp.SEND_RECV, groups[:, :2], 7.0)
     assert p2p.src.tolist() == [0, 4] and p2p.dst.tolist() == [1, 5]
+
+
+@pytest.mark.parametrize(("domains", "per_domain"), [(2, 8), (3, 8), (4, 4), (5, 3), (32, 8), (9, 4)])
+def test_channel_rings_hop_between_domains_on_one_rail(domains, per_domain):
+    """Issue 23: ring c entered each domain at local rank c and left it from c - 1, so every hop
+    between domains changed rails (on a rail-optimized Clos, a climb to the spines). Now the rank
+    that leaves a domain has the local rank of the one it enters; every ring visits every rank once,
+    and each domain is entered (and left) at a different local rank by every channel."""
+    n = domains * per_domain
+    rings = ring_channels(np.arange(2 * n).reshape(2, n), per_domain)
+    assert rings.shape == (2, per_domain, n)
+    for group, ranks in enumerate(rings):
+        for ring in ranks:
+            assert sorted(ring.tolist()) == list(range(group * n, (group + 1) * n))
+        nxt = np.roll(ranks, -1, axis=1)
+        cross = ranks // per_domain != nxt // per_domain
+        assert cross.sum() == per_domain * domains  # each ring crosses every domain boundary once
+        assert np.all(ranks[cross] % per_domain == nxt[cross] % per_domain)
+        entries = nxt[cross].reshape(per_domain, domains) % per_domain
+        assert all(len(set(entries[:, d].tolist())) == per_domain for d in range(domains))
+
+
+def test_two_ranks_per_domain_over_an_odd_domain_count_cross_rails_once():
+    rings = ring_channels(np.arange(6)[None, :], 2)[0]
+    nxt = np.roll(rings, -1, axis=1)
+    cross = rings // 2 != nxt // 2
+    assert int((rings[cross] % 2 != nxt[cross] % 2).sum()) == 2  # one hop per ring (a 2-colouring of 3)

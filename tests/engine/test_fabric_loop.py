@@ -20,6 +20,7 @@ from fabricsim.engine.variability import Variability
 from fabricsim.network.base import FlowSet
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.specs import ParallelLayout
+from fabricsim.specs.fabric import TopologyKind
 from fabricsim.topology.routing import route_table
 from fabricsim.workload.graph import CommPayload, Op, OpGraph, RankClass, Stream
 
@@ -118,8 +119,11 @@ def test_pipeline_phases_repeat_and_are_timed_once():
 
 
 def _ecmp_tail(gpus: int):
-    """Data-parallel llama3-8b on ``gpus`` A100s: NCCL-like rings cross rails, hence spines (ECMP)."""
-    system = catalog.load_system("dgx-a100")
+    """Data-parallel llama3-8b on ``gpus`` A100s of a plain Clos (the ring's rail-aligned hops stay
+    in the rail leaves of the catalog's rail-optimized fabric): ring hops between leaves cross the
+    spines (ECMP)."""
+    a100 = catalog.load_system("dgx-a100")
+    system = a100.model_copy(update={"scale_out": a100.scale_out.model_copy(update={"topology": TopologyKind.FAT_TREE})})
     case = TrainingCase(catalog.load_model("llama3-8b"), system, ParallelLayout(data_parallel=gpus), gpus, 2048)
     v = Variability(ecmp_rehash=True, seeds=6, seed=2)
     return simulate_training(case, lambda run: None, v, system_fabric(system, gpus, "spray")).tail

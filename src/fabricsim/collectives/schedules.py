@@ -15,10 +15,19 @@ all-reduce per local rank, intra-node all-gather).
 
 Rings are NCCL-like multi-channel rings (NCCL ``src/graph/rings.cc``, one ring per channel): when
 ``ranks_per_node`` > 1 ranks share each scale-up domain (node) of a group spanning several, the
-ring algorithms run ``ranks_per_node`` rings, ring c entering every domain at its local rank c and
-leaving from local rank c - 1, each carrying 1/``ranks_per_node`` of every chunk. The inter-domain
-traffic so leaves through every NIC of the domain instead of one (a single ring over 2 DGX nodes
-is ~8x slower on a rail fabric). :func:`bandwidth_step` is the one-step form the engine's flow
+ring algorithms run ``ranks_per_node`` rings, each carrying 1/``ranks_per_node`` of every chunk;
+every domain is entered by each ring at a different local rank, so the inter-domain traffic leaves
+through every NIC of the domain instead of one (a single ring over 2 DGX nodes is ~8x slower on a
+rail fabric). Every inter-domain hop is rail-aligned: the rank that leaves a domain has the same
+local rank as the one it enters in the next domain, as NCCL keeps a channel on the same NIC index
+on both nodes (``NCCL_CROSS_NIC`` unset: "to allow for a network design where each NIC on a node
+connects to a different network switch (network rail)", NCCL environment-variable docs). NCCL gets
+there by relaying the exit rank's data over NVLink to the GPU next to the channel's NIC (PXN);
+here the intra-domain order does it instead (domain b is entered at local rank c + s_b and left at
+c + s_{b+1}, s = 0, 1, 0, 1, ...; an odd domain count ends with s = 2), which moves the same bytes
+through the NICs without the NVLink relay. A ring entering at c and leaving at c - 1 everywhere
+would cross rails on every hop, so on a rail-optimized Clos every ring flow would climb to the spines.
+:func:`bandwidth_step` is the one-step form the engine's flow
 timer uses: every group of a tiling runs the collective's bus bytes (nccl-tests' bus bandwidth)
 as one step on the same channels, so a step's time is the collective's bandwidth term.
 
@@ -95,16 +104,42 @@ def _step(src: np.ndarray, dst: np.ndarray, size_bytes: float) -> Step:
     return Step(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.full(len(src), float(size_bytes)))
 
 
+def _entry_offsets(domains: int, per_domain: int) -> np.ndarray:
+    """s_b of the module docstring: 0, 1, 0, 1, ... with neighbours (cyclically) different where
+    possible, so that ring c enters domain b at local rank c + s_b and leaves it at c + s_{b+1}."""
+    offsets = np.arange(domains) % 2
+    if domains % 2 and domains > 1 and per_domain > 2:
+        offsets[-1] = 2
+    return offsets
+
+
+def _domain_orders(domains: int, per_domain: int) -> np.ndarray:
+    """Local-rank order of every channel ring in every domain, [channel, domain, pos]: enter at
+    c + s_b, the other local ranks in cyclic order, leave at the next domain's entry (one rank
+    further when that is the entry itself: two ranks per domain and an odd domain count)."""
+    s = _entry_offsets(domains, per_domain)
+    channel = np.arange(per_domain)[:, None]
+    enter = (channel + s[None, :]) % per_domain  # [channel, domain]
+    leave = np.roll(enter, -1, axis=1)
+    leave = np.where(leave == enter, (enter + 1) % per_domain, leave)
+    others = (enter[:, :, None] + np.arange(1, per_domain)) % per_domain  # [channel, domain, p - 1]
+    middle = others[others != leave[:, :, None]].reshape(per_domain, domains, per_domain - 2)
+    return np.concatenate([enter[:, :, None], middle, leave[:, :, None]], axis=2)
+
+
 def ring_channels(groups: np.ndarray, per_domain: int) -> np.ndarray:
     """NCCL-like rings over each group (rows of rank ids), [groups, channels, ranks]: when a group
     has ``per_domain`` > 1 consecutive ranks in each of several scale-up domains, ``per_domain``
-    rings, ring c entering each domain at its local rank c (module docstring); otherwise one ring."""
+    rings, each entering a domain at a different local rank, every inter-domain hop between equal
+    local ranks (rail-aligned; module docstring); otherwise one ring."""
     n = groups.shape[1]
     if per_domain <= 1 or per_domain >= n or n % per_domain:
         return groups[:, None, :]
-    blocks = groups.reshape(groups.shape[0], n // per_domain, per_domain)
-    local = (np.arange(per_domain)[None, :] + np.arange(per_domain)[:, None]) % per_domain  # [channel, pos]
-    return blocks[:, :, local].transpose(0, 2, 1, 3).reshape(groups.shape[0], per_domain, n)
+    domains = n // per_domain
+    blocks = groups.reshape(groups.shape[0], domains, per_domain)
+    order = _domain_orders(domains, per_domain)  # [channel, domain, pos]
+    rings = blocks[:, np.arange(domains)[None, :, None], order]  # [groups, channel, domain, pos]
+    return rings.reshape(groups.shape[0], per_domain, n)
 
 
 def _ring_step(groups: np.ndarray, per_domain: int, chunk: float) -> Step:

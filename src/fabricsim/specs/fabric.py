@@ -23,6 +23,7 @@ class LinkKind(str, Enum):
 class TopologyKind(str, Enum):
     FAT_TREE = "fat-tree"
     RAIL_OPTIMIZED = "rail-optimized"
+    RAIL_ONLY = "rail-only"
     LEAF_SPINE = "leaf-spine"
     DRAGONFLY = "dragonfly"
     TORUS = "torus"
@@ -63,12 +64,17 @@ class ScaleUpSpec(FrozenSpec):
 
 
 class ScaleOutSpec(FrozenSpec):
-    """The network between scale-up domains: ``nics_per_node`` NICs of ``nic`` per node."""
+    """The network between scale-up domains: ``nics_per_node`` NICs of ``nic`` per node.
+
+    ``topology_params``: the shape of a dragonfly or torus in the topology builder's syntax
+    (``a=8,p=4,h=4`` or ``dims=8x8x8``; see :mod:`fabricsim.topology.system` for the default).
+    """
 
     nic: LinkSpec
     nics_per_node: PositiveInt
     switch: SwitchSpec
     topology: TopologyKind = TopologyKind.RAIL_OPTIMIZED
+    topology_params: str | None = None
     oversubscription: PositiveFloat = 1.0
     in_network_reduction: bool = False
 

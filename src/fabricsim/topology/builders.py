@@ -1,11 +1,13 @@
 """Topology builders (layer L2): NVSwitch/NVL72, fat-tree, leaf-spine, rail-optimized, dragonfly, torus.
 
 Every builder returns a :class:`~fabricsim.topology.graph.Topology`. Capacities are bytes/s per
-direction; ``latency_s`` is per link (one hop). Impossible parameters raise ``FabricsimError``
-naming the field. The tiered networks share one folded-Clos constructor (:func:`_clos_above`):
-leaves get ``up`` uplinks each; two tiers when one spine can reach every leaf, else three tiers
-(pods of ``radix/2`` leaves, ``up`` aggregation switches per pod, core groups per aggregation index),
-which for leaves = k^2/2, up = k/2, radix = k is exactly Al-Fares et al.'s k-ary fat-tree (SIGCOMM'08).
+direction; ``latency_s`` is per link (one hop). Switch-to-switch links (a Clos's uplinks, a
+dragonfly's or torus's router-to-router links) take ``spine`` when given, else the host link's
+parameters. Impossible parameters raise ``FabricsimError`` naming the field. The tiered networks
+share one folded-Clos constructor (:func:`_clos_above`): leaves get ``up`` uplinks each; two tiers
+when one spine can reach every leaf, else three tiers (pods of ``radix/2`` leaves, ``up``
+aggregation switches per pod, core groups per aggregation index), which for leaves = k^2/2,
+up = k/2, radix = k is exactly Al-Fares et al.'s k-ary fat-tree (SIGCOMM'08).
 """
 
 from __future__ import annotations
@@ -81,8 +83,9 @@ def _clos_above(
     graph.connect(aggs[:, :, None], cores[None, :, :], uplink.capacity_Bps, uplink.latency_s)
 
 
-def fat_tree(k: int, link: LinkParams, hosts: int | None = None) -> Topology:
-    """k-ary fat-tree (Al-Fares et al., SIGCOMM'08): k pods, k^3/4 hosts, (k/2)^2 cores, full bisection.
+def fat_tree(k: int, link: LinkParams, hosts: int | None = None, spine: LinkParams | None = None) -> Topology:
+    """k-ary fat-tree (Al-Fares et al., SIGCOMM'08): k pods, k^3/4 hosts, (k/2)^2 cores, full bisection
+    (when ``spine``, the edge-aggregation and aggregation-core links, is as fast as ``link``).
 
     ``hosts`` attaches only the first hosts (default all k^3/4); the switches are always all built.
     """
@@ -95,17 +98,23 @@ def fat_tree(k: int, link: LinkParams, hosts: int | None = None) -> Topology:
     host_ids = graph.add_nodes(count, NodeKind.GPU)
     edges = graph.add_nodes(k * half, NodeKind.SWITCH)
     graph.connect(host_ids, edges[np.arange(count) // half], link.capacity_Bps, link.latency_s)
-    _clos_above(graph, edges, half, k, link, tiers=3)
+    _clos_above(graph, edges, half, k, spine or link, tiers=3)
     return graph.build(f"fat-tree-k{k}", host_ids, link.capacity_Bps, {"k": k})
 
 
 def leaf_spine(
-    leaves: int, spines: int, hosts_per_leaf: int, link: LinkParams, oversubscription: float = 1.0
+    leaves: int,
+    spines: int,
+    hosts_per_leaf: int,
+    link: LinkParams,
+    oversubscription: float = 1.0,
+    spine: LinkParams | None = None,
 ) -> Topology:
     """Two-tier leaf-spine; each leaf has one uplink to every spine.
 
     Oversubscription r = (hosts_per_leaf x line rate) / (leaf uplink capacity), so each uplink has
-    hosts_per_leaf x line / (r x spines) bytes/s.
+    hosts_per_leaf x line / (r x spines) bytes/s; ``spine`` gives the uplinks' capacity (and
+    latency) instead, r then following from it (both at once are refused).
     """
     for field, value in (("leaves", leaves), ("spines", spines), ("hosts_per_leaf", hosts_per_leaf)):
         _positive(field, value)
@@ -115,7 +124,12 @@ def leaf_spine(
     host_ids = graph.add_nodes(leaves * hosts_per_leaf, NodeKind.GPU)
     leaf_ids = graph.add_nodes(leaves, NodeKind.SWITCH)
     graph.connect(host_ids, np.repeat(leaf_ids, hosts_per_leaf), link.capacity_Bps, link.latency_s)
+    if spine is not None and oversubscription != 1.0:
+        raise FabricsimError("spine_gbps", "sets the uplink capacity, so oversubscription follows from it",
+                             "give spine_gbps or oversubscription, not both")  # fmt: skip
     uplink = LinkParams(hosts_per_leaf * link.capacity_Bps / (oversubscription * spines), link.latency_s)
+    if spine is not None:
+        uplink, oversubscription = spine, hosts_per_leaf * link.capacity_Bps / (spines * spine.capacity_Bps)
     _clos_above(graph, leaf_ids, spines, max(leaves, spines), uplink, tiers=2)
     meta = {"oversubscription": float(oversubscription)}
     return graph.build(f"leaf-spine-{leaves}x{spines}", host_ids, link.capacity_Bps, meta)
@@ -123,13 +137,24 @@ def leaf_spine(
 
 @dataclass(frozen=True, slots=True)
 class RailSpec:
-    """A rail-optimized Clos: ``nodes`` servers with ``rails`` NICs each (NIC i of every node on rail i)."""
+    """A rail-optimized Clos: ``nodes`` servers with ``rails`` NICs each (NIC i of every node on rail i).
+
+    ``spine``: the switch-to-switch links (default ``nic``); ``tiers``: 2 forces two tiers (refused
+    when the leaves outnumber the radix), 0 picks two or three by size (:func:`_clos_above`).
+    """
 
     nodes: int
     rails: int
     radix: int
     nic: LinkParams
     oversubscription: float = 1.0
+    spine: LinkParams | None = None
+    tiers: int = 0
+
+    @property
+    def leaf_down_ports(self) -> int:
+        """NICs per leaf: the radix split down:up = r:1 (r = oversubscription)."""
+        return max(1, round(self.radix * self.oversubscription / (1 + self.oversubscription)))
 
 
 def rail_leaves(graph: GraphBuilder, nics: np.ndarray, spec: RailSpec) -> None:
@@ -140,13 +165,13 @@ def rail_leaves(graph: GraphBuilder, nics: np.ndarray, spec: RailSpec) -> None:
     """
     for field in ("nodes", "rails", "radix"):
         _positive(field, getattr(spec, field), 2 if field == "radix" else 1)
-    down = max(1, round(spec.radix * spec.oversubscription / (1 + spec.oversubscription)))
+    down = spec.leaf_down_ports
     up = max(1, spec.radix - down)
     groups = -(-spec.nodes // down)
     leaves = graph.add_nodes(groups * spec.rails, NodeKind.SWITCH).reshape(groups, spec.rails)
     node_group = np.arange(spec.nodes) // down
     graph.connect(nics, leaves[node_group], spec.nic.capacity_Bps, spec.nic.latency_s)
-    _clos_above(graph, leaves.ravel(), up, spec.radix, spec.nic)
+    _clos_above(graph, leaves.ravel(), up, spec.radix, spec.spine or spec.nic, spec.tiers)
 
 
 def rail_optimized(spec: RailSpec) -> Topology:
@@ -157,10 +182,11 @@ def rail_optimized(spec: RailSpec) -> Topology:
     return graph.build(f"rail-optimized-{spec.nodes}x{spec.rails}", nics, spec.nic.capacity_Bps)
 
 
-def dragonfly(a: int, p: int, h: int, link: LinkParams) -> Topology:
+def dragonfly(a: int, p: int, h: int, link: LinkParams, spine: LinkParams | None = None) -> Topology:
     """Dragonfly (Kim et al., ISCA'08): g = a*h + 1 groups of ``a`` routers, ``p`` hosts and ``h``
     global links per router; routers of a group fully connected; one global link per group pair
-    (consecutive arrangement: group i's global port q goes to group (i + q + 1) mod g)."""
+    (consecutive arrangement: group i's global port q goes to group (i + q + 1) mod g). Local and
+    global router links are ``spine`` (default ``link``)."""
     for field, value in (("a", a), ("p", p), ("h", h)):
         _positive(field, value)
     groups = a * h + 1
@@ -169,20 +195,22 @@ def dragonfly(a: int, p: int, h: int, link: LinkParams) -> Topology:
     routers = graph.add_nodes(groups * a, NodeKind.SWITCH).reshape(groups, a)
     graph.connect(host_ids, np.repeat(routers.ravel(), p), link.capacity_Bps, link.latency_s)
     ia, ib = np.triu_indices(a, 1)
-    graph.connect(routers[:, ia], routers[:, ib], link.capacity_Bps, link.latency_s)
+    router_link = spine or link
+    graph.connect(routers[:, ia], routers[:, ib], router_link.capacity_Bps, router_link.latency_s)
     group, port = np.meshgrid(np.arange(groups), np.arange(a * h), indexing="ij")
     peer = (group + port + 1) % groups
     peer_port = (group - peer - 1) % groups
     keep = group < peer
     src = routers[group[keep], port[keep] // h]
     dst = routers[peer[keep], peer_port[keep] // h]
-    graph.connect(src, dst, link.capacity_Bps, link.latency_s)
+    graph.connect(src, dst, router_link.capacity_Bps, router_link.latency_s)
     meta = {"a": a, "p": p, "h": h, "groups": groups}
     return graph.build(f"dragonfly-a{a}p{p}h{h}", host_ids, link.capacity_Bps, meta)
 
 
-def torus(dims: tuple[int, ...], link: LinkParams) -> Topology:
-    """2D/3D torus: one router per grid point with one host; wrap-around links in every dimension."""
+def torus(dims: tuple[int, ...], link: LinkParams, spine: LinkParams | None = None) -> Topology:
+    """2D/3D torus: one router per grid point with one host; wrap-around links in every dimension
+    (router links ``spine``, default ``link``)."""
     if not 1 <= len(dims) <= 3:
         raise FabricsimError("dims", f"a torus has 1 to 3 dimensions, got {len(dims)}", "e.g. dims=8x8x8")
     for size in dims:
@@ -193,6 +221,7 @@ def torus(dims: tuple[int, ...], link: LinkParams) -> Topology:
     routers = graph.add_nodes(count, NodeKind.SWITCH)
     graph.connect(host_ids, routers, link.capacity_Bps, link.latency_s)
     grid = routers.reshape(dims)
+    router_link = spine or link
     for axis, size in enumerate(dims):
         if size < 2:
             continue
@@ -200,8 +229,8 @@ def torus(dims: tuple[int, ...], link: LinkParams) -> Topology:
         if size == 2:  # the +1 and -1 neighbours coincide: one cable
             sl = [slice(None)] * len(dims)
             sl[axis] = slice(0, 1)
-            graph.connect(grid[tuple(sl)], nxt[tuple(sl)], link.capacity_Bps, link.latency_s)
+            graph.connect(grid[tuple(sl)], nxt[tuple(sl)], router_link.capacity_Bps, router_link.latency_s)
         else:
-            graph.connect(grid, nxt, link.capacity_Bps, link.latency_s)
+            graph.connect(grid, nxt, router_link.capacity_Bps, router_link.latency_s)
     name = "torus-" + "x".join(str(d) for d in dims)
     return graph.build(name, host_ids, link.capacity_Bps, {"dims": len(dims)})

@@ -7,7 +7,10 @@ per-GPU scale-up bandwidth, link latency and NVLS capability, ``gpus=`` defaulti
 domain size (8 on DGX, 72 on gb200-nvl72).
 
 Links default to the catalog's InfiniBand NDR port (``ib-ndr``: 50 GB/s per direction) with the
-Quantum-2 switch's port-to-port latency per hop; ``gbps=`` overrides the line rate (Gb/s).
+Quantum-2 switch's port-to-port latency per hop; ``gbps=`` overrides the line rate (Gb/s),
+``latency=`` every link's latency (``1us``, ``500ns``; a bare number is seconds) and ``spine_gbps=``
+the switch-to-switch links' rate (a Clos's uplinks, a dragonfly's or torus's router links). Every
+builder accepts only its own keys (a misspelt key is refused, never ignored).
 
 The catalog is not read here: the caller (``api``) passes a :class:`TopologyCatalog` with the default
 link and the systems. Every number is checked (finite, positive) and the size of what a string
@@ -37,7 +40,7 @@ from fabricsim.topology.builders import (
 )
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.system import build_system_topology
-from fabricsim.units import gbit_to_Bps
+from fabricsim.units import gbit_to_Bps, parse_duration
 
 DEFAULT_LINK = "ib-ndr"  # the catalog names the caller reads for TopologyCatalog.link
 DEFAULT_SWITCH = "quantum2-qm9700"
@@ -55,10 +58,26 @@ class TopologyCatalog:
     load_system: Callable[[str], SystemSpec]
 
 
+LINK_KEYS = ("gbps", "latency")
+FABRIC_KEYS = (*LINK_KEYS, "spine_gbps")  # keys every switched-fabric builder accepts
+
+
+def _latency(params: dict[str, str], known: TopologyCatalog) -> float:
+    return parse_duration(params["latency"], "latency") if "latency" in params else known.link.latency_s
+
+
 def _default_link(params: dict[str, str], known: TopologyCatalog) -> LinkParams:
-    if "gbps" in params:
-        return LinkParams(gbit_to_Bps(_number(params, "gbps", float)), known.link.latency_s)
-    return known.link
+    """The host links: ``gbps`` (default the catalog port's rate) at ``latency`` per hop."""
+    rate = gbit_to_Bps(_number(params, "gbps", float)) if "gbps" in params else known.link.capacity_Bps
+    return LinkParams(rate, _latency(params, known))
+
+
+def _spine_link(params: dict[str, str], known: TopologyCatalog) -> LinkParams | None:
+    """The switch-to-switch links when ``spine_gbps`` is given (same latency), else None (the
+    builder's default: the host links)."""
+    if "spine_gbps" not in params:
+        return None
+    return LinkParams(gbit_to_Bps(_number(params, "spine_gbps", float)), _latency(params, known))
 
 
 def _number(params: dict[str, str], key: str, kind: type = int, default: float | None = None):
@@ -102,7 +121,7 @@ def _fat_tree(p: dict[str, str], known: TopologyCatalog) -> Topology:
     hosts = _number(p, "hosts") if "hosts" in p else None
     k = _number(p, "k")
     _size(k**3 // 4 + 5 * k * k // 4, 3 * k**3 // 4)
-    return fat_tree(k, _default_link(p, known), hosts)
+    return fat_tree(k, _default_link(p, known), hosts, _spine_link(p, known))
 
 
 def _leaf_spine(p: dict[str, str], known: TopologyCatalog) -> Topology:
@@ -113,7 +132,7 @@ def _leaf_spine(p: dict[str, str], known: TopologyCatalog) -> Topology:
             "hosts_per_leaf", f"{per_leaf} hosts + {spines} uplinks exceed the leaf radix {p['radix']}"
         )
     oversubscription = _number(p, "oversubscription", float, 1.0)
-    return leaf_spine(leaves, spines, per_leaf, _default_link(p, known), oversubscription)
+    return leaf_spine(leaves, spines, per_leaf, _default_link(p, known), oversubscription, _spine_link(p, known))
 
 
 def _rail(p: dict[str, str], known: TopologyCatalog) -> Topology:
@@ -123,6 +142,7 @@ def _rail(p: dict[str, str], known: TopologyCatalog) -> Topology:
         _number(p, "radix", int, 64),
         _default_link(p, known),
         _number(p, "oversubscription", float, 1.0),
+        _spine_link(p, known),
     )
     nics = spec.nodes * spec.rails
     _size(2 * nics, 2 * nics)  # NICs, and at most one leaf port and one uplink share per NIC
@@ -133,7 +153,7 @@ def _dragonfly(p: dict[str, str], known: TopologyCatalog) -> Topology:
     a, hosts, h = _number(p, "a"), _number(p, "p"), _number(p, "h")
     groups = a * h + 1
     _size(groups * a * (hosts + 1), groups * (a * hosts + a * (a - 1) // 2 + a * h))
-    return dragonfly(a, hosts, h, _default_link(p, known))
+    return dragonfly(a, hosts, h, _default_link(p, known), _spine_link(p, known))
 
 
 def _torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
@@ -145,7 +165,7 @@ def _torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
         raise FabricsimError("dims", f"needs 1 to 3 positive sizes, got {p.get('dims')!r}", "e.g. dims=8x8x8")
     count = math.prod(dims)
     _size(2 * count, count * (1 + len(dims)))
-    return torus(dims, _default_link(p, known))
+    return torus(dims, _default_link(p, known), _spine_link(p, known))
 
 
 def _nvswitch(p: dict[str, str], known: TopologyCatalog) -> Topology:
@@ -157,8 +177,15 @@ def _nvswitch(p: dict[str, str], known: TopologyCatalog) -> Topology:
         raise FabricsimError("system", f"{name} has no NVSwitch in its scale-up domain", "e.g. system=dgx-h100")
     gpus = _number(p, "gpus", int, scale_up.domain_gpus)
     _size(gpus + 1, gpus)
-    link = LinkParams(scale_up.bandwidth_Bps, scale_up.link.latency_s)
+    link = LinkParams(scale_up.bandwidth_Bps, parse_duration(p["latency"], "latency") if "latency" in p
+                      else scale_up.link.latency_s)  # fmt: skip
     return nvswitch_domain(gpus, link, reduction=scale_up.in_network_reduction)
+
+
+def _nvl72(p: dict[str, str], known: TopologyCatalog) -> Topology:
+    if "latency" not in p:
+        return nvl72_domain()
+    return nvl72_domain(LinkParams(nvl72_domain().line_rate_Bps, parse_duration(p["latency"], "latency")))
 
 
 BUILDERS: dict[str, Callable[[dict[str, str], TopologyCatalog], Topology]] = {
@@ -168,16 +195,35 @@ BUILDERS: dict[str, Callable[[dict[str, str], TopologyCatalog], Topology]] = {
     "dragonfly": _dragonfly,
     "torus": _torus,
     "nvswitch": _nvswitch,
-    "nvl72": lambda p, known: nvl72_domain(),
+    "nvl72": _nvl72,
 }
+
+# the keys each builder reads; an NVSwitch domain has no switch-to-switch links (no spine_gbps)
+BUILDER_KEYS: dict[str, tuple[str, ...]] = {
+    "fat-tree": ("k", "hosts", *FABRIC_KEYS),
+    "leaf-spine": ("leaves", "spines", "hosts_per_leaf", "radix", "oversubscription", *FABRIC_KEYS),
+    "rail-optimized": ("nodes", "rails", "radix", "oversubscription", *FABRIC_KEYS),
+    "dragonfly": ("a", "p", "h", *FABRIC_KEYS),
+    "torus": ("dims", *FABRIC_KEYS),
+    "nvswitch": ("gpus", "system", "latency"),
+    "nvl72": ("latency",),
+}
+
+
+def _check_keys(name: str, params: dict[str, str], allowed: tuple[str, ...]) -> None:
+    unknown = [key for key in params if key not in allowed]
+    if unknown:
+        raise FabricsimError("topology", f"{name} has no parameter {unknown[0]!r}", f"use {', '.join(allowed)}")
 
 
 def parse_topology(text: str, known: TopologyCatalog) -> Topology:
     """Build the topology a builder string (or a system name of ``known``) describes; see module doc."""
     name, params = _split(text)
     if name in BUILDERS:
+        _check_keys(name, params, BUILDER_KEYS[name])
         return BUILDERS[name](params, known)
     if name in known.systems:
+        _check_keys(name, params, ("gpus",))
         system = known.load_system(name)
         gpus = _number(params, "gpus", int, DEFAULT_SYSTEM_GPUS)
         _size(3 * gpus, 3 * gpus)  # GPUs, NICs/ports and switches of each scale-up and scale-out tier
