@@ -123,7 +123,8 @@ def _ecmp_tail(gpus: int):
     in the rail leaves of the catalog's rail-optimized fabric): ring hops between leaves cross the
     spines (ECMP)."""
     a100 = catalog.load_system("dgx-a100")
-    system = a100.model_copy(update={"scale_out": a100.scale_out.model_copy(update={"topology": TopologyKind.FAT_TREE})})
+    clos = a100.scale_out.model_copy(update={"topology": TopologyKind.FAT_TREE})
+    system = a100.model_copy(update={"scale_out": clos})
     case = TrainingCase(catalog.load_model("llama3-8b"), system, ParallelLayout(data_parallel=gpus), gpus, 2048)
     v = Variability(ecmp_rehash=True, seeds=6, seed=2)
     return simulate_training(case, lambda run: None, v, system_fabric(system, gpus, "spray")).tail
