@@ -22,8 +22,9 @@ Scale-out: ``nics_per_node`` NIC nodes per server, NIC j on GPU j*gpus/nics thro
 
 ``fabric`` (a topology from a builder string) replaces the scale-out network: its endpoints (host
 ports) become the NICs, NIC j of node n on endpoint n * nics_per_node + j. Endpoints of the result
-are the GPUs, node-major (GPU g on node g // gpus_per_node). A network that cannot be built raises
-a one-line ``FabricsimError`` naming the field.
+are the GPUs, node-major (GPU g on node g // gpus_per_node); a single node has no scale-out network
+(``fabric`` is then not used). A network that cannot be built raises a one-line ``FabricsimError``
+naming the field (``topology``, ``topology_params``).
 """
 
 from __future__ import annotations
@@ -90,9 +91,10 @@ def _scale_out(
         return nics, nic.capacity_Bps
     network = fabric if fabric is not None else _routed(system, nodes * rails, nic)
     if network.hosts < nodes * rails:
-        raise FabricsimError("topology" if fabric is not None else "topology_params",
-                             f"{network.name} has {network.hosts} host ports, {nodes} nodes x {rails} NICs need "
-                             f"{nodes * rails}", "use a larger topology")  # fmt: skip
+        field, fix = ("topology", "use a larger topology") if fabric is not None else (
+            "topology_params", "give a larger shape, or leave topology_params out to size it")  # fmt: skip
+        raise FabricsimError(field, f"{network.name} has {network.hosts} host ports, {nodes} nodes x {rails} NICs "
+                             f"need {nodes * rails}", fix)  # fmt: skip
     nics = embed(graph, network, nodes * rails, out.in_network_reduction and fabric is None).reshape(nodes, rails)
     graph.connect(owner, nics, host.bandwidth_Bps, host.latency_s)
     return nics, network.line_rate_Bps
