@@ -113,8 +113,16 @@ def test_json_table_and_html_of_a_result(tmp_path, monkeypatch, capsys):
     assert asked == [spec] and out["jobs"][0]["slowdown"] == 1.25 and out["jobs"][1]["slowdown"] == 1.0
     assert out["links"] == {"leaf": {"mean_utilization": 0.25, "max_utilization": 0.5, "bytes": 1e9},
                             "spine": {"mean_utilization": 0.75, "max_utilization": 1.0, "bytes": 2e9}}
-    assert html.exists() and "pretrain" in html.read_text()
+    page = html.read_text()
+    assert "<h2>cluster: " in page and 'data-key="0.jobs.0.slowdown"' in page and "link utilization per tier" in page
     assert main(["cluster", spec]) == 0
     table = capsys.readouterr().out
     for words in ("pretrain", "decode step (TPOT)", "1.250x", "500.000 ms", "spine", "75.0%", "2.500 s"):
         assert words in table
+
+
+def test_a_malformed_cluster_result_names_the_key_in_the_report(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"fabric": FABRIC, "jobs": [{"name": "a", "alone_s": 1.0}], "links": {}}))
+    assert main(["report", str(bad), "--out", str(tmp_path / "r.html")]) == 2
+    assert "jobs.0.shared_s" in capsys.readouterr().err

@@ -93,3 +93,12 @@ def test_malformed_yaml_and_unreadable_files_name_the_spec(parsers, tmp_path):
                         (tmp_path, "spec: ")]:
         with pytest.raises(FabricsimError, match="^" + words.replace("[", r"\[")):
             load_spec(path, parsers)
+
+
+def test_the_shipped_example_is_a_valid_spec(parsers):
+    example = Path(__file__).parents[2] / "examples" / "cluster-two-jobs.yaml"
+    parsed = load_spec(example, parsers)
+    assert [(job.name, job.kind, job.gpus, job.placement) for job in parsed.jobs] == [
+        ("pretrain-a", "train", 448, "spread"), ("pretrain-b", "train", 448, "spread"),
+        ("storage", "traffic", 64, "packed")]
+    assert (parsed.routing, parsed.fidelity, parsed.system) == ("ecmp", "flow", "dgx-h100")
