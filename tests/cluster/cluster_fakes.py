@@ -83,6 +83,8 @@ class FakeEngine:
             raise FabricsimError("model", "unknown model 'no-such-model'", "did you mean llama3-8b?")
         return FakeJob(kind, dict(kwargs), np.asarray(host_of_gpu))
 
-    def simulate_jobs(self, jobs: list[FakeJob], fabric: Any) -> list[FakeResult]:
+    def simulate_jobs(self, jobs: list[FakeJob], fabric: Any) -> tuple[list[FakeResult], str]:
+        """(one result per job, the run: here its number), as ``fabric_loop.simulate_jobs``."""
         self.calls.append(list(jobs))
-        return [FakeResult(self.ALONE_S[job.kind] * (1 + self.SHARE * (len(jobs) - 1))) for job in jobs]
+        share = 1 + self.SHARE * (len(jobs) - 1)
+        return [FakeResult(self.ALONE_S[job.kind] * share) for job in jobs], len(self.calls)

@@ -26,7 +26,7 @@ CARRIED_BYTES = 1e6
 def rig_for(engine: FakeEngine, gpus_per_node: int = 4) -> ClusterRig:
     topology = build_topology(WIDE)
     return ClusterRig(topology, gpus_per_node, "the fabric", fake_place, engine.fabric_job, engine.simulate_jobs,
-                      lambda results: np.full(topology.links, CARRIED_BYTES))
+                      lambda fabric, run: np.full(topology.links, CARRIED_BYTES * (run == 4)))  # the shared run
 
 
 def three_jobs(parsers, **placements):
@@ -106,10 +106,11 @@ def test_api_cluster_reads_the_spec_builds_the_bare_fabric_for_tenants_and_runs(
     per node), then run_cluster with the rig; the engine's part of the rig is faked."""
     engine, seen = FakeEngine(), {}
 
-    def rig(spec, topology, gpus_per_node):
-        seen.update(hosts=topology.hosts, gpus_per_node=gpus_per_node)
+    def rig(spec, built):
+        topology, gpus_per_node = built.topology, built.gpus_per_node
+        seen.update(hosts=topology.hosts, gpus_per_node=gpus_per_node, system=built.system)
         return ClusterRig(topology, gpus_per_node, None, fake_place, engine.fabric_job, engine.simulate_jobs,
-                          lambda results: np.zeros(topology.links))
+                          lambda fabric, run: np.zeros(topology.links))
 
     monkeypatch.setattr(cluster_api, "_parse_placement", fake_parse_placement)
     monkeypatch.setattr(cluster_api, "_rig", rig)
@@ -117,7 +118,7 @@ def test_api_cluster_reads_the_spec_builds_the_bare_fabric_for_tenants_and_runs(
     path.write_text(f"fabric: {WIDE}\njobs:\n  - name: a\n    command: {TRAFFIC}\n"
                     f"  - name: b\n    command: traffic all-to-all --hosts 8 --size 4MiB\n    placement: spread\n")
     out = api.cluster(str(path)).to_json()
-    assert seen == {"hosts": 32, "gpus_per_node": 1}
+    assert seen == {"hosts": 32, "gpus_per_node": 1, "system": None}
     assert [(j["name"], j["kind"], j["gpus"], j["placement"]) for j in out["jobs"]] == [
         ("a", "traffic", 4, "packed"), ("b", "traffic", 8, "spread")]
     assert {load["bytes"] for load in out["links"].values()} == {0.0}

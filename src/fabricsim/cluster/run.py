@@ -35,20 +35,20 @@ class ClusterRig:
 
     ``topology``: the whole fabric with GPUs as endpoints, node-major (GPU g on node
     g // ``gpus_per_node``; a bare builder fabric: one host per node). ``fabric``: the engine's
-    ``Fabric`` over it (route table, routing, fidelity, background). ``place``:
-    ``fabricsim.topology.placement.place``. ``fabric_job(kind, kwargs, topology, host_of_gpu)``:
-    ``fabricsim.api.fabric_job``. ``simulate_jobs(jobs, fabric)``:
-    ``fabricsim.engine.fabric_loop.simulate_jobs`` (one result with ``step_time_s`` per job).
-    ``link_bytes(results)``: bytes each directed link of ``topology`` carried in the run that gave
-    ``results`` (float64 [links])."""
+    ``fabric_loop.Fabric`` over it (network model of the spec's fidelity and routing, background).
+    ``place``: ``fabricsim.topology.placement.place``. ``fabric_job(kind, kwargs, topology,
+    host_of_gpu)``: ``fabricsim.api.fabric_job`` (a ``FabricJob``). ``simulate_jobs(jobs, fabric)``:
+    ``fabricsim.engine.fabric_loop.simulate_jobs``, (one result with ``step_time_s`` per job, the
+    ``FabricRun``). ``link_bytes(fabric, run)``: bytes each directed link of ``topology`` carried
+    during that run (float64 [links])."""
 
     topology: Topology
     gpus_per_node: int
     fabric: Any
     place: Callable[..., Any]
     fabric_job: Callable[[str, Mapping[str, Any], Topology, np.ndarray], Any]
-    simulate_jobs: Callable[[list[Any], Any], Sequence[Any]]
-    link_bytes: Callable[[Sequence[Any]], np.ndarray]
+    simulate_jobs: Callable[[list[Any], Any], tuple[Sequence[Any], Any]]
+    link_bytes: Callable[[Any, Any], np.ndarray]
 
 
 def place_jobs(spec: ClusterSpec, rig: ClusterRig) -> list[Any]:
@@ -86,13 +86,13 @@ def run_cluster(spec: ClusterSpec, rig: ClusterRig) -> ClusterResult:
     placements = place_jobs(spec, rig)
     jobs = [_build(index, job, placement, rig) for index, (job, placement) in
             enumerate(zip(spec.jobs, placements, strict=True))]
-    alone = [rig.simulate_jobs([job], rig.fabric)[0].step_time_s for job in jobs]
-    shared_results = rig.simulate_jobs(jobs, rig.fabric)
+    alone = [rig.simulate_jobs([job], rig.fabric)[0][0].step_time_s for job in jobs]
+    shared_results, shared_run = rig.simulate_jobs(jobs, rig.fabric)
     shared = [result.step_time_s for result in shared_results]
     results = tuple(
         ClusterJobResult(job.name, job.kind, job.gpus, job.placement, alone_s, shared_s)
         for job, alone_s, shared_s in zip(spec.jobs, alone, shared, strict=True)
     )
     # the links' load over the shared run: its duration is the longest job's shared time
-    links = tier_loads(rig.topology, rig.link_bytes(shared_results), max(shared))
+    links = tier_loads(rig.topology, rig.link_bytes(rig.fabric, shared_run), max(shared))
     return ClusterResult(spec.fabric, spec.routing, spec.fidelity, spec.background, results, links)
