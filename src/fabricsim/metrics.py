@@ -393,8 +393,9 @@ class ClusterJobResult:
 
 @dataclass(frozen=True, slots=True)
 class TierLoad:
-    """The links of one switch tier during the shared run: utilisation = carried bytes / (capacity x
-    the run's duration), per directed link; the mean and the busiest link; bytes summed."""
+    """The directed links of one switch tier with every job running: utilisation = the link's carried
+    rate (each job's bytes per step / its shared step time, summed) / capacity, the mean over the
+    tier's links and the busiest one; ``bytes`` = what one step of every job puts on them."""
 
     tier: str
     mean_utilization: float

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from fabricsim.errors import FabricsimError
+from fabricsim.network.base import FlowSet, make_flows
+from fabricsim.network.flow import FlowNetwork
+from fabricsim.topology.routing import Routing, route_table
 
 FABRIC = "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4"
 TRAIN = "train --model llama3-8b --system dgx-h100 --gpus 16 --tp 8 --global-batch 16 --seq-len 1024"
@@ -57,16 +61,50 @@ def fake_place(topology: Any, gpus: int, gpus_per_node: int, policy: FakePolicy,
     return FakePlacement(policy.kind, hosts, nodes)
 
 
+@dataclass(frozen=True)
+class FakePayload:
+    kind: str
+    group_gpus: int = 2
+
+
+@dataclass(frozen=True)
+class FakeOp:
+    payload: FakePayload | None
+    rank: int = 0
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class FakeGraph:
+    ops: tuple[FakeOp, ...]
+
+
 @dataclass
 class FakeJob:
+    """One communication op (``CALLS`` calls of a flow from the job's first host to its last) and a
+    compute op, on one pipeline stage."""
+
     kind: str
     kwargs: dict[str, Any]
     host_of_gpu: np.ndarray
+    stages: int = 1
+
+    @property
+    def graph(self) -> FakeGraph:
+        return FakeGraph((FakeOp(FakePayload(self.kind), repeat=FakeEngine.CALLS), FakeOp(None)))
 
 
 @dataclass(frozen=True)
 class FakeResult:
     step_time_s: float
+
+
+@dataclass(frozen=True)
+class FakeRun:
+    """The engine's ``FabricRun`` as the cluster reads it: one call's flows per item."""
+
+    number: int
+    flows: dict[tuple[int, int, FakePayload], FlowSet]
 
 
 @dataclass
@@ -77,14 +115,23 @@ class FakeEngine:
     calls: list[list[FakeJob]] = field(default_factory=list)
     ALONE_S = {"train": 2.0, "infer": 0.02, "traffic": 0.5}
     SHARE = 0.25
+    CALLS = 2
+    FLOW_BYTES = 1e6
 
     def fabric_job(self, kind: str, kwargs: Any, topology: Any, host_of_gpu: np.ndarray) -> FakeJob:
         if kwargs.get("model") == "no-such-model":
             raise FabricsimError("model", "unknown model 'no-such-model'", "did you mean llama3-8b?")
         return FakeJob(kind, dict(kwargs), np.asarray(host_of_gpu))
 
-    def simulate_jobs(self, jobs: list[FakeJob], fabric: Any) -> tuple[list[FakeResult], str]:
-        """(one result per job, the run: here its number), as ``fabric_loop.simulate_jobs``."""
+    def simulate_jobs(self, jobs: list[FakeJob], fabric: Any) -> tuple[list[FakeResult], FakeRun]:
+        """(one result per job, the run), as ``fabric_loop.simulate_jobs``."""
         self.calls.append(list(jobs))
         share = 1 + self.SHARE * (len(jobs) - 1)
-        return [FakeResult(self.ALONE_S[job.kind] * share) for job in jobs], len(self.calls)
+        flows = {(j, 0, FakePayload(job.kind)): make_flows(job.host_of_gpu[:1], job.host_of_gpu[-1:], self.FLOW_BYTES)
+                 for j, job in enumerate(jobs)}
+        return [FakeResult(self.ALONE_S[job.kind] * share) for job in jobs], FakeRun(len(self.calls), flows)
+
+
+def flow_fabric(topology: Any) -> SimpleNamespace:
+    """The parts of ``fabric_loop.Fabric`` the cluster reads: the topology and an ECMP flow network."""
+    return SimpleNamespace(topology=topology, network=FlowNetwork(route_table(topology), Routing.ECMP, 0))

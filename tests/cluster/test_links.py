@@ -50,15 +50,19 @@ def test_switch_links_of_a_fabric_that_is_not_a_tree_count_as_spine(fabric):
     assert set(tiers[between].tolist()) == {2} and set(tiers[~between].tolist()) == {1}
 
 
-def test_tier_loads_are_bytes_over_capacity_and_duration():
+def test_tier_loads_are_each_jobs_rate_over_capacity():
+    """Two jobs: job 0 puts 1 s x capacity on one leaf link per 2 s step (half busy), job 1 fills
+    another leaf link in its 1 s step (fully busy) and adds a quarter on the first."""
     topology = build_topology("leaf-spine:leaves=2,spines=1,hosts_per_leaf=2")
     tiers = link_tiers(topology)
-    carried = np.zeros(topology.links)
     leaf = np.flatnonzero(tiers == 1)
-    carried[leaf[0]] = topology.capacity_Bps[leaf[0]] * 0.5 * 2.0  # half busy over 2 s
-    carried[leaf[1]] = topology.capacity_Bps[leaf[1]] * 1.0 * 2.0  # fully busy
-    loads = {load.tier: load for load in tier_loads(topology, carried, 2.0)}
+    capacity = topology.capacity_Bps
+    step_bytes = np.zeros((2, topology.links))
+    step_bytes[0, leaf[0]] = capacity[leaf[0]] * 1.0
+    step_bytes[1, leaf[1]] = capacity[leaf[1]] * 1.0
+    step_bytes[1, leaf[0]] = capacity[leaf[0]] * 0.25
+    loads = {load.tier: load for load in tier_loads(topology, step_bytes, np.array([2.0, 1.0]))}
     assert loads["leaf"].max_utilization == pytest.approx(1.0)
-    assert loads["leaf"].mean_utilization == pytest.approx(1.5 / leaf.size)
-    assert loads["leaf"].bytes == pytest.approx(carried.sum())
+    assert loads["leaf"].mean_utilization == pytest.approx((0.5 + 0.25 + 1.0) / leaf.size)
+    assert loads["leaf"].bytes == pytest.approx(step_bytes.sum())
     assert loads["spine"].max_utilization == 0.0 and loads["spine"].bytes == 0.0

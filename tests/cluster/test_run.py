@@ -7,7 +7,7 @@ import importlib
 
 import numpy as np
 import pytest
-from cluster_fakes import TRAFFIC, FakeEngine, fake_parse_placement, fake_place
+from cluster_fakes import TRAFFIC, FakeEngine, fake_parse_placement, fake_place, flow_fabric
 
 from fabricsim import api
 from fabricsim.api.topologies import build_topology
@@ -20,13 +20,12 @@ cluster_api = importlib.import_module("fabricsim.api.cluster")  # the module (ap
 WIDE = "leaf-spine:leaves=4,spines=2,hosts_per_leaf=8"  # 32 hosts: 8 nodes of 4 GPUs in these tests
 TRAIN16 = "train --model llama3-8b --system dgx-h100 --gpus 16 --tp 8 --global-batch 16 --seq-len 1024"
 INFER8 = "infer --model llama3-8b --system dgx-h100 --gpus 8 --tp 8 --batch 4 --input-len 128 --output-len 16"
-CARRIED_BYTES = 1e6
 
 
 def rig_for(engine: FakeEngine, gpus_per_node: int = 4) -> ClusterRig:
     topology = build_topology(WIDE)
-    return ClusterRig(topology, gpus_per_node, "the fabric", fake_place, engine.fabric_job, engine.simulate_jobs,
-                      lambda fabric, run: np.full(topology.links, CARRIED_BYTES * (run == 4)))  # the shared run
+    return ClusterRig(topology, gpus_per_node, flow_fabric(topology), fake_place, engine.fabric_job,
+                      engine.simulate_jobs)
 
 
 def three_jobs(parsers, **placements):
@@ -67,18 +66,25 @@ def test_each_job_runs_alone_then_all_together_on_disjoint_nodes_in_spec_order(p
     assert (hosts[2] // 4).tolist() == [5] * 4  # then the first node still free
 
 
-def test_links_report_the_tiers_of_the_fabric_over_the_shared_run(parsers):
+def test_links_carry_each_jobs_flows_in_the_shared_steady_state(parsers):
+    """Each fake job sends CALLS calls of one flow from its first host to its last: pretrain (hosts
+    0-15) crosses from leaf 0 to leaf 1 through a spine (2 leaf links, 2 spine links), chat (16-23)
+    and noise (24-27) stay under one leaf (2 leaf links each). A link's rate is the bytes per step of
+    the jobs on it over their shared step time."""
     result = run_cluster(three_jobs(parsers), rig_for(FakeEngine()))
     links = result.to_json()["links"]
     topology = build_topology(WIDE)
-    duration_s = FakeEngine.ALONE_S["train"] * (1 + FakeEngine.SHARE * 2)  # the longest shared job
+    per_call = FakeEngine.CALLS * FakeEngine.FLOW_BYTES
     assert list(links) == ["leaf", "spine"]
+    assert links["leaf"]["bytes"] == pytest.approx(6 * per_call)
+    assert links["spine"]["bytes"] == pytest.approx(2 * per_call)
+    shared = {job.name: job.shared_s for job in result.jobs}
     tiers = link_tiers(topology)
-    for index, name in ((1, "leaf"), (2, "spine")):
-        utilization = CARRIED_BYTES / (topology.capacity_Bps[tiers == index] * duration_s)
-        assert links[name]["mean_utilization"] == pytest.approx(utilization.mean())
-        assert links[name]["max_utilization"] == pytest.approx(utilization.max())
-    assert links["leaf"]["bytes"] + links["spine"]["bytes"] == pytest.approx(CARRIED_BYTES * topology.links)
+    spine_Bps, leaf_Bps = topology.capacity_Bps[tiers == 2].max(), topology.capacity_Bps[tiers == 1].max()
+    assert links["spine"]["max_utilization"] == pytest.approx(per_call / shared["pretrain"] / spine_Bps)
+    assert links["leaf"]["max_utilization"] == pytest.approx(per_call / shared["chat"] / leaf_Bps)  # the shortest step
+    busy = 2 * per_call * sum(1 / shared[name] for name in shared) / leaf_Bps  # every job's two leaf links
+    assert links["leaf"]["mean_utilization"] == pytest.approx(busy / np.sum(tiers == 1))
 
 
 def test_a_job_that_no_longer_fits_names_its_command(parsers):
@@ -109,8 +115,8 @@ def test_api_cluster_reads_the_spec_builds_the_bare_fabric_for_tenants_and_runs(
     def rig(spec, built):
         topology, gpus_per_node = built.topology, built.gpus_per_node
         seen.update(hosts=topology.hosts, gpus_per_node=gpus_per_node, system=built.system)
-        return ClusterRig(topology, gpus_per_node, None, fake_place, engine.fabric_job, engine.simulate_jobs,
-                          lambda fabric, run: np.zeros(topology.links))
+        return ClusterRig(topology, gpus_per_node, flow_fabric(topology), fake_place, engine.fabric_job,
+                          engine.simulate_jobs)
 
     monkeypatch.setattr(cluster_api, "_parse_placement", fake_parse_placement)
     monkeypatch.setattr(cluster_api, "_rig", rig)
@@ -121,7 +127,7 @@ def test_api_cluster_reads_the_spec_builds_the_bare_fabric_for_tenants_and_runs(
     assert seen == {"hosts": 32, "gpus_per_node": 1, "system": None}
     assert [(j["name"], j["kind"], j["gpus"], j["placement"]) for j in out["jobs"]] == [
         ("a", "traffic", 4, "packed"), ("b", "traffic", 8, "spread")]
-    assert {load["bytes"] for load in out["links"].values()} == {0.0}
+    assert out["links"]["leaf"]["bytes"] > 0
 
 
 def test_a_bad_fabric_string_names_the_fabric_key(parsers):

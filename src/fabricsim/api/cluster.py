@@ -107,7 +107,7 @@ def _rig(spec: ClusterSpec, built: ClusterFabric) -> ClusterRig:
     single job's: flow fidelity routes with the spec's routing, packet fidelity with the NIC's
     transport (RoCE when the fabric has no system), the background over every endpoint."""
     from fabricsim.api import fabric_job  # lead: (kind, kwargs, topology, host_of_gpu) -> FabricJob
-    from fabricsim.engine import fabric_loop  # lead: link_bytes(fabric, run) -> bytes per directed link
+    from fabricsim.engine import fabric_loop
     from fabricsim.network.flow import FlowNetwork
     from fabricsim.network.phase import PacketPhaseNetwork, background_flows, parse_background, transport_for
     from fabricsim.topology.placement import place
@@ -127,5 +127,4 @@ def _rig(spec: ClusterSpec, built: ClusterFabric) -> ClusterRig:
         background = background_flows(pattern, load, hosts, topology.line_rate_Bps, 0)
     domain = system.scale_up.domain_gpus if system is not None else 1
     fabric = fabric_loop.Fabric(topology, network, domain, background)
-    return ClusterRig(topology, built.gpus_per_node, fabric, place, fabric_job, fabric_loop.simulate_jobs,
-                      fabric_loop.link_bytes)
+    return ClusterRig(topology, built.gpus_per_node, fabric, place, fabric_job, fabric_loop.simulate_jobs)

@@ -8,9 +8,15 @@ the topology has no NICs, i.e. a builder string's bare fabric); the tiers above 
 switch hops from the leaves, capped at ``core``. In a fabric that is not a tree (dragonfly, torus)
 every switch holds hosts: its switch-to-switch links count as ``spine`` (traffic leaving a leaf).
 Links with no switch (a GPU's host link to its NIC) belong to no tier.
+
+A link's load in a shared run is a steady state: every job repeats its step, so a link carries, per
+second, the sum over jobs of the bytes one step of the job puts on it divided by the job's shared
+step time; its utilisation is that rate over the link's capacity.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -65,16 +71,41 @@ def link_tiers(topology: Topology) -> np.ndarray:
     return tier
 
 
-def tier_loads(topology: Topology, link_bytes: np.ndarray, duration_s: float) -> tuple[TierLoad, ...]:
-    """Per tier present in ``topology``: mean and max utilisation of its directed links over
-    ``duration_s`` (bytes / (capacity x duration)) and the bytes they carried. O(links)."""
+def job_link_bytes(jobs: list[Any], fabric: Any, run: Any) -> np.ndarray:
+    """float64 [jobs, links]: the bytes one step of each job puts on every directed link of the
+    fabric in the engine's run (``fabricsim.engine.fabric_loop``): a communication op of job j is
+    ``repeat`` calls of its item's flows (``run.flows[(j, stage, payload)]``, the stage being the op's
+    rank modulo the job's pipeline stages, as the fabric loop keys them), routed by the fabric's
+    network model (``network.routes(flows).incidence``: the share of each flow on each link).
+    O(items x flows) plus one routing per item."""
+    carried = np.zeros((len(jobs), fabric.topology.links))
+    calls: dict[tuple[int, int, Any], int] = {}
+    for j, job in enumerate(jobs):
+        for op in job.graph.ops:
+            if op.payload is not None and op.payload.group_gpus > 1:
+                item = (j, op.rank % job.stages, op.payload)
+                calls[item] = calls.get(item, 0) + max(op.repeat, 1)
+    for item, count in calls.items():
+        flows = run.flows.get(item)
+        if flows is not None and flows.count:
+            carried[item[0]] += count * (fabric.network.routes(flows).incidence @ flows.size_bytes)
+    return carried
+
+
+def tier_loads(topology: Topology, step_bytes: np.ndarray, step_s: np.ndarray) -> tuple[TierLoad, ...]:
+    """Per tier present in ``topology``: mean and max utilisation of its directed links in the
+    shared steady state (module docstring) and the bytes one step of every job puts on them.
+    ``step_bytes`` [jobs, links] from :func:`job_link_bytes`, ``step_s`` [jobs] the shared step
+    times. O(jobs x links)."""
     tiers = link_tiers(topology)
-    carried = np.asarray(link_bytes, dtype=np.float64)
-    utilization = carried / (topology.capacity_Bps * duration_s) if duration_s > 0 else np.zeros_like(carried)
+    carried = np.asarray(step_bytes, dtype=np.float64).reshape(-1, topology.links)
+    rate_Bps = (carried / np.asarray(step_s, dtype=np.float64).reshape(-1, 1)).sum(axis=0)
+    utilization = rate_Bps / topology.capacity_Bps
+    per_link = carried.sum(axis=0)
     out = []
     for index, name in enumerate(TIERS):
         mine = tiers == index
         if np.any(mine):
             out.append(TierLoad(name, float(utilization[mine].mean()), float(utilization[mine].max()),
-                                float(carried[mine].sum())))
+                                float(per_link[mine].sum())))
     return tuple(out)

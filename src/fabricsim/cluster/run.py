@@ -6,7 +6,8 @@
    inference job's decode step, a traffic tenant's flows).
 3. Time every job alone on the fabric (``simulate_jobs([job], fabric)``), then all of them together
    (``simulate_jobs(jobs, fabric)``, every collective timed with whatever else is on the links then).
-4. Report per job alone / shared / slowdown, and per switch tier the links' load in the shared run.
+4. Report per job alone / shared / slowdown, and per switch tier the links' load in the shared run
+   (:mod:`fabricsim.cluster.links`).
 
 The engine, the placement and the job builder come in through :class:`ClusterRig`:
 :mod:`fabricsim.api.cluster` passes the real ones (``fabric_job`` needs the catalog, which only the
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from fabricsim.cluster.command import option_error
-from fabricsim.cluster.links import tier_loads
+from fabricsim.cluster.links import job_link_bytes, tier_loads
 from fabricsim.cluster.spec import ClusterSpec, JobSpec
 from fabricsim.errors import FabricsimError
 from fabricsim.metrics import ClusterJobResult, ClusterResult
@@ -39,8 +40,7 @@ class ClusterRig:
     ``place``: ``fabricsim.topology.placement.place``. ``fabric_job(kind, kwargs, topology,
     host_of_gpu)``: ``fabricsim.api.fabric_job`` (a ``FabricJob``). ``simulate_jobs(jobs, fabric)``:
     ``fabricsim.engine.fabric_loop.simulate_jobs``, (one result with ``step_time_s`` per job, the
-    ``FabricRun``). ``link_bytes(fabric, run)``: bytes each directed link of ``topology`` carried
-    during that run (float64 [links])."""
+    ``FabricRun``, whose flows :func:`~fabricsim.cluster.links.job_link_bytes` routes)."""
 
     topology: Topology
     gpus_per_node: int
@@ -48,7 +48,6 @@ class ClusterRig:
     place: Callable[..., Any]
     fabric_job: Callable[[str, Mapping[str, Any], Topology, np.ndarray], Any]
     simulate_jobs: Callable[[list[Any], Any], tuple[Sequence[Any], Any]]
-    link_bytes: Callable[[Any, Any], np.ndarray]
 
 
 def place_jobs(spec: ClusterSpec, rig: ClusterRig) -> list[Any]:
@@ -93,6 +92,6 @@ def run_cluster(spec: ClusterSpec, rig: ClusterRig) -> ClusterResult:
         ClusterJobResult(job.name, job.kind, job.gpus, job.placement, alone_s, shared_s)
         for job, alone_s, shared_s in zip(spec.jobs, alone, shared, strict=True)
     )
-    # the links' load over the shared run: its duration is the longest job's shared time
-    links = tier_loads(rig.topology, rig.link_bytes(rig.fabric, shared_run), max(shared))
+    # the links' load in the shared steady state: each job's bytes per step over its shared step time
+    links = tier_loads(rig.topology, job_link_bytes(jobs, rig.fabric, shared_run), np.asarray(shared))
     return ClusterResult(spec.fabric, spec.routing, spec.fidelity, spec.background, results, links)
