@@ -176,7 +176,7 @@ def _refusal(words: _Words, name: str, form: CommandForm, options: Mapping[str, 
         return words.error(f"--{name} is not an option of a cluster job", form.refused[name])
     if name in VARIABILITY:
         return words.error(f"--{name} is not an option of a cluster job", "a cluster run has no variability: drop it")
-    return words.error(f"{words.kind} has no option --{name}", did_you_mean(name, [f"{o}" for o in options]))
+    return words.error(f"{words.kind} has no option --{name}", did_you_mean(name, list(options)))
 
 
 def _read_options(words: _Words, form: CommandForm, options: Mapping[str, tuple[str, tuple[type, ...]]]

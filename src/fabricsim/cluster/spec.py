@@ -15,14 +15,19 @@
       - name: storage
         command: traffic all-to-all --size 16MiB --hosts 64
 
-``fabric`` is a builder string, as ``traffic --topology`` takes it. A job's ``command`` is the
+``fabric`` is a builder string, as ``traffic --topology`` takes it; its host ports are the NICs of
+the jobs' system, node-major (``nics_per_node`` ports per node), so the train and infer jobs of one
+spec name the same ``--system`` (the fabric holds one kind of node). A job's ``command`` is the
 fabricsim command a user would run alone (see :mod:`fabricsim.cluster.command` for which options a
-job may give); ``placement`` maps its ranks to the fabric's free nodes (a relative FILE is read
-from the spec's folder). The train and infer jobs of one spec name the same ``--system``: the fabric
-holds one kind of node. The document's shape is checked by pydantic (frozen, unknown keys refused);
-every problem is one :class:`FabricsimError` naming the key as the user wrote it (``jobs[1].command``)
-and the fix. Nothing here reads the catalog: the API layer passes in what a job's text is checked
-against (:class:`JobParsers`).
+job may give); a traffic tenant's ``--hosts`` are GPUs of whole nodes (hosts of the bare fabric
+when no job names a system). ``placement`` maps a job's ranks to whole nodes that the jobs before it
+left free, in the order the spec lists the jobs; a FILE gives one endpoint (GPU) index of the
+whole fabric per rank, and a relative FILE is read from the spec's folder.
+
+The document's shape is checked by pydantic (frozen, unknown keys refused); every problem is one
+:class:`FabricsimError` naming the key as the user wrote it (``jobs[1].command``) and the fix.
+Nothing here reads the catalog: the API layer passes in what a job's text is checked against
+(:class:`JobParsers`).
 """
 
 from __future__ import annotations
