@@ -374,3 +374,56 @@ class TrafficResult:
             },
             **(self.packet or {}),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterJobResult:
+    """One job of ``fabricsim cluster``: its step time alone on the fabric and shared with the
+    other jobs (a training job's step, an inference job's decode step (TPOT), a traffic tenant's
+    completion time), and the slowdown shared / alone."""
+
+    name: str
+    kind: str
+    gpus: int
+    placement: str
+    alone_s: float
+    shared_s: float
+
+    @property
+    def slowdown(self) -> float:
+        return self.shared_s / self.alone_s
+
+    def to_json(self) -> dict[str, object]:
+        return {**contract_json(self), "slowdown": self.slowdown}
+
+
+@dataclass(frozen=True, slots=True)
+class TierLoad:
+    """The directed links of one switch tier with every job running: utilisation = the link's carried
+    rate (each job's bytes per step / its shared step time, summed) / capacity, the mean over the
+    tier's links and the busiest one; ``bytes`` = what one step of every job puts on them."""
+
+    tier: str
+    mean_utilization: float
+    max_utilization: float
+    bytes: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"mean_utilization": self.mean_utilization, "max_utilization": self.max_utilization, "bytes": self.bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterResult:
+    """Several jobs on one fabric (``fabricsim cluster``): per job alone vs shared, links by tier."""
+
+    fabric: str
+    routing: str
+    fidelity: str
+    background: str | None
+    jobs: tuple[ClusterJobResult, ...]
+    links: tuple[TierLoad, ...]
+
+    def to_json(self) -> dict[str, object]:
+        out = contract_json(self)
+        out["links"] = {load.tier: load.to_json() for load in self.links}
+        return out

@@ -95,6 +95,7 @@ COLLECTIVE_NETWORK = NEEDS_PACKET | {"topology", "routing", "seed"}
 GPU8 = {"model": "llama3-8b", "system": "dgx-h100", "gpus": "8", "tp": "8"}
 BASES: dict[str, dict[str, object]] = {
     "calibrate nccl-tests": {"logs": ["{log}"], "system": "dgx-h100", "out": "{out}/cal.yaml", "as_json": True},
+    "cluster": {"spec": "{cluster}", "as_json": True},
     "catalog list": {"kind": "systems", "as_json": True},
     "catalog show": {"kind": "systems", "name": "dgx-h100", "as_json": True},
     "collective": {"op": "all-reduce", "system": "dgx-h100", "gpus": "8", "size": "1MiB", "as_json": True},
@@ -137,6 +138,7 @@ KINDS: dict[str, dict[str, str]] = {
     "calibrate nccl-tests": {"logs": "input", "system": "catalog", "out": "output", "op": "enum"},
     "catalog list": {"kind": "enum"},
     "catalog show": {"kind": "enum", "name": "catalog"},
+    "cluster": {"spec": "input"},
     "collective": {"op": "enum", "system": "catalog", "gpus": "count", "size": "size", "algorithm": "enum",
                    "fidelity": "enum", "topology": "topology", "routing": "enum", "seed": "natural", "cc": "enum",
                    "lossless": "enum", "cc_param": "cc_param", "buffer": "size", "trace": "output"},
@@ -266,10 +268,15 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                                                           "time_s": 1e-5, "busbw_GBps": 1.0, "algbw_GBps": 1.0}))
     (root / "in" / "spec.yaml").write_text(
         "tasks:\n  - kind: collective\n    grid: {op: [all-reduce], system: [dgx-h100], gpus: [8], size: [1MiB]}\n")
+    (root / "in" / "cluster.yaml").write_text(
+        "fabric: leaf-spine:leaves=2,spines=2,hosts_per_leaf=8\njobs:\n"
+        "  - name: train\n    command: train --model llama3-8b --system dgx-h100 --gpus 8 --tp 8 --global-batch 8"
+        " --seq-len 1024\n  - name: noise\n    command: traffic permutation --size 1MiB --hosts 8\n")
     return {"{dir}": str(root / "a-folder"), "{missing}": str(root / "in" / "no-such-file.yaml"),
             "{latin1}": str(latin1), "{out}": str(root / "out"), "{log}": str(log), "{et0}": str(ets[0]),
             "{et1}": str(ets[1]), "{result}": str(root / "in" / "result.json"),
-            "{spec}": str(root / "in" / "spec.yaml"), "root": str(root)}
+            "{spec}": str(root / "in" / "spec.yaml"), "{cluster}": str(root / "in" / "cluster.yaml"),
+            "root": str(root)}
 
 
 def _fill(value: str, arena: dict[str, str]) -> str:

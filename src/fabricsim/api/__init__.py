@@ -22,6 +22,7 @@ _HOMES: dict[str, str] = {
     "catalog_list": "catalogs",
     "catalog_show": "catalogs",
     "validate": "catalogs",
+    "cluster": "cluster",
     "collective": "communication",
     "collective_op": "communication",
     "traffic": "communication",
@@ -59,6 +60,7 @@ __all__ = [
     "calibrate_nccl_tests",
     "catalog_list",
     "catalog_show",
+    "cluster",
     "collective",
     "collective_op",
     "compare_rail_only",
@@ -113,6 +115,7 @@ sys.modules[__name__].__class__ = _Api
 if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from fabricsim.api.calibration import calibrate_nccl_tests
     from fabricsim.api.catalogs import catalog_list, catalog_show, validate
+    from fabricsim.api.cluster import cluster
     from fabricsim.api.communication import collective, collective_op, traffic
     from fabricsim.api.cost import compare_rail_only, cost
     from fabricsim.api.goodput import goodput

@@ -71,6 +71,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str, bool], ...] = (
     ("train", "train_cmd", "train", True),
     ("infer", "infer_cmd", "infer", True),
     ("serve", "serve_cmd", "serve", True),
+    ("cluster", "cluster_cmd", "cluster", True),
     ("goodput", "goodput_cmd", "goodput", True),
     ("report", "report_cmd", "report", True),
     ("replay", "replay_cmd", "replay", True),

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from fabricsim.report.html.cluster import cluster
 from fabricsim.report.html.fields import MalformedError, mapping, number, numbers, optional, records, required
 from fabricsim.report.html.page import numbers_table, paragraph
 from fabricsim.report.html.svg import Series, bar_chart, timeline_chart, xy_chart
@@ -361,6 +362,7 @@ BUILDERS: dict[str, Callable[[int, Result], str]] = {
     "calibration": calibration,
     "timeline": trace,
     "replay": replay,
+    "cluster": cluster,
     "result": generic,
 }
 
@@ -373,6 +375,8 @@ def kind_of(result: Result) -> str:
         return "replay"
     if "suites" in result:
         return "validate"
+    if "jobs" in result and "links" in result:
+        return "cluster"
     if "plans" in result:
         return "plan"
     if "residuals" in result and "runs" in result:
