@@ -53,7 +53,7 @@ def _run(table, kind: str, flows: FlowSet, **kw):
 def test_transports_are_what_the_nics_default_to():
     roce, ib = transport_for(LinkKind.ROCE), transport_for("infiniband")
     assert (roce.lossless, roce.cc, roce.routing) == (Lossless.PFC, CongestionControl.DCQCN, Routing.ECMP)
-    assert (ib.lossless, ib.cc, ib.routing) == (Lossless.CREDIT, CongestionControl.NONE, Routing.ADAPTIVE)
+    assert (ib.lossless, ib.cc, ib.routing) == (Lossless.CREDIT, CongestionControl.NONE, Routing.SPRAY)
     assert transport_for("infiniband", adaptive_routing=False).routing is Routing.ECMP
     for t in (roce, ib):
         assert set(dict(t.sources)) == {"lossless", "cc", "routing"}
@@ -97,13 +97,13 @@ def test_background_alone_is_not_simulated(table):
 
 
 def test_roce_and_infiniband_differ_under_a_permutation_with_background(table):
-    """Measured: RoCE 983 us, InfiniBand 965 us (makespan; means 657 vs 699 us); without background
-    587 us (ECMP collisions at the spines) vs 325 us (adaptive routing: the 2:1 fair share)."""
+    """Measured: RoCE 983 us, InfiniBand (per-packet adaptive routing as spraying) 866 us (makespan;
+    means 657 vs 667 us); without background 587 us (ECMP collisions at the spines) vs 325 us."""
     flows = _join(_cross_leaf(2e6), background_flows("permutation", 0.5, np.arange(16), LINE_BPS, seed=1))
     roce, roce_c = _run(table, "roce", flows)
     ib, ib_c = _run(table, "infiniband", flows)
     assert abs(roce.finish_s[:8].max() / ib.finish_s[:8].max() - 1) > 0.01
-    assert abs(roce.finish_s[:8].mean() / ib.finish_s[:8].mean() - 1) > 0.03
+    assert abs(roce.finish_s[:8].mean() / ib.finish_s[:8].mean() - 1) > 0.01
     # why: RoCE marks ECN (DCQCN), InfiniBand waits for credits and marks nothing
     assert roce_c.ecn_marked_fraction > 0 and roce_c.credit_stall_s == 0
     assert ib_c.ecn_marked_fraction == 0 and ib_c.credit_stall_s > 0
@@ -123,14 +123,15 @@ def test_roce_and_infiniband_agree_on_one_uncontended_flow(table):
 @pytest.mark.parametrize("budget", [4000, 1000])
 def test_cut_and_extrapolate_is_within_a_few_percent_of_the_uncut_run(table, budget):
     """InfiniBand (credits, no CC: no slow CC transient): 16 flows of 1 and 4 MB (8 of them 50 us
-    later) cut to k = 0.41 and 0.10. Measured: every flow within 1.7%, the makespan within 0.1%."""
+    later) cut to k = 0.41 and 0.10. Measured: every flow within 3.9% (sprayed packets), the makespan
+    within 1%."""
     i = np.arange(16)
     flows = make_flows(i, (i + 5) % 16, np.where(i % 2, 4e6, 1e6), np.where(i < 8, 0.0, 50e-6))
     full, full_c = _run(table, "infiniband", flows, max_packets=10**9)
     cut, cut_c = _run(table, "infiniband", flows, max_packets=budget)
     assert full_c.min_cut_factor == 1.0 and cut_c.min_cut_factor < 0.5
     fct_error = (cut.finish_s - flows.start_s) / (full.finish_s - flows.start_s) - 1
-    assert np.abs(fct_error).max() < 0.03
+    assert np.abs(fct_error).max() < 0.05
     assert cut.finish_s.max() == pytest.approx(full.finish_s.max(), rel=0.01)
 
 

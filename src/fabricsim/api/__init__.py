@@ -23,6 +23,7 @@ _HOMES: dict[str, str] = {
     "catalog_show": "catalogs",
     "validate": "catalogs",
     "cluster": "cluster",
+    "fabric_job": "fabric",
     "collective": "communication",
     "collective_op": "communication",
     "traffic": "communication",
@@ -65,6 +66,7 @@ __all__ = [
     "collective_op",
     "compare_rail_only",
     "cost",
+    "fabric_job",
     "goodput",
     "infer",
     "measure",
@@ -118,6 +120,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from fabricsim.api.cluster import cluster
     from fabricsim.api.communication import collective, collective_op, traffic
     from fabricsim.api.cost import compare_rail_only, cost
+    from fabricsim.api.fabric import fabric_job
     from fabricsim.api.goodput import goodput
     from fabricsim.api.goodput_plan import plan_goodput
     from fabricsim.api.inference import infer, serve, simulate_infer

@@ -109,7 +109,7 @@ def _rig(spec: ClusterSpec, built: ClusterFabric) -> ClusterRig:
     from fabricsim.api import fabric_job  # lead: (kind, kwargs, topology, host_of_gpu) -> FabricJob
     from fabricsim.engine import fabric_loop
     from fabricsim.network.flow import FlowNetwork
-    from fabricsim.network.phase import PacketPhaseNetwork, background_flows, parse_background, transport_for
+    from fabricsim.network.phase import PacketPhaseNetwork, parse_background, transport_for
     from fabricsim.topology.placement import place
     from fabricsim.topology.routing import Routing, route_table
 
@@ -121,10 +121,12 @@ def _rig(spec: ClusterSpec, built: ClusterFabric) -> ClusterRig:
     else:
         network = FlowNetwork(table, Routing(spec.routing), 0)
     background = None
-    if spec.background is not None:
-        pattern, load = parse_background(spec.background)
+    if spec.background is not None:  # every endpoint offers LOAD x its share of the NICs
+        line_Bps = topology.line_rate_Bps
+        if system is not None:
+            line_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
         hosts = np.arange(topology.hosts, dtype=np.int64)
-        background = background_flows(pattern, load, hosts, topology.line_rate_Bps, 0)
+        background = parse_background(spec.background).flows(hosts, line_Bps, 0)
     domain = system.scale_up.domain_gpus if system is not None else 1
     fabric = fabric_loop.Fabric(topology, network, domain, background)
     return ClusterRig(topology, built.gpus_per_node, fabric, place, fabric_job, fabric_loop.simulate_jobs)

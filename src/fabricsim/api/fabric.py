@@ -22,6 +22,7 @@ the pause/ECN/queue/drop counters.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.specs import LinkKind, LinkSpec, SystemSpec
 from fabricsim.specs.inputs import Fidelity
+from fabricsim.topology.graph import Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,3 +203,53 @@ def network_report(
     if counters is not None:
         out.update(counters().to_json())
     return out
+
+
+def fabric_job(kind: str, kwargs: Mapping[str, Any], topology: Topology, host_of_gpu: np.ndarray) -> FabricJob:
+    """The job a ``cluster`` spec's command stands for, on its placed endpoints: a ``train`` step, an
+    ``infer`` batch (its time: the decode step), or a ``traffic`` tenant (its flows among its hosts).
+    ``kwargs`` are the API function's keywords, as :mod:`fabricsim.cluster.command` parses them."""
+    kw = dict(kwargs)
+    if kind == "train":
+        return _train_job(kw, host_of_gpu)
+    if kind == "infer":
+        return _infer_job(kw, host_of_gpu)
+    if kind == "traffic":
+        from fabricsim.api.communication import message_size
+        from fabricsim.engine.fabric_loop import traffic_job
+        from fabricsim.network.patterns import parse_pattern, pattern_flows
+
+        hosts = int(kw.get("hosts") or host_of_gpu.size)
+        flows = pattern_flows(parse_pattern(kw["pattern"]), hosts, message_size(kw.get("size", "64MiB")),
+                              int(kw.get("seed", 0)))
+        placed = dataclasses.replace(flows, src=host_of_gpu[flows.src], dst=host_of_gpu[flows.dst])
+        return traffic_job("traffic", placed)
+    raise FabricsimError("command", f"{kind!r} jobs cannot run on a fabric", "use train, infer or traffic")
+
+
+def _train_job(kw: dict[str, Any], host_of_gpu: np.ndarray) -> FabricJob:
+    from fabricsim.api.training import SETTINGS, train, training_options, training_specs
+    from fabricsim.engine.training.simulate import TrainingCase, training_job
+
+    names = ("model", "system", "gpus", "global_batch", "seq_len")
+    model, system, gpus, batch, seq_len = (kw.pop(key) for key in names)
+    base = train(model, system, gpus, batch, seq_len, **kw)
+    shape = {key: value for key, value in kw.items() if key not in SETTINGS}
+    model_spec, system_spec, layout = training_specs(model, system, gpus, shape)
+    options = training_options(**dict(base.options))  # type: ignore[arg-type]
+    return training_job(TrainingCase(model_spec, system_spec, layout, batch, seq_len, options), host_of_gpu)
+
+
+def _infer_job(kw: dict[str, Any], host_of_gpu: np.ndarray) -> FabricJob:
+    from fabricsim.api.inference import infer, inference_specs
+    from fabricsim.engine.inference.analytic import InferScenario
+    from fabricsim.engine.inference.simulate import inference_job
+    from fabricsim.engine.inference.step import LayoutRequest
+
+    model, system, gpus = kw.pop("model"), kw.pop("system"), kw.pop("gpus")
+    base = infer(model, system, gpus, **kw)
+    get = kw.get
+    request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
+    model_spec, system_spec, layout = inference_specs(model, system, request)
+    scenario = InferScenario(model_spec, system_spec, layout, kw["input_len"], kw["output_len"], base.batch)
+    return inference_job(scenario, host_of_gpu)

@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from fabricsim.collectives import parse_op
 from fabricsim.collectives.schedules import bandwidth_step
@@ -44,7 +45,8 @@ from fabricsim.engine.simulate import SimulationResult, Timeline, comm_summary, 
 from fabricsim.network.base import FlowSet, NetworkModel, NetworkResult
 from fabricsim.specs import SystemSpec
 from fabricsim.topology.graph import Topology
-from fabricsim.workload.graph import CommPayload, OpGraph
+from fabricsim.topology.routing import Routes
+from fabricsim.workload.graph import CommPayload, Op, OpGraph, RankClass, Stream
 
 TOLERANCE = 1e-3  # relative change of every op duration at which the fixed point stops (numerical)
 MAX_ROUNDS = 4  # rounds of step 2 at most; each re-times only the mixes not seen before
@@ -66,13 +68,17 @@ class Fabric:
 class FabricJob:
     """A job on the fabric: its step graph, the endpoint of each GPU rank, how many pipeline stages
     its rank classes stand for (one rank class per stage, per simulated replica), and optionally the
-    nominal time of one call of each payload (default: the op's duration / repeat)."""
+    nominal time of one call of each payload (default: the op's duration / repeat). A traffic tenant
+    carries its own ``flows``; ``headline`` reads the job's time from its timeline (an inference
+    job's decode step, TPOT; default the makespan: a training step, a tenant's completion)."""
 
     name: str
     graph: OpGraph
     host_of_gpu: np.ndarray
     stages: int
     call_s: dict[CommPayload, float] | None = None
+    flows: FlowSet | None = None  # a traffic tenant: every payload of the job is these flows (endpoint ids)
+    headline: Callable[[Timeline], float] | None = None  # the job's time from its timeline (default makespan)
 
     @property
     def gpus(self) -> int:
@@ -143,60 +149,100 @@ def _concat(parts: Sequence[FlowSet]) -> FlowSet:
 
 
 class _Timer:
-    """Times items alone and in mixes on one fabric; every distinct set of flows runs once."""
+    """Times items alone on the fabric's network model (one run each) and in mixes by the links they
+    share (see the module docstring)."""
 
     def __init__(self, jobs: Sequence[FabricJob], fabric: Fabric, run: FabricRun) -> None:
         self.jobs, self.fabric, self.run = jobs, fabric, run
-        self.links: dict[Item, np.ndarray] = {}
+        self.capacity = fabric.topology.capacity_Bps
+        self.loads: dict[Item, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.routed: dict[Item | None, Routes] = {}
         self.shared: dict[tuple[Item, Item], bool] = {}
 
     def flows(self, item: Item) -> FlowSet:
         if item not in self.run.flows:
             job, stage, payload = item
-            self.run.flows[item] = item_flows(self.jobs[job], stage, payload, self.fabric.domain_gpus)
+            fixed = self.jobs[job].flows
+            built = fixed if fixed is not None else item_flows(self.jobs[job], stage, payload, self.fabric.domain_gpus)
+            self.run.flows[item] = built
         return self.run.flows[item]
 
-    def link_set(self, item: Item) -> np.ndarray:
-        """Sorted ids of the links the item's flows cross (for 'shares a link')."""
-        if item not in self.links:
+    def routes(self, item: Item | None) -> Routes:
+        """The routes of an item's flows (None: the background's), found once per item."""
+        if item not in self.routed:
+            flows = self.flows(item) if item is not None else self.fabric.background
+            self.routed[item] = self.fabric.network.routes(flows)  # type: ignore[attr-defined, arg-type]
+        return self.routed[item]
+
+    def load(self, item: Item) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The links the item's flows cross, and per link its bytes and its flows (fractions when sprayed)."""
+        if item not in self.loads:
             flows = self.flows(item)
-            used = np.zeros(0, dtype=np.int64)
-            if flows.count:
-                incidence = self.fabric.network.routes(flows).incidence.tocsr()  # type: ignore[attr-defined]
-                used = np.unique(incidence.indices).astype(np.int64)
-            self.links[item] = used
-        return self.links[item]
+            if not flows.count:
+                empty = np.zeros(0)
+                self.loads[item] = (empty.astype(np.int64), empty, empty)
+            else:
+                incidence = self.routes(item).incidence.tocsr()
+                per_link_bytes = np.asarray(incidence @ flows.size_bytes).ravel()
+                per_link_flows = np.asarray(incidence.sum(axis=1)).ravel()
+                used = np.flatnonzero(per_link_flows > 0)
+                self.loads[item] = (used, per_link_bytes[used], per_link_flows[used])
+        return self.loads[item]
 
     def share_links(self, a: Item, b: Item) -> bool:
         key = (a, b) if _item_key(a) <= _item_key(b) else (b, a)
         if key not in self.shared:
-            self.shared[key] = bool(np.intersect1d(self.link_set(a), self.link_set(b), assume_unique=True).size)
+            self.shared[key] = bool(np.intersect1d(self.load(a)[0], self.load(b)[0], assume_unique=True).size)
         return self.shared[key]
 
+    def alone(self, item: Item) -> float:
+        """Completion time (s) of the item alone on the fabric (with the background tenant): one run
+        of the network model."""
+        if item not in self.run.alone_s:
+            flows = self.flows(item)
+            time_s = 0.0
+            if flows.count:
+                keys: list[Item | None] = [item] if self.fabric.background is None else [item, None]
+                joined = _concat([self.flows(k) if k is not None else self.fabric.background for k in keys])
+                routes = [self.routes(k) for k in keys]
+                incidence = sp.hstack([r.incidence for r in routes]).tocsr()
+                routed = Routes(incidence, np.concatenate([r.latency_s for r in routes]))
+                result: NetworkResult = self.fabric.network.run_routed(joined, routed)  # type: ignore[attr-defined]
+                self.run.network_runs += 1
+                time_s = float(result.finish_s[: flows.count].max())
+            self.run.alone_s[item] = time_s
+        return self.run.alone_s[item]
+
     def time_mix(self, items: frozenset[Item]) -> dict[Item, float]:
-        """Completion time (s) of each item when all of them start together."""
+        """Completion time (s) of each item when all of them are in flight: its time alone plus how far
+        its bottleneck moves. Per link it crosses, the time to carry its bytes with the others there is
+        ``min(all bytes, its bytes x all flows / its flows) / capacity`` (max-min fairness gives every
+        flow on a link an equal rate while the others last; it cannot take longer than all the link's
+        bytes); the item is slowed by the largest of these over its links minus its own largest
+        ``bytes / capacity`` (its bottleneck alone)."""
         if items in self.run.mixes:
             return self.run.mixes[items]
-        ordered = sorted(items, key=_item_key)
-        parts = [self.flows(item) for item in ordered]
-        counts = [p.count for p in parts]
-        times = dict.fromkeys(ordered, 0.0)
-        if sum(counts):
-            background = [self.fabric.background] if self.fabric.background is not None else []
-            result: NetworkResult = self.fabric.network.run(_concat([*parts, *background]))
-            self.run.network_runs += 1
-            offset = 0
-            for item, count in zip(ordered, counts, strict=True):
-                if count:
-                    times[item] = float(result.finish_s[offset : offset + count].max())
-                offset += count
+        times = {}
+        for item in items:
+            links, own_bytes, own_flows = self.load(item)
+            if not links.size:
+                times[item] = self.alone(item)
+                continue
+            all_bytes, all_flows = own_bytes.copy(), own_flows.copy()
+            for other in items:
+                if other == item:
+                    continue
+                o_links, o_bytes, o_flows = self.load(other)
+                common, mine, theirs = np.intersect1d(links, o_links, assume_unique=True, return_indices=True)
+                if common.size:
+                    all_bytes[mine] += o_bytes[theirs]
+                    all_flows[mine] += o_flows[theirs]
+            capacity = self.capacity[links]
+            shared = np.minimum(all_bytes, own_bytes * all_flows / own_flows) / capacity
+            extra = float(shared.max() - (own_bytes / capacity).max())  # how far the bottleneck moves
+            times[item] = self.alone(item) + max(extra, 0.0)
         self.run.mixes[items] = times
         return times
-
-    def alone(self, item: Item) -> float:
-        if item not in self.run.alone_s:
-            self.run.alone_s[item] = self.time_mix(frozenset([item]))[item]
-        return self.run.alone_s[item]
 
 
 def _item_key(item: Item) -> tuple[int, int, str, int, int, int]:
@@ -319,7 +365,8 @@ def simulate_jobs(jobs: Sequence[FabricJob], fabric: Fabric) -> tuple[list[Simul
     for job, timeline in zip(jobs, run.timelines, strict=True):
         summary = comm_summary(job.graph, timeline)
         folded = dict(job.graph.folded)
-        results.append(SimulationResult(timeline.makespan_s, timeline, summary, folded, len(job.graph.ops)))
+        step_s = job.headline(timeline) if job.headline is not None else timeline.makespan_s
+        results.append(SimulationResult(step_s, timeline, summary, folded, len(job.graph.ops)))
     return results, run
 
 
@@ -359,3 +406,14 @@ def system_fabric(system: SystemSpec, gpus: int, routing: str = "ecmp", seed: in
         return Fabric(table.topology, FlowNetwork(table, Routing.ECMP, run_seed), domain)
 
     return OnFabric(fabric, np.arange(gpus, dtype=np.int64), reseeded)
+
+
+def traffic_job(name: str, flows: FlowSet) -> FabricJob:
+    """A synthetic tenant: ``flows`` (endpoint ids, all starting together) as one communication op,
+    repeated back to back; its time is the flows' completion time on the fabric."""
+    hosts = np.unique(np.concatenate([flows.src, flows.dst]))
+    graph = OpGraph()
+    graph.add_rank(RankClass(name, int(hosts.size)))
+    payload = CommPayload("all-to-all", int(flows.size_bytes.sum()), int(hosts.size))  # a key; flows are fixed
+    graph.add(Op(name, 0, Stream.DP_COMM, "traffic", 0.0, payload))
+    return FabricJob(name, graph, hosts.astype(np.int64), 1, flows=flows)

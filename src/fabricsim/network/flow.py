@@ -161,7 +161,10 @@ class FlowNetwork:
         return route(self.table, FlowEnds(flows.src, flows.dst, flows.start_s, flows.label), self.routing, self.seed)
 
     def run(self, flows: FlowSet) -> NetworkResult:
-        routes = self.routes(flows)
+        return self.run_routed(flows, self.routes(flows))
+
+    def run_routed(self, flows: FlowSet, routes: Routes) -> NetworkResult:
+        """:meth:`run` on routes found before (e.g. cached per collective)."""
         return simulate(routes, self.table.topology.capacity_Bps, flows, self.on_progress)
 
 

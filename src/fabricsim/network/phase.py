@@ -103,7 +103,8 @@ _IB_SOURCES = (
      "User Manual, 'OpenSM Configuration': mlnx_congestion_control 2 enables it)"),
     ("routing", "adaptive routing where the switch has it: NVIDIA Quantum/Quantum-2 switches (QM8700, "
      "QM9700) route adaptively per packet burst (NVIDIA 'Adaptive Routing' in the OpenSM/UFM docs); "
-     "modelled as the topology routing's least-loaded path per flow"),
+     "modelled as spraying each flow's packets over its equal-cost paths, the limit of per-packet "
+     "adaptive routing on a balanced fabric (the per-flow least-loaded choice is the flowlet limit)"),
 )  # fmt: skip
 
 
@@ -130,8 +131,8 @@ class Transport:
 
 def transport_for(kind: LinkKind | str, adaptive_routing: bool = True) -> Transport:
     """The transport of a scale-out NIC kind: RoCE = PFC + DCQCN + ECMP; InfiniBand = credits, no
-    ECN congestion control, adaptive routing (ECMP if ``adaptive_routing`` is False: a switch
-    without it). The sources are in ``Transport.sources``."""
+    ECN congestion control, per-packet adaptive routing as spraying (ECMP if ``adaptive_routing`` is
+    False: a switch without it). The sources are in ``Transport.sources``."""
     try:
         link = LinkKind(str(getattr(kind, "value", kind)).strip().lower())
     except ValueError:
@@ -139,7 +140,7 @@ def transport_for(kind: LinkKind | str, adaptive_routing: bool = True) -> Transp
     if link is LinkKind.ROCE:
         return Transport("roce", Lossless.PFC, CongestionControl.DCQCN, Routing.ECMP, _ROCE_SOURCES)
     if link is LinkKind.INFINIBAND:
-        routing = Routing.ADAPTIVE if adaptive_routing else Routing.ECMP
+        routing = Routing.SPRAY if adaptive_routing else Routing.ECMP
         return Transport("infiniband", Lossless.CREDIT, CongestionControl.NONE, routing, _IB_SOURCES)
     raise FabricsimError("nic", f"a {link.value} link is not a scale-out NIC", "use an infiniband or roce NIC")
 
@@ -261,6 +262,10 @@ class PacketPhaseNetwork:
 
     def run(self, flows: FlowSet) -> NetworkResult:
         """Finish time of every flow of the phase (background: inf); see the module docstring."""
+        return self.run_routed(flows, None)
+
+    def run_routed(self, flows: FlowSet, routed: Routes | None) -> NetworkResult:
+        """:meth:`run` on routes found before for every flow (None: route them here)."""
         topo = self.table.topology
         line = self.network.opts.line_Bps
         finish = np.where(flows.background, np.inf, flows.start_s)  # local and empty flows: at their start
@@ -271,7 +276,10 @@ class PacketPhaseNetwork:
         if not timed.any():
             return NetworkResult(finish, first, link_bytes, busy, 0, self.fidelity)
         picked = np.flatnonzero(timed | (flows.background & (flows.src != flows.dst)))
-        routes = self.network.routes(_subset(flows, picked))  # once: adaptive routing of 10k flows takes s
+        if routed is None:  # once: adaptive routing of 10k flows takes seconds
+            routes = self.network.routes(_subset(flows, picked))
+        else:
+            routes = Routes(routed.incidence.tocsc()[:, picked], routed.latency_s[picked])
         keep = _touching(routes, timed[picked])
         picked = picked[keep]
         routes = Routes(routes.incidence[:, np.flatnonzero(keep)], routes.latency_s[keep])

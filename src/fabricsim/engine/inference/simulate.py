@@ -191,9 +191,7 @@ def simulate_inference(
     timer = timers(None) if timers is not None else None
     nominal = fabric_run.durations[0] if fabric_run is not None else network_durations(built, planned.call_s, timer)
     timeline = execute(built.graph, nominal)
-    base = _intervals(timeline.end_s, built.token_done)
-    p = len(built.token_done)
-    tpot = float(base[-p:].mean()) if base.size else 0.0  # steady state: the last step of every micro-batch
+    tpot = decode_step_s(built, timeline.end_s)  # steady state: the last step of every micro-batch
     ttft = _ttft(timeline.end_s, built)
     if variability is None or not variability.active:
         return InferenceSimulation(estimate, ttft, tpot, None, None, None, None, 0, built.graph, timeline,
@@ -214,3 +212,21 @@ def simulate_inference(
     ttft_q = [float(np.quantile(ttfts, q)) for q in (0.5, 0.99)]
     return InferenceSimulation(estimate, ttft, tpot, ttft_q[0], ttft_q[1], tpot_q[0], tpot_q[1], int(pooled.size),
                                built.graph, timeline, fabric_run, job)
+
+
+def decode_step_s(built: InferenceGraph, end_s: np.ndarray) -> float:
+    """The steady-state time per output token: the last decode step of every micro-batch."""
+    intervals = _intervals(end_s, built.token_done)
+    p = len(built.token_done)
+    return float(intervals[-p:].mean()) if intervals.size else 0.0
+
+
+def inference_job(scenario: InferScenario, host_of_gpu: np.ndarray, name: str = "infer") -> FabricJob:
+    """One model replica's batch of ``scenario`` as a job on a fabric; its time is the TPOT."""
+    from fabricsim.engine.fabric_loop import FabricJob
+
+    planned = inference_plan(scenario, infer_estimate(scenario))
+    built = build_inference_graph(planned.plan)
+    replica = planned.plan.stage_gpus * planned.plan.pipeline_parallel
+    return FabricJob(name, built.graph, host_of_gpu[:replica], planned.plan.pipeline_parallel, planned.call_s,
+                     headline=lambda timeline: decode_step_s(built, timeline.end_s))

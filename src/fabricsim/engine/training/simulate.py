@@ -300,3 +300,12 @@ def step_breakdown(sim: TrainingSimulation) -> dict[str, float]:
     out["recompute_s"] = out["backward_compute_s"] * share
     out["backward_compute_s"] -= out["recompute_s"]
     return out
+
+
+def training_job(case: TrainingCase, host_of_gpu: np.ndarray, name: str = "train") -> FabricJob:
+    """One training step of ``case`` as a job on a fabric, rank g on endpoint ``host_of_gpu[g]``."""
+    from fabricsim.engine.fabric_loop import FabricJob
+
+    plan, _ = training_plan(case)
+    check_simulated_passes(plan, 1, 1)
+    return FabricJob(name, build_training_graph(plan), host_of_gpu, plan.pipeline_parallel)
