@@ -12,22 +12,25 @@ tensor-parallel members run in lock-step), pipeline sends going to the next stag
 
 Timing is a fixed point over the event-driven executor (:func:`fabricsim.engine.simulate.execute`):
 
-1. every item is timed alone on the fabric (with the background tenant, if any); an op takes
-   ``max(nominal, repeat x t_alone)`` (the network adds contention, never removes the analytic
-   model's latency and protocol terms; see :func:`fabricsim.engine.simulate.resolve_durations`);
-2. the graphs run; for every comm op, its interval is cut where the set of other items in flight
-   changes (items of any job, jobs repeating with their own step period). A *mix* is the item plus
-   the items in flight with it that share at least one link; a mix is timed once (all its flows
-   starting together, on the fabric with the background) and cached, so the repeated phases of a
-   pipeline cost one network run each. The op's slowdown is the time-weighted mean over its
-   segments of ``t_mix(item) / t_alone(item)`` (at least 1), and its duration
-   ``max(nominal, repeat x t_alone x slowdown)``;
+1. every item is timed alone on the fabric by the network model of the chosen fidelity (flow:
+   max-min fair flows; packet: queues, PFC/credits, ECN, congestion control), with the background
+   tenant's flows if any, its routes found once; an op takes ``max(nominal, repeat x t_alone)``
+   (the network adds contention, never removes the analytic model's latency and protocol terms;
+   see :func:`fabricsim.engine.simulate.resolve_durations`);
+2. the graphs run; every comm op's interval is cut where the set of other items in flight changes
+   (items of any job, jobs repeating with their own step period). A *mix* is the item plus the
+   items in flight with it that cross at least one of its links. Within a mix an item is slowed by
+   the links it shares (:meth:`_Timer.time_mix`: per link, its bytes at the max-min fair per-flow
+   rate while the others last, at most all the link's bytes; the item's time grows by how far its
+   bottleneck moves); each mix is computed once. The op's slowdown is the time-weighted mean over
+   its segments of ``t_mix / t_alone``, its duration ``max(nominal, repeat x t_alone x slowdown)``;
 3. step 2 repeats with the new timelines until no duration moves by more than ``TOLERANCE``
    (relative) or after ``MAX_ROUNDS`` rounds.
 
-The mix time treats the flows of the items in flight as starting together (the steady state in which
-they share the links); a partial overlap is weighted by the segment's length, not simulated
-byte by byte. What that leaves out, and the cut of packet runs, is stated in the results' notes.
+What is simulated on the network is each collective on the real routes with the background; what
+concurrent collectives do to each other is the per-link fair-share model of step 2 on those same
+routes, not a joint simulation (a joint run per distinct mix costs thousands of network runs per
+step at 10^3 GPUs, the link model microseconds each).
 """
 
 from __future__ import annotations
