@@ -20,9 +20,9 @@ Timing is a fixed point over the event-driven executor (:func:`fabricsim.engine.
 2. the graphs run; every comm op's interval is cut where the set of other items in flight changes
    (items of any job, jobs repeating with their own step period). A *mix* is the item plus the
    items in flight with it that cross at least one of its links. Within a mix an item is slowed by
-   the links it shares (:meth:`_Timer.time_mix`: per link, its bytes at the max-min fair per-flow
-   rate while the others last, at most all the link's bytes; the item's time grows by how far its
-   bottleneck moves); each mix is computed once. The op's slowdown is the time-weighted mean over
+   the links it shares (:meth:`_Timer.time_mix`: its bytes at the max-min fair per-flow share of
+   each link while all of them are there; the slowdown is how far its bottleneck moves); each mix is
+   computed once. The op's slowdown is the time-weighted mean over
    its segments of ``t_mix / t_alone``, its duration ``max(nominal, repeat x t_alone x slowdown)``;
 3. step 2 repeats with the new timelines until no duration moves by more than ``TOLERANCE``
    (relative) or after ``MAX_ROUNDS`` rounds.
@@ -217,12 +217,12 @@ class _Timer:
         return self.run.alone_s[item]
 
     def time_mix(self, items: frozenset[Item]) -> dict[Item, float]:
-        """Completion time (s) of each item when all of them are in flight: its time alone plus how far
-        its bottleneck moves. Per link it crosses, the time to carry its bytes with the others there is
-        ``min(all bytes, its bytes x all flows / its flows) / capacity`` (max-min fairness gives every
-        flow on a link an equal rate while the others last; it cannot take longer than all the link's
-        bytes); the item is slowed by the largest of these over its links minus its own largest
-        ``bytes / capacity`` (its bottleneck alone)."""
+        """Time (s) of each item while all of them are in flight: its time alone times how much its
+        bottleneck slows. Max-min fairness gives every flow on a link an equal share while all are
+        there, so on link l the item needs ``bytes_l x all flows_l / its flows_l / capacity_l``
+        against ``bytes_l / capacity_l`` alone; the slowdown is the largest of the first over the
+        largest of the second. A share is an upper bound on what the others leave it (flows held back
+        elsewhere use less), so no link carries more than its capacity."""
         if items in self.run.mixes:
             return self.run.mixes[items]
         times = {}
@@ -231,19 +231,15 @@ class _Timer:
             if not links.size:
                 times[item] = self.alone(item)
                 continue
-            all_bytes, all_flows = own_bytes.copy(), own_flows.copy()
+            all_flows = own_flows.copy()
             for other in items:
-                if other == item:
-                    continue
-                o_links, o_bytes, o_flows = self.load(other)
-                common, mine, theirs = np.intersect1d(links, o_links, assume_unique=True, return_indices=True)
-                if common.size:
-                    all_bytes[mine] += o_bytes[theirs]
+                if other != item:
+                    o_links, _, o_flows = self.load(other)
+                    _, mine, theirs = np.intersect1d(links, o_links, assume_unique=True, return_indices=True)
                     all_flows[mine] += o_flows[theirs]
             capacity = self.capacity[links]
-            shared = np.minimum(all_bytes, own_bytes * all_flows / own_flows) / capacity
-            extra = float(shared.max() - (own_bytes / capacity).max())  # how far the bottleneck moves
-            times[item] = self.alone(item) + max(extra, 0.0)
+            slowdown = float((own_bytes * all_flows / own_flows / capacity).max() / (own_bytes / capacity).max())
+            times[item] = self.alone(item) * max(slowdown, 1.0)
         self.run.mixes[items] = times
         return times
 
@@ -297,18 +293,19 @@ def _intervals(jobs: Sequence[FabricJob], timelines: Sequence[Timeline], ops: Se
 
 
 def _slowdowns(timer: _Timer, jobs: Sequence[FabricJob], timelines: Sequence[Timeline], ops: Sequence[list[int]]):
-    """Per job, per comm op: the time-weighted slowdown over its interval (see module docstring)."""
+    """Per job, per comm op: the time-weighted slowdown over its intervals (every copy of it within
+    the horizon, so a short job repeating under a long one sees all of it; see module docstring)."""
     rows, items = _intervals(jobs, timelines, ops)
-    out: list[dict[int, float]] = [{} for _ in jobs]
+    weighted: list[dict[int, float]] = [{} for _ in jobs]
+    length: list[dict[int, float]] = [{} for _ in jobs]
     if not rows:
-        return out
+        return weighted
     table = np.array([(r[0], r[1]) for r in rows])
     order = np.argsort(table[:, 0], kind="stable")
     starts_sorted = table[order, 0]
     for start, end, j, i, k in rows:
-        if i in out[j]:
-            continue  # an op's first copy decides; the later copies only overlap the other jobs
         mine = items[k]
+        length[j][i] = length[j].get(i, 0.0) + (end - start)
         alone = timer.alone(mine)
         candidates = order[: np.searchsorted(starts_sorted, end, side="left")]
         peers = [
@@ -316,17 +313,16 @@ def _slowdowns(timer: _Timer, jobs: Sequence[FabricJob], timelines: Sequence[Tim
             for c in candidates[table[candidates, 1] > start].tolist()
             if rows[c][4] != k and timer.share_links(mine, items[rows[c][4]])
         ]
-        if not peers or end <= start or alone <= 0:
-            out[j][i] = 1.0
-            continue
-        cuts = sorted({start, end, *(p[0] for p in peers), *(p[1] for p in peers)})
-        weighted = 0.0
-        for a, b in itertools.pairwise(cuts):
-            active = frozenset([mine, *(other for s, e, other in peers if s < b and e > a)])
-            ratio = timer.time_mix(active)[mine] / alone if len(active) > 1 else 1.0
-            weighted += (b - a) * max(1.0, ratio)
-        out[j][i] = weighted / (end - start)
-    return out
+        total = end - start
+        if peers and end > start and alone > 0:
+            total = 0.0
+            cuts = sorted({start, end, *(p[0] for p in peers), *(p[1] for p in peers)})
+            for a, b in itertools.pairwise(cuts):
+                active = frozenset([mine, *(other for s, e, other in peers if s < b and e > a)])
+                ratio = timer.time_mix(active)[mine] / alone if len(active) > 1 else 1.0
+                total += (b - a) * max(1.0, ratio)
+        weighted[j][i] = weighted[j].get(i, 0.0) + total
+    return [{i: w[i] / length[j][i] if length[j][i] > 0 else 1.0 for i in w} for j, w in enumerate(weighted)]
 
 
 def fabric_durations(jobs: Sequence[FabricJob], fabric: Fabric, execute_fn: Callable = execute) -> FabricRun:
