@@ -75,3 +75,38 @@ def test_infer_runs_on_the_fabric_and_reports_it():
     ).to_json()
     assert out["tpot_s"] >= out["analytic_tpot_s"] * 0.99
     assert out["network"]["dimensions"]["pp"]["highest_tier"] in ("leaf", "spine")
+
+
+def test_deepseek_v3_expert_all_to_all_is_slower_spread_than_packed_on_a_4_to_1_fabric():
+    """EP 64 on 1,024 H100: packed keeps an expert group under two leaves, spread sends it across
+    the spines of every leaf."""
+    runs = {
+        placement: api.simulate_train(
+            "deepseek-v3", "dgx-h100", 1024, 1024, 4096, fidelity="flow", tp=4, pp=8, vpp=4, ep=64, expert_tp=1,
+            topology=LEAF_SPINE.format(4), placement=placement,
+        ).to_json()
+        for placement in ("packed", "spread")
+    }
+    busy = {name: run["comm_busy_s"]["ep-all-to-all"] for name, run in runs.items()}
+    assert busy["spread"] > 1.5 * busy["packed"]
+    assert runs["spread"]["step_time_s"] > runs["packed"]["step_time_s"]
+
+
+def _packet_step(gpus: int, nic: str, background: str | None) -> dict:
+    return api.simulate_train(
+        "llama3-8b", "dgx-h100", gpus, 64, 2048, fidelity="packet", tp=8, nic=nic, background=background
+    ).to_json()
+
+
+def test_roce_and_infiniband_agree_without_contention_and_differ_with_a_tenant_and_say_why():
+    """Two DGX H100 under one leaf: nothing contends, RoCE and InfiniBand within 2%. Four nodes with
+    another tenant's permutation at half the line rate: RoCE marks ECN (DCQCN), InfiniBand waits for
+    credits, and the steps differ."""
+    quiet = {nic: _packet_step(16, nic, None) for nic in ("ib-ndr", "roce-400")}
+    assert quiet["roce-400"]["step_time_s"] == pytest.approx(quiet["ib-ndr"]["step_time_s"], rel=0.02)
+    busy = {nic: _packet_step(32, nic, "permutation:0.5") for nic in ("ib-ndr", "roce-400")}
+    roce, ib = busy["roce-400"]["network"], busy["ib-ndr"]["network"]
+    assert roce["transport"] == "roce" and ib["transport"] == "infiniband"
+    assert abs(busy["roce-400"]["step_time_s"] / busy["ib-ndr"]["step_time_s"] - 1) > 0.005
+    assert roce["ecn_marked_fraction"] > 0 and roce["credit_stall_s"] == 0
+    assert ib["credit_stall_s"] > 0 and ib["ecn_marked_fraction"] == 0
