@@ -10,8 +10,8 @@ scenario that reproduces each, with what the publication leaves open named under
 * Meta (SIGCOMM 2024 and its blog): E-ECMP with QP scaling gives AllReduce up to 40% over baseline
   ECMP with one QP per connection. Reproduced on Meta's AI Zone (racks of two 8-NIC hosts under a
   non-blocking two-tier Clos): the inter-host hops of the eight channel rings of a bandwidth-bound
-  ring all-reduce (fabricsim's NCCL-like rings) on the max-min flow model, one ECMP-hashed flow per
-  NIC against the same flows spread over every equal-cost path (``spray``, the many-QP limit),
+  ring all-reduce (NIC j of host n to NIC j of host n+1) on the max-min flow model, one ECMP-hashed
+  flow per NIC against the same flows spread over every equal-cost path (``spray``, the many-QP limit),
   averaged over hash seeds. "Up to" is read as the bandwidth-bound end of a size sweep (small
   messages gain nothing), where a production fabric is one hash draw: hence the mean over draws.
 
@@ -27,9 +27,9 @@ Result (README accuracy table): every direction is reproduced, not every size. E
 permutation keeps 0.43 of line rate (published 0.60) and adaptive routing 0.82 (0.95): the flow
 model's ECMP hashes every flow independently at every tier and its adaptive routing places each
 flow once, at its start, where Spectrum-X re-balances packets continuously. Meta's gain is the miss:
-a synchronized 3,072-GPU ring waits for its most-collided uplink (3-5 flows on one 400G port), so
-spreading gains ~4x where Meta saw up to 1.4x; E-ECMP with 16 hashed QPs per connection instead of
-spraying still gives ~3.4x on this scenario, so the gap is not the many-QP limit.
+a synchronized 3,072-GPU ring waits for its most-collided uplink (3-4 flows on one 400G port), so
+spreading gains ~3.9x where Meta saw up to 1.4x; E-ECMP with 16 (4) hashed QPs per connection instead
+of spraying still gives ~3.3x (1.9x) on this scenario, so the gap is not the many-QP limit.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fabricsim.collectives.schedules import ring_channels
 from fabricsim.network.base import make_flows
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.patterns import host_throughput_fraction, parse_pattern, pattern_flows
@@ -109,16 +108,14 @@ def _traffic_row(row: dict[str, Any], source: FabricSource) -> ValidationEntry:
 
 
 def ring_channel_time(scenario: dict[str, Any], routing: str, seed: int, fabric: _Fabric) -> float:
-    """Seconds for one bandwidth-bound ring step of the inter-host hops of fabricsim's NCCL-like channel
-    rings (:func:`~fabricsim.collectives.schedules.ring_channels`: ``nics_per_node`` rings, ring c
-    entering each host at local rank c): every hop from one host to the next is a flow of ``size``
-    between the two NICs (endpoints host-major, one NIC per GPU); hops inside a host use NVLink and
-    are not on this fabric."""
+    """Seconds for one bandwidth-bound ring step of the inter-host hops of ``nics_per_node`` channel
+    rings: on channel j, NIC j of host n sends ``size`` to NIC j of host n+1 (the ring closes), as
+    NCCL's rings leave and enter a host on the same NIC (endpoints host-major, one NIC per GPU); the
+    hops inside a host use NVLink and are not on this fabric."""
     nodes, nics = int(scenario["nodes"]), int(scenario["nics_per_node"])
-    rings = ring_channels(np.arange(nodes * nics)[None, :], nics)[0]
-    src, dst = rings.ravel(), np.roll(rings, -1, axis=1).ravel()
-    across = src // nics != dst // nics
-    flows = make_flows(src[across], dst[across], float(parse_size(scenario["size"])))
+    ends = np.arange(nodes * nics)
+    host, nic = np.divmod(ends, nics)
+    flows = make_flows(ends, ((host + 1) % nodes) * nics + nic, float(parse_size(scenario["size"])))
     return FlowNetwork(fabric.table, parse_routing(routing), seed).run(flows).completion_time_s
 
 
