@@ -16,6 +16,7 @@ from fabricsim.validation.base import HoldoutError, SpecSource, SuiteResult, Val
 # suite name -> "module:function" (relative to fabricsim.validation)
 SUITES: dict[str, str] = {
     "collectives": "collectives:run",
+    "fabric": "fabric:run",
     "inference": "inference:run",
     "kernels": "kernels:run",
     "training": "training:run",
