@@ -71,6 +71,8 @@ BAD: dict[str, list[str]] = {
     # a file to write
     "output": ["", "{dir}", "{out}/no-such-folder/x.out", "/dev/full", "/dev/null", "a\0b"],
     # free-form specific syntaxes
+    "placement": ["bogus", "", " ", "random:", "random:x", "random:-1", "{dir}", "{missing}", "{latin1}"],
+    "background": ["bogus", "", "permutation", "permutation:0", "permutation:2", "permutation:nan", ":0.5"],
     "topology": ["bogus", "", "fat-tree:", "fat-tree:k", "fat-tree:k=0", "fat-tree:k=4,gbps=nan",
                  "fat-tree:k=4,gbps=inf", f"fat-tree:k={10**400}", "torus:dims=0x4"],
     "straggler": ["nan:1", "-0.1:0.2", "0.01:-1", "2:0.2", "0.01", "x:y", "", "0.01:inf"],
@@ -132,7 +134,8 @@ SWITCHES = {name: "an on/off flag pair: takes no value" for name in (
     "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "a2a_overlap",
     "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "grad_reduce_in_fp32")}
 VARIABILITY = {"fidelity": "enum", "trace": "output", "seeds": "count", "straggler": "straggler",
-               "jitter": "non_negative", "link_jitter": "non_negative", "seed": "natural"}
+               "jitter": "non_negative", "link_jitter": "non_negative", "seed": "natural",
+               "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background"}
 INFER_LAYOUT = {"tp": "count", "pp": "count", "ep": "count", "dtype": "enum", "kv_dtype": "enum"}
 KINDS: dict[str, dict[str, str]] = {
     "calibrate nccl-tests": {"logs": "input", "system": "catalog", "out": "output", "op": "enum"},
@@ -195,6 +198,8 @@ FIELD_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("cost", "topology"): ("topology", "k", "gbps", "dims"),  # a builder string's own keys
     ("traffic", "topology"): ("topology", "k", "gbps", "dims"),
     ("collective", "topology"): ("topology", "k", "gbps", "dims"),
+    ("train", "topology"): ("topology", "k", "gbps", "dims"),
+    ("infer", "topology"): ("topology", "k", "gbps", "dims"),
 }
 """Words an error may use to name a parameter besides its own name (``seq_len`` / ``seq-len``)."""
 

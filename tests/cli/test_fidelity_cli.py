@@ -50,7 +50,8 @@ def test_trace_is_written_and_loads(capsys, tmp_path):
 @pytest.mark.parametrize(
     "extra",
     [
-        ["--fidelity", "packet"],
+        ["--fidelity", "pakcet"],
+        ["--placement", "spread"],
         ["--straggler", "half"],
         ["--jitter", "-1"],
         ["--fidelity", "simulate", "--ecmp-rehash"],

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fabricsim.engine.flow_timer import tiled_groups
 
 from fabricsim import catalog
 from fabricsim.api.topologies import build_topology
+from fabricsim.engine.fabric_loop import tiled_groups
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.graph import GraphBuilder, NodeKind, Topology
 from fabricsim.topology.inventory import switch_tiers

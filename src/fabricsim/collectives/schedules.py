@@ -152,13 +152,23 @@ def _ring(n: int, chunk: float, count: int, per_domain: int = 1) -> list[Step]:
     return [_ring_step(np.arange(n)[None, :], per_domain, chunk)] * count
 
 
-def bandwidth_step(op: CollectiveOp, groups: np.ndarray, size_bytes: float, per_domain: int = 1) -> Step:
+HIERARCHICAL_ALGORITHMS = frozenset({Algorithm.NVLS, Algorithm.TREE, Algorithm.HIERARCHICAL, Algorithm.SHARP})
+"""Algorithms that reduce inside a scale-up domain before crossing domains (NCCL's NVLS-tree, tree,
+CollNet/SHARP): across domains each rank moves its 1/``per_domain`` share of the buffer."""
+
+
+def bandwidth_step(
+    op: CollectiveOp, groups: np.ndarray, size_bytes: float, per_domain: int = 1, algorithm: str = Algorithm.RING
+) -> Step:
     """Every group (row of ``groups``, rank ids) running ``op`` on ``size_bytes`` as ONE step.
 
     Ring ops (all-reduce, all-gather, reduce-scatter, broadcast, reduce): each rank sends
     ``size x bus_factor(op, n)`` bytes (nccl-tests' bus bytes) to its successors on the
     ``per_domain`` channel rings of :func:`ring_channels`; all-to-all: ``size / n`` from every rank
     to every other (rank-major, then shift 1..n-1); send-recv: one ``size`` flow, rank 0 -> rank 1.
+    With a hierarchical ``algorithm`` (:data:`HIERARCHICAL_ALGORITHMS`) over several domains of
+    ``per_domain`` ranks, a ring inside every domain (``size x bus_factor(op, per_domain)``) and one
+    across the domains per local rank (``size / per_domain x bus_factor(op, domains)``) run together.
     The step's time is the bandwidth term of the collective (latency steps left out).
     """
     groups = np.asarray(groups, dtype=np.int64)
@@ -168,6 +178,13 @@ def bandwidth_step(op: CollectiveOp, groups: np.ndarray, size_bytes: float, per_
     if op is CollectiveOp.ALL_TO_ALL:
         shift = (np.arange(n)[:, None] + np.arange(1, n)[None, :]).ravel() % n
         return _step(np.repeat(groups, n - 1, axis=1).ravel(), groups[:, shift].ravel(), size_bytes / n)
+    if algorithm in HIERARCHICAL_ALGORITHMS and 1 < per_domain < n and n % per_domain == 0:
+        domains = n // per_domain
+        blocks = groups.reshape(-1, domains, per_domain)
+        inside = _ring_step(blocks.reshape(-1, per_domain), 1, size_bytes * bus_factor(op, per_domain))
+        across = _ring_step(blocks.transpose(0, 2, 1).reshape(-1, domains), 1,
+                            size_bytes / per_domain * bus_factor(op, domains))
+        return Step(*(np.concatenate([getattr(inside, k), getattr(across, k)]) for k in ("src", "dst", "size_bytes")))
     return _ring_step(groups, per_domain, size_bytes * bus_factor(op, n))
 
 

@@ -81,6 +81,7 @@ class FabricJob:
     stages: int
     call_s: dict[CommPayload, float] | None = None
     flows: FlowSet | None = None  # a traffic tenant: every payload of the job is these flows (endpoint ids)
+    system: SystemSpec | None = None  # to run each collective with the algorithm the analytic model chose
     headline: Callable[[Timeline], float] | None = None  # the job's time from its timeline (default makespan)
 
     @property
@@ -131,14 +132,29 @@ def stage_groups(gpus: int, stages: int, stage: int, payload: CommPayload) -> np
     return groups[(groups[:, 0] >= low) & (groups[:, 0] < low + block)]
 
 
+def chosen_algorithm(system: SystemSpec | None, payload: CommPayload) -> str:
+    """The algorithm the analytic collective model picks for ``payload`` (NCCL-like choice on the
+    group's default placement); ring without a system."""
+    if system is None or payload.group_gpus < 2:
+        return "ring"
+    from fabricsim.collectives.model import estimate
+    from fabricsim.collectives.ops import Algorithm
+    from fabricsim.collectives.placement import place_group
+
+    group = place_group(system, payload.group_gpus, payload.group_stride)
+    return str(estimate(parse_op(payload.collective), payload.size_bytes, group, Algorithm.AUTO).algorithm)
+
+
 def item_flows(job: FabricJob, stage: int, payload: CommPayload, domain_gpus: int) -> FlowSet:
-    """The flows of one item on the job's placed endpoints (see the module docstring)."""
+    """The flows of one item on the job's placed endpoints (see the module docstring), by the
+    algorithm the analytic model chose (a hierarchical one reduces inside the domains first)."""
     groups = job.host_of_gpu[stage_groups(job.gpus, job.stages, stage, payload)]
     if groups.size == 0:
         return FlowSet(*(np.zeros(0, dtype=t) for t in (np.int64, np.int64, float, float, np.int64)))
     domain = groups // domain_gpus
     per_domain = int(np.count_nonzero(domain[0] == domain[0, 0]))
-    step = bandwidth_step(parse_op(payload.collective), groups, payload.size_bytes, per_domain)
+    algorithm = chosen_algorithm(job.system, payload)
+    step = bandwidth_step(parse_op(payload.collective), groups, payload.size_bytes, per_domain, algorithm)
     label = np.zeros(step.src.size, dtype=np.int64)
     return FlowSet(step.src, step.dst, np.asarray(step.size_bytes, dtype=float), np.zeros(step.src.size), label)
 

@@ -184,7 +184,7 @@ def simulate_inference(
 
         replica = planned.plan.stage_gpus * planned.plan.pipeline_parallel
         job = FabricJob("infer", built.graph, on_fabric.host_of_gpu[:replica], planned.plan.pipeline_parallel,
-                        planned.call_s)
+                        planned.call_s, system=scenario.system)
         fabric_run = fabric_durations([job], on_fabric.fabric)
         rehashed = on_fabric.durations(job, fabric_run)
         timers = None
@@ -229,4 +229,5 @@ def inference_job(scenario: InferScenario, host_of_gpu: np.ndarray, name: str = 
     built = build_inference_graph(planned.plan)
     replica = planned.plan.stage_gpus * planned.plan.pipeline_parallel
     return FabricJob(name, built.graph, host_of_gpu[:replica], planned.plan.pipeline_parallel, planned.call_s,
+                     system=scenario.system,
                      headline=lambda timeline: decode_step_s(built, timeline.end_s))

@@ -244,7 +244,7 @@ def simulate_training(
     if on_fabric is not None:
         from fabricsim.engine.fabric_loop import FabricJob, simulate_jobs  # numpy-heavy: only when asked
 
-        job = FabricJob("train", graph, on_fabric.host_of_gpu, plan.pipeline_parallel)
+        job = FabricJob("train", graph, on_fabric.host_of_gpu, plan.pipeline_parallel, system=case.system)
         results, run = simulate_jobs([job], on_fabric.fabric)
         tail = None
         if active and variability is not None:
@@ -308,4 +308,4 @@ def training_job(case: TrainingCase, host_of_gpu: np.ndarray, name: str = "train
 
     plan, _ = training_plan(case)
     check_simulated_passes(plan, 1, 1)
-    return FabricJob(name, build_training_graph(plan), host_of_gpu, plan.pipeline_parallel)
+    return FabricJob(name, build_training_graph(plan), host_of_gpu, plan.pipeline_parallel, system=case.system)
