@@ -188,7 +188,7 @@ def network_report(
             entry["bytes_by_tier"][name] += value
     out: dict[str, Any] = {
         "fidelity": placed.fidelity,
-        "topology": topology.name,
+        "topology": placed.options.topology or topology.name,
         "placement": placed.placement,
         "transport": placed.transport,
         "routing": placed.routing,

@@ -125,6 +125,8 @@ def stage_groups(gpus: int, stages: int, stage: int, payload: CommPayload) -> np
         return np.zeros((0, max(n, 2)), dtype=np.int64)
     if payload.collective == "send-recv":
         src = np.arange(low, low + block, dtype=np.int64)
+        if stride < block:  # inside the stage (a context-parallel ring): to the rank ``stride`` on
+            return np.stack([src, low + (src - low + stride) % block], axis=1)
         dst = src + stride if stage + 1 < stages else src - stride
         keep = (dst >= 0) & (dst < gpus)
         return np.stack([src[keep], dst[keep]], axis=1)

@@ -104,9 +104,9 @@ def catalog_item_table(item: dict[str, Any]) -> Table:
     return table
 
 
-def _suite_caption(suite: dict[str, Any]) -> str | None:
-    """Calibration note, held-out-calibration errors (one line per group) and the rows the suite
-    could not predict (counted, with their reasons)."""
+def _suite_caption(suite: dict[str, Any], sources: list[str]) -> str | None:
+    """Calibration note, held-out-calibration errors (one line per group), the rows the suite
+    could not predict (counted, with their reasons) and the numbered sources of its rows."""
     lines = [suite["calibration"]] if suite.get("calibration") else []
     for h in suite.get("holdout", []):
         lines.append(f"{h['kind']} {h['group']}: mean |error| {h['mean_abs_error'] * 100:.1f}% ({h['rows']} rows)")
@@ -114,6 +114,7 @@ def _suite_caption(suite: dict[str, Any]) -> str | None:
     for row in suite.get("skipped", ()):
         reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
     lines += [f"skipped {count} rows: {reason}" for reason, count in reasons.items()]
+    lines += [f"[{k}] {source}" for k, source in enumerate(sources, 1)]
     return "\n".join(lines) or None
 
 
@@ -121,19 +122,21 @@ def validation_tables(payload: dict[str, Any]) -> Any:
 
     tables = []
     for suite in payload["suites"]:
+        sources = list(dict.fromkeys(e["source"] for e in suite["entries"] if e.get("source")))
         table = Table(
             title=f"{suite['name']}: mean |error| {suite['mean_abs_error'] * 100:.1f}%, "
             f"max {suite['max_abs_error'] * 100:.1f}%, bias {suite['bias'] * 100:+.1f}%",
             title_justify="left",
-            caption=_suite_caption(suite),
+            caption=_suite_caption(suite, sources),
             caption_justify="left",
         )
         for column in ("entry", "metric", "measured", "predicted", "error"):
             numeric = column in ("measured", "predicted", "error")
             table.add_column(column, justify="right" if numeric else "left", overflow="ellipsis" if numeric else "fold")
         for e in suite["entries"]:
+            cited = f" [{sources.index(e['source']) + 1}]" if e.get("source") else ""
             table.add_row(
-                e["id"], f"{e['metric']} [{e['unit']}]", f"{e['measured']:.4g}", f"{e['predicted']:.4g}",
+                e["id"] + cited, f"{e['metric']} [{e['unit']}]", f"{e['measured']:.4g}", f"{e['predicted']:.4g}",
                 f"{e['error'] * 100:+.1f}%",
             )
         tables.append(table)
