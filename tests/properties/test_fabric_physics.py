@@ -2,8 +2,9 @@
 
 * A collective alone on a random leaf-spine, placed at random: flow >= its bandwidth bound (nccl-tests
   bus bytes over the hosts' line rate, within 1%), and packet >= flow (within 1%).
-* A whole training step on a non-blocking fabric, packed, no background: flow within 3% of the event
-  engine with the analytic collective times (``simulate``), never below it.
+* A whole training step on a non-blocking fabric, packed, no background: flow within 3% of the
+  analytic step, and within 3% of the event engine with the analytic collective times (``simulate``),
+  never below it.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ def test_a_quiet_non_blocking_fabric_adds_under_3_percent_to_a_step(layout):
     args = ("llama3-8b", "dgx-h100", gpus, 16 * dp, 2048)
     shape = {"tp": tp, "pp": pp}
     simulated = api.simulate_train(*args, fidelity="simulate", **shape).train.step_time_s
-    flow = api.simulate_train(*args, fidelity="flow", **shape).train.step_time_s
+    result = api.simulate_train(*args, fidelity="flow", **shape)
+    flow, analytic = result.train.step_time_s, result.analytic_step_time_s
     assert simulated * (1 - 1e-9) <= flow <= simulated * 1.03, (layout, simulated, flow)
+    assert abs(flow / analytic - 1) <= 0.03, (layout, analytic, flow)
     assert np.isfinite(flow)
