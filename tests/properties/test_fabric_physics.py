@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import numpy as np
-from fabricsim.network.phase import PacketPhaseNetwork, transport_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +18,7 @@ from fabricsim.api.topologies import build_topology
 from fabricsim.collectives.ops import bus_factor, parse_op
 from fabricsim.engine.fabric_loop import Fabric, FabricJob, simulate_jobs
 from fabricsim.network.flow import FlowNetwork
+from fabricsim.network.phase import PacketPhaseNetwork, transport_for
 from fabricsim.specs import LinkKind
 from fabricsim.topology.placement import parse_placement, place
 from fabricsim.topology.routing import route_table
