@@ -98,19 +98,34 @@ def route_table(topology: Topology) -> RouteTable:
     return RouteTable(topology, neighbor, neighbor_link, distance, endpoint_anchor, column)
 
 
-def _distance_to(table: RouteTable, dst_node: np.ndarray, dst_host: np.ndarray, cand: np.ndarray) -> np.ndarray:
-    """Hops from each candidate node ``cand[i, j]`` to endpoint ``dst_host[i]`` (``_UNREACHABLE`` if none)."""
+def _distance_to(
+    table: RouteTable, dst_node: np.ndarray, dst_host: np.ndarray, cand: np.ndarray, node: np.ndarray | None = None
+) -> np.ndarray:
+    """Hops from each candidate node ``cand[i, j]`` to endpoint ``dst_host[i]`` (``_UNREACHABLE`` if none).
+
+    With ``node`` (``cand`` being its neighbour rows) the hops are found once per distinct (node,
+    destination): the flows of a collective share most of them."""
+    if node is not None and node.size > 1:
+        key = node.astype(np.int64) * (table.topology.hosts + 1) + dst_host
+        unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        if unique.size < key.size:
+            return _distance_rows(table, dst_node[first], dst_host[first], cand[first])[inverse.ravel()]
+    return _distance_rows(table, dst_node, dst_host, cand)
+
+
+def _distance_rows(table: RouteTable, dst_node: np.ndarray, dst_host: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """:func:`_distance_to` row by row, in int32 (``_UNREACHABLE`` + 1 fits) widened at the end."""
     rows = table.endpoint_anchor[dst_host]  # [E, J]
-    best = np.full(cand.shape, _UNREACHABLE, dtype=np.int64)
+    best = np.full(cand.shape, _UNREACHABLE, dtype=np.int32)
     column = table.transit_column[np.maximum(cand, 0)]  # -1: an endpoint, never transit
     safe = np.maximum(column, 0)
     for j in range(rows.shape[1]):
         row = rows[:, j]
-        d = table.distance[np.maximum(row, 0)[:, None], safe].astype(np.int64) + 1
-        best = np.minimum(best, np.where(row[:, None] >= 0, d, _UNREACHABLE))
-    best = np.where(column < 0, _UNREACHABLE, best)
-    best = np.where(cand == dst_node[:, None], 0, best)
-    return np.where(cand < 0, _UNREACHABLE, best)
+        d = table.distance[np.maximum(row, 0)[:, None], safe] + np.int32(1)
+        best = np.minimum(best, np.where(row[:, None] >= 0, d, np.int32(_UNREACHABLE)))
+    best = np.where(column < 0, np.int32(_UNREACHABLE), best)
+    best = np.where(cand == dst_node[:, None], np.int32(0), best)
+    return np.where(cand < 0, np.int32(_UNREACHABLE), best).astype(np.int64)
 
 
 def unroutable(table: RouteTable, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -162,7 +177,7 @@ def _next_hops(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate next hops of each (flow, node) and the mask of the equal-cost (shortest) ones."""
     cand = table.neighbor[node]
-    hops = _distance_to(table, table.topology.endpoints[dst_host[flow]], dst_host[flow], cand)
+    hops = _distance_to(table, table.topology.endpoints[dst_host[flow]], dst_host[flow], cand, node)
     least = hops.min(axis=1)
     if np.any(least >= _UNREACHABLE):
         bad = int(flow[np.argmax(least >= _UNREACHABLE)])
