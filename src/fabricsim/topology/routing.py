@@ -84,8 +84,7 @@ def route_table(topology: Topology) -> RouteTable:
     is_endpoint[topology.endpoints] = True
     attach = is_endpoint[src] & transit[dst]
     anchors, anchor_row = np.unique(dst[attach], return_inverse=True)
-    hops = csgraph.shortest_path(graph, directed=True, unweighted=True, indices=column[anchors])
-    distance = np.where(np.isfinite(hops), hops, _UNREACHABLE).astype(np.int32)
+    distance = _distances_to(graph, column[anchors], column[src[ok]], column[dst[ok]])
     endpoint_index = np.full(topology.nodes, -1, dtype=np.int64)
     endpoint_index[topology.endpoints] = np.arange(topology.hosts)
     owner = endpoint_index[src[attach]]
@@ -96,6 +95,26 @@ def route_table(topology: Topology) -> RouteTable:
     rank = np.arange(owner.size) - (np.cumsum(per) - per)[owner_sorted]
     endpoint_anchor[owner_sorted, rank] = anchor_row[by_owner]
     return RouteTable(topology, neighbor, neighbor_link, distance, endpoint_anchor, column)
+
+
+def _distances_to(graph: sp.csr_matrix, targets: np.ndarray, edge_src: np.ndarray, edge_dst: np.ndarray) -> np.ndarray:
+    """BFS hops from every transit node to each of ``targets`` (rows), int32, ``_UNREACHABLE`` if none.
+
+    ``graph`` holds the transit links reversed, so a BFS from a target walks towards its senders. A
+    target entered by one transit link only (a NIC from its leaf) is one hop behind that link's
+    source: its row is the source's plus one (itself 0), so only the other targets and those sources
+    are searched (on a DGX fabric the leaves, not the thousands of NICs)."""
+    in_degree = np.bincount(edge_dst, minlength=graph.shape[0])
+    before = np.full(graph.shape[0], -1, dtype=np.int64)
+    before[edge_dst] = edge_src  # the (only) sender of a node entered once
+    single = in_degree[targets] == 1
+    sources, where = np.unique(np.where(single, before[targets], targets), return_inverse=True)
+    searched = csgraph.shortest_path(graph, directed=True, unweighted=True, indices=sources)
+    searched = np.where(np.isfinite(searched), searched, _UNREACHABLE).astype(np.int32)
+    hops = searched[where.ravel()]
+    hops[single] = np.minimum(hops[single] + np.int32(1), np.int32(_UNREACHABLE))
+    hops[np.arange(targets.size), targets] = 0
+    return hops
 
 
 def _distance_to(
