@@ -133,18 +133,21 @@ def _distance_to(
 
 
 def _distance_rows(table: RouteTable, dst_node: np.ndarray, dst_host: np.ndarray, cand: np.ndarray) -> np.ndarray:
-    """:func:`_distance_to` row by row, in int32 (``_UNREACHABLE`` + 1 fits) widened at the end."""
-    rows = table.endpoint_anchor[dst_host]  # [E, J]
-    best = np.full(cand.shape, _UNREACHABLE, dtype=np.int32)
+    """:func:`_distance_to` row by row: distances are gathered for the transit candidates only (a
+    padded neighbour row is mostly empty slots and endpoints), in int32 (``_UNREACHABLE`` + 1 fits)."""
     column = table.transit_column[np.maximum(cand, 0)]  # -1: an endpoint, never transit
-    safe = np.maximum(column, 0)
-    for j in range(rows.shape[1]):
-        row = rows[:, j]
-        d = table.distance[np.maximum(row, 0)[:, None], safe] + np.int32(1)
-        best = np.minimum(best, np.where(row[:, None] >= 0, d, np.int32(_UNREACHABLE)))
-    best = np.where(column < 0, np.int32(_UNREACHABLE), best)
-    best = np.where(cand == dst_node[:, None], np.int32(0), best)
-    return np.where(cand < 0, np.int32(_UNREACHABLE), best).astype(np.int64)
+    at, slot = np.nonzero((cand >= 0) & (column >= 0))
+    target = column[at, slot]
+    anchors = table.endpoint_anchor[dst_host[at]]  # [entries, J]
+    found = np.full(at.size, _UNREACHABLE, dtype=np.int32)
+    for j in range(anchors.shape[1]):
+        row = anchors[:, j]
+        d = table.distance[np.maximum(row, 0), target] + np.int32(1)
+        found = np.minimum(found, np.where(row >= 0, d, np.int32(_UNREACHABLE)))
+    best = np.full(cand.shape, _UNREACHABLE, dtype=np.int64)
+    best[at, slot] = found
+    best[cand == dst_node[:, None]] = 0
+    return best
 
 
 def unroutable(table: RouteTable, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
