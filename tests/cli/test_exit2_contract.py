@@ -162,7 +162,8 @@ KINDS: dict[str, dict[str, str]] = {
                    "max_batch": "count", "arrival_rate": "positive", "requests": "count", "seed": "natural"},
     "plan train": {**MODEL_SYSTEM, **LAYOUT_LISTS, "global_batch": "count", "seq_len": "count", "top": "count",
                    "objective": "enum", "days": "positive", "refine": "natural", "expert_tp": "count_list",
-                   "offload_tier": "enum_list",
+                   "offload_tier": "enum_list", "topology": "topology", "placement": "placement", "nic": "catalog",
+                   "background": "background",
                    **SETTINGS},
     "replay": {"traces": "input", "system": "catalog", "trace_out": "output"},
     "report": {"results": "input", "out": "output"},
@@ -200,6 +201,7 @@ FIELD_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("collective", "topology"): ("topology", "k", "gbps", "dims"),
     ("train", "topology"): ("topology", "k", "gbps", "dims"),
     ("infer", "topology"): ("topology", "k", "gbps", "dims"),
+    ("plan train", "topology"): ("topology", "k", "gbps", "dims"),
 }
 """Words an error may use to name a parameter besides its own name (``seq_len`` / ``seq-len``)."""
 

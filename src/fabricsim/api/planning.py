@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from typing import Any
 
 from fabricsim import catalog, planner
 from fabricsim.api.cost import attach_infer, attach_train
+from fabricsim.api.fabric import FABRIC_KEYS, FabricOptions, seat, with_nic
 from fabricsim.api.inference import infer_result, request_stream
 from fabricsim.api.training import SETTINGS, a2a_overlap_unavailable, train_result, training_options
 from fabricsim.api.training_simulated import simulated_train_result
@@ -25,6 +27,7 @@ from fabricsim.specs.inputs import (
     Batch,
     Depth,
     Duration,
+    Fidelity,
     Gpus,
     InferConstraints,
     PositiveFloat,
@@ -71,6 +74,10 @@ def plan_train(
     recompute_modules: str | list[str] | None = None,
     search_offload: bool | None = None,
     offload_tier: str | list[str] | None = None,
+    topology: str | None = None,
+    placement: str | None = None,
+    nic: str | None = None,
+    background: str | None = None,
 ) -> PlanResult:
     """Search the training layouts of ``model`` on ``gpus`` GPUs of ``system``; the ``top`` best.
 
@@ -88,13 +95,17 @@ def plan_train(
     ``objective``: ``tokens-per-s`` (same ranking as ``step-time`` at a fixed batch) or ``memory``.
     ``constraints`` limits dimensions with :func:`train`'s layout keywords, each one value or a
     list (``{"tp": [4, 8], "recompute": "full"}``); unset dimensions take every valid value.
-    ``refine`` re-times the first K plans with the event-driven engine (fidelity ``simulate``).
+    ``refine`` re-times the first K plans with the event-driven engine (fidelity ``simulate``); with
+    ``topology``, ``placement``, ``nic`` or ``background`` (:mod:`fabricsim.api.fabric`) it re-times
+    them at flow fidelity on that fabric, every collective with what else is in flight.
     Constraints that leave no valid layout raise FabricsimError; when nothing fits in memory the
     result has no plans and the smallest memory need. ``on_progress(done, total)`` reports progress.
     """
     settings = {name: value for name, value in locals().items() if name in SETTINGS}  # first: the arguments
     model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
+    fabric = _refine_fabric(system_spec, gpus, refine, FabricOptions(topology, placement, nic, background))
+    system_spec = with_nic(system_spec, nic)
     check_cluster_can_hold(model_spec, system_spec)
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints.model_dump() if constraints is not None else {})
@@ -106,8 +117,19 @@ def plan_train(
     choices = _offload_choices(system_spec, search_offload, offload_tier)
     start = time.perf_counter()
     search = planner.search_train(question, space, planner.PlanSettings(top, goal, choices), on_progress)
-    search = planner.refine_search(question, search, refine, goal)
+    search = planner.refine_search(question, search, refine, goal, fabric)
     return _train_plan_result(question, search, goal, time.perf_counter() - start)
+
+
+def _refine_fabric(system: SystemSpec, gpus: int, refine: int, options: FabricOptions) -> Any:
+    """The fabric the refined plans run on (flow fidelity), or None when no fabric option is given;
+    the options need ``--refine`` (the analytic search does not see the fabric)."""
+    if not options.given:
+        return None
+    if refine == 0:
+        given = next(k for k in FABRIC_KEYS if getattr(options, k) is not None)
+        raise FabricsimError(given, "re-times the refined plans on the fabric", "add --refine K")
+    return seat(with_nic(system, options.nic), gpus, Fidelity.FLOW, options, None)[1]
 
 
 def _offload_choices(

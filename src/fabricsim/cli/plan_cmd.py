@@ -68,6 +68,10 @@ def train(
     recompute_modules: str | None = ts.RECOMPUTE_MODULES_OPTION,
     search_offload: bool | None = SEARCH_OFFLOAD,
     offload_tier: str | None = OFFLOAD_TIERS,
+    topology: str | None = o.TOPOLOGY,
+    placement: str | None = o.PLACEMENT,
+    nic: str | None = o.NIC,
+    background: str | None = o.BACKGROUND,
     as_json: bool = o.JSON,
 ) -> None:
     """Rank training layouts (TP, PP, DP, CP, EP, expert TP, vpp, micro-batch, ZeRO, recompute, SP,
@@ -87,6 +91,9 @@ def train(
         if objective.strip().lower() == "goodput":  # step-time search, re-ranked by goodput (api.plan_goodput)
             if any(params[key] is not None for key in SETTINGS):
                 raise FabricsimError("objective", "goodput ranks with the default settings", "drop the settings")
+            for key in o.FABRIC_KEYS:
+                if params[key] is not None:
+                    raise FabricsimError(key, "re-times refined plans, which goodput ranking has not", "drop it")
             args = (model, system, gpus, global_batch, seq_len)
             result = api.plan_goodput(*args, days=days, top=top, constraints=constraints, on_progress=on_progress)
         else:
