@@ -111,8 +111,11 @@ def _distances_to(graph: sp.csr_matrix, targets: np.ndarray, edge_src: np.ndarra
     sources, where = np.unique(np.where(single, before[targets], targets), return_inverse=True)
     searched = csgraph.shortest_path(graph, directed=True, unweighted=True, indices=sources)
     searched = np.where(np.isfinite(searched), searched, _UNREACHABLE).astype(np.int32)
-    hops = searched[where.ravel()]
-    hops[single] = np.minimum(hops[single] + np.int32(1), np.int32(_UNREACHABLE))
+    behind = np.minimum(searched + np.int32(1), np.int32(_UNREACHABLE))  # one hop further, per source
+    where = where.ravel()
+    hops = np.empty((targets.size, graph.shape[0]), dtype=np.int32)  # each row written once: no big temporaries
+    hops[~single] = searched[where[~single]]
+    hops[single] = behind[where[single]]
     hops[np.arange(targets.size), targets] = 0
     return hops
 
@@ -144,7 +147,7 @@ def _distance_rows(table: RouteTable, dst_node: np.ndarray, dst_host: np.ndarray
         row = anchors[:, j]
         d = table.distance[np.maximum(row, 0), target] + np.int32(1)
         found = np.minimum(found, np.where(row >= 0, d, np.int32(_UNREACHABLE)))
-    best = np.full(cand.shape, _UNREACHABLE, dtype=np.int64)
+    best = np.full(cand.shape, _UNREACHABLE, dtype=np.int32)
     best[at, slot] = found
     best[cand == dst_node[:, None]] = 0
     return best
