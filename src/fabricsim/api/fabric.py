@@ -105,7 +105,7 @@ def seat(
     system: SystemSpec, gpus: int, fidelity: Fidelity, options: FabricOptions, variability: Variability | None
 ) -> tuple[PlacedFabric, OnFabric]:
     """The fabric and the job's seat on it; with ECMP re-hashing the nominal run sprays (no
-    collisions) and Monte-Carlo run ``k`` hashes ECMP with seed ``k``, as the flow timers did."""
+    collisions) and Monte-Carlo run ``k`` hashes ECMP with seed ``k``."""
     seed = variability.seed if variability is not None else 0
     rehash = variability is not None and variability.ecmp_rehash
     placed = build_fabric(system, gpus, fidelity.value, options, seed, "spray" if rehash else None)
