@@ -2,8 +2,6 @@
 Table 1 with a generic GPT config.json gave 9.6% where validate printed 7.4%; the differences --
 tied embeddings, micro-batch, recomputation, gradient precision -- must be in the command)."""
 
-import contextlib
-import io
 import json
 import shlex
 from pathlib import Path
@@ -29,16 +27,6 @@ def _output(result: dict, spec: str) -> float:
     return value
 
 
-def _run(command: str) -> dict:
-    argv = shlex.split(command)
-    assert argv[0] == "fabricsim" and "--json" in argv
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(argv[1:])
-    assert status == 0, err.getvalue()
-    return json.loads(out.getvalue())
-
-
 def _sample(entries: tuple) -> list:
     """A few rows of a suite: first, middle and last (every kind of row the suites have is among them)."""
     picks = sorted({0, len(entries) // 2, len(entries) - 1})
@@ -46,14 +34,14 @@ def _sample(entries: tuple) -> list:
 
 
 @pytest.mark.parametrize("name", EXACT_SUITES)
-def test_sampled_row_commands_reproduce_the_prediction_exactly(name) -> None:
+def test_sampled_row_commands_reproduce_the_prediction_exactly(name, run_json) -> None:
     result = run_suite(name, catalog)
     for entry in _sample(result.entries):
         assert entry.command and entry.command_output and not entry.command_note, entry.id
-        assert _output(_run(entry.command), entry.command_output) == entry.predicted, entry.id
+        assert _output(run_json(entry.command), entry.command_output) == entry.predicted, entry.id
 
 
-def test_row_json_carries_the_command_and_the_settings_are_visible() -> None:
+def test_row_json_carries_the_command_and_the_settings_are_visible(run_json) -> None:
     """The JSON row has ``command``; an SC'21 row names its tied-embedding model file, micro-batch 1,
     full recomputation, fp16, no sequence parallelism, unfused attention, fp16 gradient reduction;
     the Korthikanti rows their own micro-batch and model chunks."""
@@ -72,10 +60,10 @@ def test_row_json_carries_the_command_and_the_settings_are_visible() -> None:
     k22 = " ".join(shlex.split(str(rows["korthikanti-22b-mfu-hfu"].command)))
     assert "--micro-batch 4" in k22 and "--recompute selective" in k22 and "--grad-reduce-in-fp32" in k22
     entry = rows["korthikanti-22b-mfu-hfu"]
-    assert _output(_run(entry.command), entry.command_output) == entry.predicted
+    assert _output(run_json(entry.command), entry.command_output) == entry.predicted
 
 
-def test_public_recipe_rows_name_their_recipe_settings() -> None:
+def test_public_recipe_rows_name_their_recipe_settings(run_json) -> None:
     """The DeepSeek-V3 H100 row's recipe settings are all in its command, and it reproduces."""
     result = run_suite("training-public", catalog)
     entry = next(e for e in result.entries if e.id == "mb2509-h100-deepseek-v3-fp8-1024gpu")
@@ -84,7 +72,7 @@ def test_public_recipe_rows_name_their_recipe_settings() -> None:
                  "--recompute-modules mla_up_proj,mlp", "--fp8-recipe current", "--cross-entropy te",
                  "--no-grad-reduce-in-fp32", "--expert-tp"):
         assert flag in text
-    assert _output(_run(entry.command), entry.command_output) == entry.predicted
+    assert _output(run_json(entry.command), entry.command_output) == entry.predicted
 
 
 def test_model_files_hold_the_rows_models() -> None:
@@ -113,7 +101,7 @@ def test_rows_without_an_exact_command_say_why() -> None:
     assert "KV memory fraction" in note and "--arrival-rate" in note and "fabricsim serve" in note
 
 
-def test_calibrated_system_rows_carry_their_command(tmp_path, capsys) -> None:
+def test_calibrated_system_rows_carry_their_command(tmp_path, capsys, run_json) -> None:
     """``validate --system FILE``: each residual row names the ``fabricsim collective`` line (the
     system file as given) whose busbw it reports."""
     log = Path(__file__).parents[1] / "calibration" / "data" / "a3mega-16xh100-all_reduce.log"
@@ -125,4 +113,4 @@ def test_calibrated_system_rows_carry_their_command(tmp_path, capsys) -> None:
     for entry in (entries[0], entries[-1]):
         argv = shlex.split(entry["command"])
         assert argv[:2] == ["fabricsim", "collective"] and argv[argv.index("--system") + 1] == str(system)
-        assert _output(_run(entry["command"]), entry["command_output"]) == entry["predicted"]
+        assert _output(run_json(entry["command"]), entry["command_output"]) == entry["predicted"]

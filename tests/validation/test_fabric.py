@@ -9,10 +9,7 @@ size is not: ECMP collisions cost more on the max-min flow model than Meta measu
 below MEAN_ERROR_BOUND, which is that result, not a target.
 """
 
-import contextlib
-import io
 import json
-import shlex
 
 import pytest
 
@@ -77,17 +74,7 @@ def test_the_ring_rows_ecmp_never_beats_spraying() -> None:
         assert ring_channel_time(scenario, scenario["baseline"], seed, fabric) >= spray * (1 - 1e-9)
 
 
-def _run(command: str) -> dict:
-    argv = shlex.split(command)
-    assert argv[0] == "fabricsim" and "--json" in argv
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(argv[1:])
-    assert status == 0, err.getvalue()
-    return json.loads(out.getvalue())
-
-
-def test_traffic_rows_commands_reproduce_their_first_seed(suite) -> None:
+def test_traffic_rows_commands_reproduce_their_first_seed(suite, run_json) -> None:
     """A traffic row's command is its first seed through the CLI; the row is the mean over seeds."""
     rows = {r["id"]: r for r in load_entries(DATA_FILE)}
     for entry in suite.entries:
@@ -98,7 +85,7 @@ def test_traffic_rows_commands_reproduce_their_first_seed(suite) -> None:
         assert entry.command_output == "throughput_fraction.mean" and "mean" in entry.command_note
         seed = scenario["seeds"][0]
         expected = traffic_throughput(scenario, seed, _fabric(scenario["topology"], catalog))
-        assert _run(entry.command)["throughput_fraction"]["mean"] == pytest.approx(expected, rel=1e-12)
+        assert run_json(entry.command)["throughput_fraction"]["mean"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_validate_fabric_json_lists_rows_with_sources_and_errors(capsys) -> None:

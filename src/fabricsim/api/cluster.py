@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from fabricsim import catalog
 from fabricsim.api.communication import traffic
 from fabricsim.api.inference import infer
@@ -106,27 +104,16 @@ def _rig(spec: ClusterSpec, built: ClusterFabric) -> ClusterRig:
     :class:`fabricsim.cluster.run.ClusterRig`), built as ``api.fabric.build_fabric`` builds a
     single job's: flow fidelity routes with the spec's routing, packet fidelity with the NIC's
     transport (RoCE when the fabric has no system), the background over every endpoint."""
-    from fabricsim.api import fabric_job  # lead: (kind, kwargs, topology, host_of_gpu) -> FabricJob
+    from fabricsim.api.fabric import fabric_job, fabric_on
     from fabricsim.engine import fabric_loop
-    from fabricsim.network.flow import FlowNetwork
-    from fabricsim.network.phase import PacketPhaseNetwork, parse_background, transport_for
     from fabricsim.topology.placement import place
-    from fabricsim.topology.routing import Routing, route_table
 
     topology, system = built.topology, built.system
-    table = route_table(topology)
-    if spec.fidelity == "packet":
-        transport = transport_for(system.scale_out.nic.kind if system is not None else "roce")
-        network: Any = PacketPhaseNetwork(table, dataclasses.replace(transport, routing=Routing(spec.routing)))
-    else:
-        network = FlowNetwork(table, Routing(spec.routing), 0)
-    background = None
-    if spec.background is not None:  # every endpoint offers LOAD x its share of the NICs
-        line_Bps = topology.line_rate_Bps
-        if system is not None:
-            line_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
-        hosts = np.arange(topology.hosts, dtype=np.int64)
-        background = parse_background(spec.background).flows(hosts, line_Bps, 0)
-    domain = system.scale_up.domain_gpus if system is not None else 1
-    fabric = fabric_loop.Fabric(topology, network, domain, background)
+    line_Bps = topology.line_rate_Bps  # every endpoint offers the background's LOAD of its NIC share
+    if system is not None:
+        line_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
+    nic_kind = system.scale_out.nic.kind if system is not None else "roce"
+    fabric, _, _ = fabric_on(topology, nic_kind, spec.fidelity, spec.routing, (spec.background, line_Bps))
+    if system is not None:
+        fabric = dataclasses.replace(fabric, domain_gpus=system.scale_up.domain_gpus)
     return ClusterRig(topology, built.gpus_per_node, fabric, place, fabric_job, fabric_loop.simulate_jobs)

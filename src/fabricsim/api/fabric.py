@@ -127,32 +127,49 @@ def build_fabric(
 ) -> PlacedFabric:
     """The fabric of ``gpus`` GPUs of ``system`` (its NIC already swapped, see :func:`with_nic`)."""
     from fabricsim.api.topologies import build_topology
-    from fabricsim.network.flow import FlowNetwork
-    from fabricsim.network.phase import PacketPhaseNetwork, parse_background, transport_for
     from fabricsim.topology.placement import parse_placement, place
-    from fabricsim.topology.routing import Routing, route_table
     from fabricsim.topology.system import build_system_topology
 
     scale_out = build_topology(options.topology) if options.topology is not None else None
     topology = build_system_topology(system, gpus, **({"fabric": scale_out} if scale_out is not None else {}))
     policy = parse_placement(options.placement or "packed")
     placed = place(topology, gpus, min(system.gpus_per_node, gpus), policy)
-    transport = transport_for(system.scale_out.nic.kind)
+    nic_share_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
+    fabric, transport, chosen = fabric_on(
+        topology, system.scale_out.nic.kind, fidelity, routing, (options.background, nic_share_Bps), seed
+    )
+    fabric = dataclasses.replace(fabric, domain_gpus=system.scale_up.domain_gpus)
+    return PlacedFabric(fabric, placed.host_of_gpu, placed.policy, transport.name, chosen, fidelity, options)
+
+
+def fabric_on(
+    topology: Topology,
+    nic_kind: Any,
+    fidelity: str,
+    routing: str | None,
+    background: tuple[str | None, float],
+    seed: int = 0,
+) -> tuple[Fabric, Any, str]:
+    """The engine's fabric over ``topology``: the network model of ``fidelity`` with the NIC kind's
+    transport (``routing`` overrides its routing) and the background ``(PATTERN:LOAD or None, the
+    line rate each endpoint offers LOAD of)``; also the transport and the routing used. One scale-up
+    GPU per domain (set ``domain_gpus`` for a system's fabric)."""
+    from fabricsim.network.flow import FlowNetwork
+    from fabricsim.network.phase import PacketPhaseNetwork, parse_background, transport_for
+    from fabricsim.topology.routing import Routing, route_table
+
+    transport = transport_for(nic_kind)
     chosen = Routing(routing) if routing is not None else Routing(transport.routing)
     table = route_table(topology)
     if fidelity == "packet":
         network: Any = PacketPhaseNetwork(table, transport, seed, chosen)
     else:
         network = FlowNetwork(table, chosen, seed)
-    background = None
-    if options.background is not None:  # every GPU offers LOAD x its share of the node's NICs
-        nic_share_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
-        hosts = np.arange(topology.hosts, dtype=np.int64)
-        background = parse_background(options.background).flows(hosts, nic_share_Bps, seed)
-    fabric = Fabric(topology, network, system.scale_up.domain_gpus, background)
-    return PlacedFabric(
-        fabric, placed.host_of_gpu, placed.policy, transport.name, chosen.value, fidelity, options
-    )
+    text, line_Bps = background
+    flows = None
+    if text is not None:
+        flows = parse_background(text).flows(np.arange(topology.hosts, dtype=np.int64), line_Bps, seed)
+    return Fabric(topology, network, 1, flows), transport, chosen.value
 
 
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")

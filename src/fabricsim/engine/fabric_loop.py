@@ -343,7 +343,7 @@ def _slowdowns(timer: _Timer, jobs: Sequence[FabricJob], timelines: Sequence[Tim
     return [{i: w[i] / length[j][i] if length[j][i] > 0 else 1.0 for i in w} for j, w in enumerate(weighted)]
 
 
-def fabric_durations(jobs: Sequence[FabricJob], fabric: Fabric, execute_fn: Callable = execute) -> FabricRun:
+def fabric_durations(jobs: Sequence[FabricJob], fabric: Fabric) -> FabricRun:
     """Per-op durations of every job with the fabric in the loop (module docstring, steps 1-3)."""
     run = FabricRun([], [])
     timer = _Timer(jobs, fabric, run)
@@ -356,7 +356,7 @@ def fabric_durations(jobs: Sequence[FabricJob], fabric: Fabric, execute_fn: Call
             d[i] = _duration(job, i, timer.alone((j, _stage_of(job, op.rank), op.payload)))  # type: ignore[arg-type]
         durations.append(d)
     alone = [d.copy() for d in durations]
-    timelines = [execute_fn(job.graph, d) for job, d in zip(jobs, durations, strict=True)]
+    timelines = [execute(job.graph, d) for job, d in zip(jobs, durations, strict=True)]
     for round_ in range(1, MAX_ROUNDS + 1):
         run.rounds = round_
         slow = _slowdowns(timer, jobs, timelines, comm)
@@ -368,7 +368,7 @@ def fabric_durations(jobs: Sequence[FabricJob], fabric: Fabric, execute_fn: Call
             base = np.maximum(durations[j], 1e-30)
             moved = max(moved, float(np.max(np.abs(new - durations[j]) / base)) if new.size else 0.0)
             durations[j] = new
-        timelines = [execute_fn(job.graph, d) for job, d in zip(jobs, durations, strict=True)]
+        timelines = [execute(job.graph, d) for job, d in zip(jobs, durations, strict=True)]
         if moved <= TOLERANCE:
             break
     run.durations, run.timelines = durations, timelines
