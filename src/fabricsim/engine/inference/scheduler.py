@@ -10,8 +10,9 @@ blocks for its whole prompt + output are free and never preempts (TensorRT-LLM's
 ``GUARANTEED_NO_EVICT`` capacity scheduler). A router sends each arrival to the replica with the
 fewest outstanding requests (ties: lowest index). With disaggregation, prefill replicas only
 prefill; a finished prompt's KV crosses the fabric (an alpha-beta fit of
-:class:`fabricsim.collectives.times.CollectiveTimes` send/recv, per GPU shard, in parallel) to
-the least-loaded decode replica, which decodes it.
+:class:`fabricsim.collectives.times.CollectiveTimes` send/recv, per GPU shard, in parallel, or
+timed on the fabric by a :class:`StepNetwork`) to the decode replica least loaded when it leaves
+(hand-offs on their way count), which decodes it.
 
 Per step the work is O(running prefills + admissions + completions): decode contexts are not
 walked token by token -- a running sum of contexts grows by the number of decode sequences each
@@ -26,6 +27,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 import numpy as np
 
@@ -35,6 +37,20 @@ from fabricsim.transformer.kv_cache import KV_BLOCK_TOKENS, paged_tokens
 from fabricsim.workload.requests import RequestStream
 
 StepTimer = Callable[[StepWork], float]
+
+
+class StepNetwork(Protocol):
+    """The fabric a deployment's steps and KV hand-offs cross (see
+    :mod:`fabricsim.engine.inference.serving_fabric`): it knows what else is in flight at ``now_s``.
+    Replica ``i`` is the ``i``-th GPU block of the deployment (mixed or prefill replicas first)."""
+
+    def step_s(self, replica: int, work: StepWork, now_s: float) -> float:
+        """Seconds of replica ``replica``'s step of ``work`` starting at ``now_s``."""
+        ...
+
+    def transfer_s(self, source: int, target: int, tokens: int, now_s: float) -> float:
+        """Seconds of the KV hand-off of ``tokens`` tokens from replica ``source`` to ``target``."""
+        ...
 
 
 class Role(StrEnum):
@@ -57,7 +73,9 @@ class SchedulerConfig:
 
 @dataclass(frozen=True, slots=True)
 class ClusterConfig:
-    """Replicas and their roles; ``transfer_s(tokens)`` is the KV hand-off time P -> D (seconds)."""
+    """Replicas and their roles; ``transfer_s(tokens)`` is the KV hand-off time P -> D (seconds).
+    With ``network`` the steps and hand-offs are timed on the fabric instead (``timer`` and
+    ``transfer_s`` unused)."""
 
     scheduler: SchedulerConfig
     timer: StepTimer
@@ -65,6 +83,7 @@ class ClusterConfig:
     prefill: int = 0
     decode: int = 0
     transfer_s: Callable[[int], float] | None = None
+    network: StepNetwork | None = None
 
 
 class _Table:
@@ -91,8 +110,9 @@ class _Table:
 class Replica:
     """One model replica's scheduler state; steps are events on the shared loop."""
 
-    def __init__(self, role: Role, config: ClusterConfig, table: _Table, sim: ServingSimulation) -> None:
-        self.role, self.cfg, self.timer = role, config.scheduler, config.timer
+    def __init__(self, role: Role, config: ClusterConfig, table: _Table, sim: ServingSimulation, index: int) -> None:
+        self.role, self.cfg, self.timer, self.index = role, config.scheduler, config.timer, index
+        self.network = config.network
         self.table, self.sim, self.loop = table, sim, sim.loop
         self.waiting: deque[int] = deque()
         self.prefilling: deque[list[int]] = deque()
@@ -100,11 +120,12 @@ class Replica:
         self.running: list[tuple[int, int]] = []
         self.n_running = self.n_dec = self.sum_ctx = self.kv_used = self.step_no = 0
         self.busy = False
+        self.incoming = 0  # KV hand-offs on their way here (a decode replica)
         self._plan: list[tuple[list[int], int]] = []
 
     @property
     def outstanding(self) -> int:
-        return len(self.waiting) + self.n_running
+        return len(self.waiting) + self.n_running + self.incoming
 
     def enqueue(self, rid: int) -> None:
         self.waiting.append(rid)
@@ -178,7 +199,10 @@ class Replica:
         self._plan = plan
         work = StepWork(tokens=self.n_dec + tokens, prefill_pairs=pairs, decode_pairs=self.sum_ctx,
                         logits_tokens=self.n_dec + done_prompts, kv_tokens_read=self.sum_ctx + prior)
-        self.loop.schedule(self.timer(work), self._end_step)
+        if self.network is None:
+            self.loop.schedule(self.timer(work), self._end_step)
+        else:
+            self.loop.schedule(self.network.step_s(self.index, work, self.loop.now_s), self._end_step)
 
     def _end_step(self) -> None:
         t, step, now = self.table, self.step_no, self.loop.now_s
@@ -276,12 +300,13 @@ class ServingSimulation:
         self.stream, self.config = stream, config
         self.loop = EventLoop()
         self.table = _Table(stream)
-        self.front = self._replicas(Role.MIXED, config.mixed) + self._replicas(Role.PREFILL, config.prefill)
-        self.decoders = self._replicas(Role.DECODE, config.decode)
+        mixed = self._replicas(Role.MIXED, config.mixed, 0)
+        self.front = mixed + self._replicas(Role.PREFILL, config.prefill, config.mixed)
+        self.decoders = self._replicas(Role.DECODE, config.decode, len(self.front))
         self._next = 0
 
-    def _replicas(self, role: Role, count: int) -> list[Replica]:
-        return [Replica(role, self.config, self.table, self) for _ in range(count)]
+    def _replicas(self, role: Role, count: int, first: int) -> list[Replica]:
+        return [Replica(role, self.config, self.table, self, first + i) for i in range(count)]
 
     def run(self) -> ServingOutcome:
         if len(self.stream):
@@ -319,12 +344,19 @@ class ServingSimulation:
             source.release_transferred(rid)
             self.table.finish[rid] = self.loop.now_s
             return
-        delay = self.config.transfer_s(self.table.prompt[rid] + 1) if self.config.transfer_s else 0.0
-        self.loop.schedule(delay, lambda: self._arrived(source, rid))
+        target = _least_loaded(self.decoders)
+        tokens = self.table.prompt[rid] + 1
+        if self.config.network is not None:
+            delay = self.config.network.transfer_s(source.index, target.index, tokens, self.loop.now_s)
+        else:
+            delay = self.config.transfer_s(tokens) if self.config.transfer_s else 0.0
+        target.incoming += 1
+        self.loop.schedule(delay, lambda: self._arrived(source, target, rid))
 
-    def _arrived(self, source: Replica, rid: int) -> None:
+    def _arrived(self, source: Replica, target: Replica, rid: int) -> None:
         source.release_transferred(rid)
-        _least_loaded(self.decoders).enqueue(rid)
+        target.incoming -= 1
+        target.enqueue(rid)
 
 
 def _least_loaded(replicas: list[Replica]) -> Replica:
