@@ -241,7 +241,9 @@ class ServeResult:
     longest request (``kv_capacity_tokens`` per replica vs ``longest_request_tokens``);
     ``memory_per_gpu_bytes`` is what one such request per replica needs (most loaded pool; per pool
     in ``pools`` when disaggregated). A deployment that does not fit serves nothing: 0 completed,
-    null percentiles."""
+    null percentiles. ``kv_transfer_s``: the prefill -> decode KV hand-offs' {p50, p90, p99} (null
+    without disaggregation); ``network_stall_s``: per step, what the fabric (flow/packet) and link
+    jitter add to the analytic step, {p50, p99}; ``network``: the fabric's report at flow/packet."""
 
     model: str
     system: str
@@ -269,9 +271,16 @@ class ServeResult:
     longest_request_tokens: int = 0
     pools: tuple[tuple[str, dict[str, object]], ...] = field(default=(), metadata=EMPTY_AS_NULL)
     energy: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)  # power_W, ... (cost.energy)
+    tpot_p99_over_p50: float = float("nan")
+    kv_transfer_s: tuple[tuple[str, float], ...] = field(default=(), metadata=EMPTY_AS_NULL)  # P -> D hand-offs
+    network_stall_s: tuple[tuple[str, float], ...] = (("p50", 0.0), ("p99", 0.0))  # per step, fabric + jitter
+    network: dict[str, Any] | None = field(default=None, compare=False, metadata=SKIP)  # flow/packet: the fabric
 
     def to_json(self) -> dict[str, object]:
-        return contract_json(self)
+        out = contract_json(self)
+        if self.network is not None:
+            out["network"] = self.network
+        return out
 
 
 @dataclass(frozen=True, slots=True)

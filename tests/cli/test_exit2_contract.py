@@ -170,7 +170,9 @@ KINDS: dict[str, dict[str, str]] = {
     "serve": {**MODEL_SYSTEM, **INFER_LAYOUT, "arrival_rate": "positive", "request_trace": "input",
               "trace": "output", "requests": "count", "input_len": "distribution", "output_len": "distribution",
               "disaggregate": "ratio", "seed": "natural", "token_budget": "count", "max_batch": "count",
-              "admission": "enum", "slo_ttft": "duration", "slo_tpot": "duration"},
+              "admission": "enum", "slo_ttft": "duration", "slo_tpot": "duration", "fidelity": "enum",
+              "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background",
+              "link_jitter": "non_negative"},
     "sweep": {"spec": "input", "db": "output", "executor": "enum", "workers": "count", "export": "output"},
     "traffic": {"pattern": "enum", "topology": "topology", "routing": "enum", "seed": "natural", "size": "size",
                 "hosts": "count", "fail_links": "natural", "fail_fraction": "fraction", "fidelity": "enum",
@@ -201,6 +203,7 @@ FIELD_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("collective", "topology"): ("topology", "k", "gbps", "dims"),
     ("train", "topology"): ("topology", "k", "gbps", "dims"),
     ("infer", "topology"): ("topology", "k", "gbps", "dims"),
+    ("serve", "topology"): ("topology", "k", "gbps", "dims"),
     ("plan train", "topology"): ("topology", "k", "gbps", "dims"),
 }
 """Words an error may use to name a parameter besides its own name (``seq_len`` / ``seq-len``)."""

@@ -172,6 +172,41 @@ def fabric_on(
     return Fabric(topology, network, 1, flows), transport, chosen.value
 
 
+def background_samples(placed: PlacedFabric, system: SystemSpec, seed: int, count: int) -> list[Fabric]:
+    """The placed fabric under ``count`` seeds of its background tenant's pattern (seed, seed + 1,
+    ...; the first is the placed fabric's own); just the fabric without a background."""
+    text = placed.options.background
+    if text is None:
+        return [placed.fabric]
+    from fabricsim.network.phase import parse_background
+
+    spec = parse_background(text)
+    hosts = np.arange(placed.fabric.topology.hosts, dtype=np.int64)
+    line_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
+    samples = [placed.fabric]
+    for k in range(1, count):
+        samples.append(dataclasses.replace(placed.fabric, background=spec.flows(hosts, line_Bps, seed + k)))
+    return samples
+
+
+def serving_network_report(placed: PlacedFabric, record: Any) -> dict[str, Any]:
+    """The ``network`` block of ``serve`` at flow/packet fidelity: the fabric choices, the network
+    runs made and, at packet level, the pause/ECN/queue/drop counters."""
+    out: dict[str, Any] = {
+        "fidelity": placed.fidelity,
+        "topology": placed.options.topology or placed.fabric.topology.name,
+        "placement": placed.placement,
+        "transport": placed.transport,
+        "routing": placed.routing,
+        "background": placed.options.background,
+        "network_runs": record.network_runs,
+    }
+    counters = getattr(placed.fabric.network, "counters", None)
+    if counters is not None:
+        out.update(counters().to_json())
+    return out
+
+
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 
 

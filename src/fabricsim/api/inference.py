@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from fabricsim import catalog
 from fabricsim.api.cost import attach_infer, attach_serve
 from fabricsim.cost.energy import retime_infer_energy
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, KvSpill, infer_estimate
-from fabricsim.engine.inference.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
+from fabricsim.engine.inference.scheduler import percentiles
+from fabricsim.engine.inference.serving import PoolFit, ServeScenario, pool_fits, serving_network, simulate_serving
 from fabricsim.engine.inference.simulate import simulate_inference
 from fabricsim.engine.inference.step import InferenceLayout, LayoutRequest, check_lengths, resolve_layout
 from fabricsim.engine.simulate import comm_summary
@@ -28,7 +31,9 @@ from fabricsim.specs.inputs import (
     Degree,
     Duration,
     Fidelity,
+    FidelityChoice,
     Gpus,
+    NonNegativeFloat,
     PositiveFloat,
     Requests,
     Seed,
@@ -41,6 +46,9 @@ from fabricsim.transformer.parameters import check_cluster_can_hold
 from fabricsim.units import parse_size
 from fabricsim.workload import requests as request_streams
 from fabricsim.workload.requests import RequestStream
+
+if TYPE_CHECKING:
+    from fabricsim.engine.inference.serving_fabric import ServingFabric
 
 
 def inference_specs(
@@ -165,6 +173,12 @@ def serve(
     slo_ttft_s: Duration = 2.0,
     slo_tpot_s: Duration = 0.1,
     admission: str = "on-demand",
+    fidelity: FidelityChoice = Fidelity.SIMULATE,
+    topology: str | None = None,
+    placement: str | None = None,
+    nic: str | None = None,
+    background: str | None = None,
+    link_jitter: NonNegativeFloat = 0.0,
 ) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
     :mod:`fabricsim.engine.inference.scheduler`. ``gpus`` is the whole deployment; each replica gets the
@@ -173,8 +187,18 @@ def serve(
     ``reserve`` (TensorRT-LLM GUARANTEED_NO_EVICT: KV for input + output reserved at admission).
     A deployment whose replica KV cache (per pool) cannot hold the longest request, weights that do
     not fit included, is a result with ``fits`` False, its memory figures and nothing served.
+    ``fidelity``: ``analytic``/``simulate`` time steps and KV hand-offs by the analytic model;
+    ``flow``/``packet`` run the collectives that leave an NVLink domain and the hand-offs on the
+    placed fabric (``topology``, ``placement``, ``nic``, ``background`` as for ``train``; see
+    :mod:`fabricsim.engine.inference.serving_fabric`). ``link_jitter`` (sigma) stretches each step's
+    communication and each hand-off by ``1 + sigma |Z|`` at every fidelity.
     Returns :class:`metrics.ServeResult`."""
+    from fabricsim.api.fabric import FabricOptions, check_fabric_options, with_nic
+
+    choices = FabricOptions(topology, placement, nic, background)
+    check_fabric_options(choices, fidelity, None)
     model_spec, system_spec, layout = inference_specs(model, system, LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype))
+    system_spec = with_nic(system_spec, nic)
     split = _parse_disaggregate(disaggregate)
     if split and sum(split) != layout.replicas:
         raise FabricsimError("disaggregate", f"{split[0]}:{split[1]} needs {sum(split)} replicas of "
@@ -194,14 +218,45 @@ def serve(
     }
     if not common["fits"]:
         return ServeResult(**common, **_UNFIT_OUTCOME)
-    summary = simulate_serving(scenario, stream, (slo_ttft_s, slo_tpot_s))
+    network, placed = _serving_network(scenario, fidelity, choices, link_jitter, seed)
+    summary = simulate_serving(scenario, stream, (slo_ttft_s, slo_tpot_s), network)
+    extra: dict[str, Any] = {"tpot_p99_over_p50": summary.tpot.p99 / summary.tpot.p50 if summary.tpot.p50 > 0 else
+                             float("nan")}
+    if network is not None:
+        from fabricsim.api.fabric import serving_network_report
+        from fabricsim.engine.inference.serving_fabric import percentile_pair
+
+        record = network.record
+        if split:
+            extra["kv_transfer_s"] = tuple(percentiles(np.asarray(record.transfer_s)).to_json().items())
+        extra["network_stall_s"] = tuple(percentile_pair(record.stall_s).items())
+        if placed is not None:
+            extra["network"] = serving_network_report(placed, record)
     return attach_serve(ServeResult(
         **common, completed=summary.completed, output_tokens_per_s=summary.output_tokens_per_s,
         requests_per_s=summary.requests_per_s, ttft_s=tuple(summary.ttft.to_json().items()),
         tpot_s=tuple(summary.tpot.to_json().items()), e2e_s=tuple(summary.e2e.to_json().items()),
         slo_attainment=summary.slo_attainment, preemptions=summary.preemptions, steps=summary.steps,
-        duration_s=summary.duration_s,
+        duration_s=summary.duration_s, fidelity=fidelity.value, **extra,
     ), system_spec)
+
+
+def _serving_network(
+    scenario: ServeScenario, fidelity: Fidelity, choices: Any, link_jitter: float, seed: int
+) -> tuple[ServingFabric | None, Any]:
+    """The serving network (None when the analytic step and hand-off times stand unchanged) and the
+    placed fabric (None below flow fidelity)."""
+    if not (fidelity.on_fabric or link_jitter or scenario.disaggregate):
+        return None, None
+    fabrics = host_of_gpu = placed = None
+    if fidelity.on_fabric:
+        from fabricsim.api.fabric import background_samples, build_fabric
+        from fabricsim.engine.inference.serving_fabric import BACKGROUND_SAMPLES
+
+        gpus = scenario.layout.replicas * scenario.layout.replica_gpus
+        placed = build_fabric(scenario.system, gpus, fidelity.value, choices, seed)
+        fabrics, host_of_gpu = background_samples(placed, scenario.system, seed, BACKGROUND_SAMPLES), placed.host_of_gpu
+    return serving_network(scenario, fabrics, host_of_gpu, link_jitter, seed), placed
 
 
 _NO_PERCENTILES = (("p50", float("nan")), ("p90", float("nan")), ("p99", float("nan")))

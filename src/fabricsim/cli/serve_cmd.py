@@ -41,6 +41,14 @@ def serve(
         help="on-demand (vLLM: allocate KV as needed, preempt on overflow) | reserve (TensorRT-LLM no-evict)"),
     slo_ttft: str = o.SLO_TTFT_SERVE,
     slo_tpot: str = o.SLO_TPOT_SERVE,
+    fidelity: str = typer.Option(
+        "simulate", "--fidelity",
+        help="simulate (analytic step and KV hand-off times) | flow | packet (they run on the fabric)"),
+    topology: str | None = o.TOPOLOGY,
+    placement: str | None = o.PLACEMENT,
+    nic: str | None = o.NIC,
+    background: str | None = o.BACKGROUND,
+    link_jitter: float = o.LINK_JITTER,
     as_json: bool = o.JSON,
 ) -> None:
     """TTFT/TPOT/E2E P50/P90/P99, throughput and SLO attainment under load (the SLOs used are printed)."""

@@ -20,7 +20,7 @@ Timing is a fixed point over the event-driven executor (:func:`fabricsim.engine.
 2. the graphs run; every comm op's interval is cut where the set of other items in flight changes
    (items of any job, jobs repeating with their own step period). A *mix* is the item plus the
    items in flight with it that cross at least one of its links. Within a mix an item is slowed by
-   the links it shares (:meth:`_Timer.time_mix`: its bytes at the max-min fair per-flow share of
+   the links it shares (:meth:`ItemTimer.time_mix`: its bytes at the max-min fair per-flow share of
    each link while all of them are there; the slowdown is how far its bottleneck moves); each mix is
    computed once. The op's slowdown is the time-weighted mean over
    its segments of ``t_mix / t_alone``, its duration ``max(nominal, repeat x t_alone x slowdown)``;
@@ -169,7 +169,7 @@ def _concat(parts: Sequence[FlowSet]) -> FlowSet:
     return FlowSet(*joined, max_rate_Bps=np.concatenate(rates) if capped else None)
 
 
-class _Timer:
+class ItemTimer:
     """Times items alone on the fabric's network model (one run each) and in mixes by the links they
     share (see the module docstring)."""
 
@@ -235,31 +235,36 @@ class _Timer:
         return self.run.alone_s[item]
 
     def time_mix(self, items: frozenset[Item]) -> dict[Item, float]:
-        """Time (s) of each item while all of them are in flight: its time alone times how much its
-        bottleneck slows. Max-min fairness gives every flow on a link an equal share while all are
-        there, so on link l the item needs ``bytes_l x all flows_l / its flows_l / capacity_l``
-        against ``bytes_l / capacity_l`` alone; the slowdown is the largest of the first over the
-        largest of the second. A share is an upper bound on what the others leave it (flows held back
-        elsewhere use less), so no link carries more than its capacity."""
+        """Time (s) of each item while all of them are in flight: its time alone times
+        :meth:`slowdown` by the others."""
         if items in self.run.mixes:
             return self.run.mixes[items]
         times = {}
         for item in items:
-            links, own_bytes, own_flows = self.load(item)
-            if not links.size:
-                times[item] = self.alone(item)
-                continue
-            all_flows = own_flows.copy()
-            for other in items:
-                if other != item:
-                    o_links, _, o_flows = self.load(other)
-                    _, mine, theirs = np.intersect1d(links, o_links, assume_unique=True, return_indices=True)
-                    all_flows[mine] += o_flows[theirs]
-            capacity = self.capacity[links]
-            slowdown = float((own_bytes * all_flows / own_flows / capacity).max() / (own_bytes / capacity).max())
-            times[item] = self.alone(item) * max(slowdown, 1.0)
+            others = [(other, 1.0) for other in items if other != item]
+            times[item] = self.alone(item) * self.slowdown(item, others)
         self.run.mixes[items] = times
         return times
+
+    def slowdown(self, item: Item, others: Sequence[tuple[Item, float]]) -> float:
+        """How much the item's bottleneck slows (>= 1) with ``others`` in flight, each present with
+        the given weight (1: all the time; a fraction: its expected share of the time). Max-min
+        fairness gives every flow on a link an equal share while all are there, so on link l the
+        item needs ``bytes_l x all flows_l / its flows_l / capacity_l`` against
+        ``bytes_l / capacity_l`` alone; the slowdown is the largest of the first over the largest of
+        the second. A share is an upper bound on what the others leave it (flows held back elsewhere
+        use less), so no link carries more than its capacity."""
+        links, own_bytes, own_flows = self.load(item)
+        if not links.size:
+            return 1.0
+        all_flows = own_flows.copy()
+        for other, weight in others:
+            o_links, _, o_flows = self.load(other)
+            _, mine, theirs = np.intersect1d(links, o_links, assume_unique=True, return_indices=True)
+            all_flows[mine] += weight * o_flows[theirs]
+        capacity = self.capacity[links]
+        slowdown = float((own_bytes * all_flows / own_flows / capacity).max() / (own_bytes / capacity).max())
+        return max(slowdown, 1.0)
 
 
 def _item_key(item: Item) -> tuple[int, int, str, int, int, int]:
@@ -310,7 +315,7 @@ def _intervals(jobs: Sequence[FabricJob], timelines: Sequence[Timeline], ops: Se
     return rows, list(items)
 
 
-def _slowdowns(timer: _Timer, jobs: Sequence[FabricJob], timelines: Sequence[Timeline], ops: Sequence[list[int]]):
+def _slowdowns(timer: ItemTimer, jobs: Sequence[FabricJob], timelines: Sequence[Timeline], ops: Sequence[list[int]]):
     """Per job, per comm op: the time-weighted slowdown over its intervals (every copy of it within
     the horizon, so a short job repeating under a long one sees all of it; see module docstring)."""
     rows, items = _intervals(jobs, timelines, ops)
@@ -346,7 +351,7 @@ def _slowdowns(timer: _Timer, jobs: Sequence[FabricJob], timelines: Sequence[Tim
 def fabric_durations(jobs: Sequence[FabricJob], fabric: Fabric) -> FabricRun:
     """Per-op durations of every job with the fabric in the loop (module docstring, steps 1-3)."""
     run = FabricRun([], [])
-    timer = _Timer(jobs, fabric, run)
+    timer = ItemTimer(jobs, fabric, run)
     comm = [_comm_ops(job) for job in jobs]
     durations = []
     for j, job in enumerate(jobs):

@@ -12,7 +12,9 @@ fewest outstanding requests (ties: lowest index). With disaggregation, prefill r
 prefill; a finished prompt's KV crosses the fabric (an alpha-beta fit of
 :class:`fabricsim.collectives.times.CollectiveTimes` send/recv, per GPU shard, in parallel, or
 timed on the fabric by a :class:`StepNetwork`) to the decode replica least loaded when it leaves
-(hand-offs on their way count), which decodes it.
+(hand-offs on their way count), which decodes it. The first token reaches the user when the KV has
+arrived (vLLM's disaggregated-prefill proxy and NVIDIA Dynamo stream every token from the decode
+worker), so TTFT includes the hand-off.
 
 Per step the work is O(running prefills + admissions + completions): decode contexts are not
 walked token by token -- a running sum of contexts grows by the number of decode sequences each
@@ -240,11 +242,12 @@ class Replica:
 
     def _prefilled(self, rid: int, step: int, now: float) -> None:
         t = self.table
-        if math.isnan(t.first[rid]):
-            t.first[rid] = now
         if self.role == Role.PREFILL:
             self.sim.hand_off(self, rid)
-        elif t.out_left[rid] <= 1:
+            return
+        if math.isnan(t.first[rid]):
+            t.first[rid] = now
+        if t.out_left[rid] <= 1:
             self._release(rid, t.prompt[rid])
             t.finish[rid] = now
         else:
@@ -342,7 +345,7 @@ class ServingSimulation:
         """A prefill replica finished ``rid``'s prompt: ship its KV to a decode replica."""
         if self.table.out_left[rid] <= 1:
             source.release_transferred(rid)
-            self.table.finish[rid] = self.loop.now_s
+            self.table.first[rid] = self.table.finish[rid] = self.loop.now_s
             return
         target = _least_loaded(self.decoders)
         tokens = self.table.prompt[rid] + 1
@@ -354,6 +357,8 @@ class ServingSimulation:
         self.loop.schedule(delay, lambda: self._arrived(source, target, rid))
 
     def _arrived(self, source: Replica, target: Replica, rid: int) -> None:
+        if math.isnan(self.table.first[rid]):  # the engines stream tokens from the decode side
+            self.table.first[rid] = self.loop.now_s
         source.release_transferred(rid)
         target.incoming -= 1
         target.enqueue(rid)

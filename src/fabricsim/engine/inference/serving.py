@@ -16,7 +16,11 @@ deployment that does not fit is a result (``fits`` False), not an error.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.inference.analytic import InferScenario, memory_use
@@ -25,6 +29,7 @@ from fabricsim.engine.inference.scheduler import (
     SchedulerConfig,
     ServingSimulation,
     ServingSummary,
+    StepNetwork,
     summarize,
 )
 from fabricsim.engine.inference.step import (
@@ -39,6 +44,10 @@ from fabricsim.specs import ModelSpec, SystemSpec
 from fabricsim.transformer.inference import StepWork
 from fabricsim.transformer.kv_cache import capacity_tokens, kv_bytes_per_token_per_gpu
 from fabricsim.workload.requests import RequestStream
+
+if TYPE_CHECKING:  # the fabric loop (scipy) loads only when a serving network is built
+    from fabricsim.engine.fabric_loop import Fabric
+    from fabricsim.engine.inference.serving_fabric import ServingFabric
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +150,26 @@ def make_transfer(scenario: ServeScenario):
     return transfer_s
 
 
-def cluster_config(scenario: ServeScenario) -> ClusterConfig:
+def serving_network(
+    scenario: ServeScenario,
+    fabrics: Sequence[Fabric] | None = None,
+    host_of_gpu: np.ndarray | None = None,
+    link_jitter: float = 0.0,
+    seed: int = 0,
+) -> ServingFabric:
+    """The deployment's steps and KV hand-offs on ``fabrics`` (one per background sample; None: the
+    analytic times), with ``link_jitter``; see :mod:`fabricsim.engine.inference.serving_fabric`."""
+    from fabricsim.engine.inference.serving_fabric import Deployment, ServingFabric
+
+    layout = scenario.layout
+    per_token = kv_bytes_per_token_per_gpu(scenario.model, layout.kv_dtype, layout.tensor_parallel,
+                                           layout.pipeline_parallel)
+    deployment = Deployment(scenario.model, scenario.system, layout, layout.replicas, per_token)
+    transfer = make_transfer(scenario) if scenario.disaggregate else None
+    return ServingFabric(deployment, make_timer(scenario), transfer, fabrics, host_of_gpu, link_jitter, seed)
+
+
+def cluster_config(scenario: ServeScenario, network: StepNetwork | None = None) -> ClusterConfig:
     scheduler = SchedulerConfig(
         kv_capacity_tokens=replica_kv_tokens(scenario),
         token_budget=scenario.token_budget,
@@ -151,11 +179,14 @@ def cluster_config(scenario: ServeScenario) -> ClusterConfig:
     if scenario.disaggregate:
         prefill, decode = scenario.disaggregate
         return ClusterConfig(scheduler, make_timer(scenario), mixed=0, prefill=prefill, decode=decode,
-                             transfer_s=make_transfer(scenario))
-    return ClusterConfig(scheduler, make_timer(scenario), mixed=scenario.layout.replicas)
+                             transfer_s=make_transfer(scenario), network=network)
+    return ClusterConfig(scheduler, make_timer(scenario), mixed=scenario.layout.replicas, network=network)
 
 
-def simulate_serving(scenario: ServeScenario, stream: RequestStream, slo_s: tuple[float, float]) -> ServingSummary:
-    """Run the request-level simulation; ``slo_s`` = (TTFT SLO, TPOT SLO) in seconds."""
-    outcome = ServingSimulation(stream, cluster_config(scenario)).run()
+def simulate_serving(
+    scenario: ServeScenario, stream: RequestStream, slo_s: tuple[float, float], network: StepNetwork | None = None
+) -> ServingSummary:
+    """Run the request-level simulation; ``slo_s`` = (TTFT SLO, TPOT SLO) in seconds; ``network``
+    times the steps and KV hand-offs (default: the analytic step and hand-off times)."""
+    outcome = ServingSimulation(stream, cluster_config(scenario, network)).run()
     return summarize(outcome, slo_s[0], slo_s[1])
