@@ -189,7 +189,7 @@ def background_samples(placed: PlacedFabric, system: SystemSpec, seed: int, coun
     return samples
 
 
-def serving_network_report(placed: PlacedFabric, record: Any) -> dict[str, Any]:
+def serving_network_report(placed: PlacedFabric, network_runs: int) -> dict[str, Any]:
     """The ``network`` block of ``serve`` at flow/packet fidelity: the fabric choices, the network
     runs made and, at packet level, the pause/ECN/queue/drop counters."""
     out: dict[str, Any] = {
@@ -199,7 +199,7 @@ def serving_network_report(placed: PlacedFabric, record: Any) -> dict[str, Any]:
         "transport": placed.transport,
         "routing": placed.routing,
         "background": placed.options.background,
-        "network_runs": record.network_runs,
+        "network_runs": network_runs,
     }
     counters = getattr(placed.fabric.network, "counters", None)
     if counters is not None:

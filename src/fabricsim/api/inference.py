@@ -231,7 +231,7 @@ def serve(
             extra["kv_transfer_s"] = tuple(percentiles(np.asarray(record.transfer_s)).to_json().items())
         extra["network_stall_s"] = tuple(percentile_pair(record.stall_s).items())
         if placed is not None:
-            extra["network"] = serving_network_report(placed, record)
+            extra["network"] = serving_network_report(placed, network.network_runs)
     return attach_serve(ServeResult(
         **common, completed=summary.completed, output_tokens_per_s=summary.output_tokens_per_s,
         requests_per_s=summary.requests_per_s, ttft_s=tuple(summary.ttft.to_json().items()),

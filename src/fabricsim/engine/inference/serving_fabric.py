@@ -89,11 +89,10 @@ class _Kind:
 
 @dataclass
 class ServingNetworkRecord:
-    """Per step the network stall (s), per KV hand-off its time (s), and the network runs made."""
+    """Per step the network stall (s), per KV hand-off its time (s)."""
 
     stall_s: list[float] = field(default_factory=list)
     transfer_s: list[float] = field(default_factory=list)
-    network_runs: int = 0
 
 
 class ServingFabric:
@@ -120,9 +119,9 @@ class ServingFabric:
         self.record = ServingNetworkRecord()
         self.fabrics = list(fabrics or [])
         self.host_of_gpu = host_of_gpu
-        self.run = FabricRun([], [])
         self.jobs: list[FabricJob] = []
-        self.timers = [ItemTimer(self.jobs, fabric, self.run) for fabric in self.fabrics]
+        self.runs = [FabricRun([], []) for _ in self.fabrics]  # per sample: its own cache of times alone
+        self.timers = [ItemTimer(self.jobs, fabric, run) for fabric, run in zip(self.fabrics, self.runs, strict=True)]
         self.lines: dict[tuple[object, ...], list[Line] | None] = {}
         self.transfer_jobs: dict[tuple[int, int], tuple[int, int]] = {}
         self.busy: dict[int, tuple[float, list[tuple[Item, float]]]] = {}  # replica -> (end, weighted items)
@@ -133,6 +132,11 @@ class ServingFabric:
             self.replica_job = [self._replica_job(r) for r in range(deployment.replicas)]
             self.domain_gpus = self.fabrics[0].domain_gpus
             self.kinds = self._kinds(layout)
+
+    @property
+    def network_runs(self) -> int:
+        """Runs of the network model so far (every item alone, per background sample and size)."""
+        return sum(run.network_runs for run in self.runs)
 
     # --- items -------------------------------------------------------------------------------
 
@@ -172,10 +176,8 @@ class ServingFabric:
             return None
         lines = []
         for timer in self.timers:
-            runs_before = self.run.network_runs
             t_small = max(timer.alone(item) for item in small)
             t_large = max(timer.alone(item) for item in large)
-            self.record.network_runs += self.run.network_runs - runs_before
             beta = max(t_large - t_small, 0.0) / (FIT_SIZES_BYTES[1] - FIT_SIZES_BYTES[0])
             lines.append(Line(max(t_small - beta * FIT_SIZES_BYTES[0], 0.0), beta))
         return lines
