@@ -477,8 +477,27 @@ def serve_table(result: dict[str, Any]) -> Table:
             ("E2E p50/p90/p99", triple(result["e2e_s"])),
             ("SLO attainment", f"{result['slo_attainment'] * 100:.1f}%{_slo_text(result.get('slo') or {})}"),
             ("preemptions", str(result["preemptions"])),
+            *_serve_network_rows(result),
         ],
     )
+
+
+def _serve_network_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """KV hand-offs (disaggregated), the per-step network stall and the fabric, when there are any."""
+    rows = []
+    kv = result.get("kv_transfer_s")
+    if kv:
+        rows.append(("KV hand-off p50/p90/p99", " / ".join(format_seconds(kv[k]) for k in ("p50", "p90", "p99"))))
+    stall = result.get("network_stall_s") or {}
+    if any(stall.values()):
+        pair = f"{format_seconds(stall['p50'])} / {format_seconds(stall['p99'])}"
+        rows.append(("network stall per step p50/p99", pair))
+    network = result.get("network")
+    if network:
+        background = f", background {network['background']}" if network.get("background") else ""
+        rows.append(("fabric", f"{network['fidelity']} on {network['topology']} ({network['transport']}, "
+                               f"{network['routing']}, {network['placement']} placement{background})"))
+    return rows
 
 
 def _slo_text(slo: dict[str, float]) -> str:
