@@ -22,8 +22,11 @@ def _disaggregated(topology: str) -> dict:
 
 def test_oversubscribed_fabric_slows_kv_hand_offs_and_ttft_tail() -> None:
     flat, thin = _disaggregated(NON_BLOCKING), _disaggregated(FOUR_TO_ONE)
-    assert thin["kv_transfer_s"]["p50"] > flat["kv_transfer_s"]["p50"]
-    assert thin["kv_transfer_s"]["p99"] > flat["kv_transfer_s"]["p99"]
+    # spread puts the 4 nodes on the fabric's 4 leaves: every hand-off climbs to the spines, which
+    # carry a quarter of a leaf's host bandwidth on the 4:1 fabric
+    assert thin["kv_transfer_s"]["p50"] > 1.5 * flat["kv_transfer_s"]["p50"]
+    assert thin["kv_transfer_s"]["p99"] > 1.5 * flat["kv_transfer_s"]["p99"]
+    assert thin["ttft_s"]["p50"] > flat["ttft_s"]["p50"]
     assert thin["ttft_s"]["p99"] > flat["ttft_s"]["p99"]
     # the tail TTFT moved by no more than the hand-offs it waits for can explain (queueing included)
     assert thin["ttft_s"]["p99"] - flat["ttft_s"]["p99"] < 10 * thin["kv_transfer_s"]["p99"]

@@ -131,7 +131,8 @@ def build_fabric(
     from fabricsim.topology.system import build_system_topology
 
     scale_out = build_topology(options.topology) if options.topology is not None else None
-    topology = build_system_topology(system, gpus, **({"fabric": scale_out} if scale_out is not None else {}))
+    fabric_gpus = gpus if scale_out is None else _fabric_gpus(system, gpus, scale_out.hosts)
+    topology = build_system_topology(system, fabric_gpus, **({"fabric": scale_out} if scale_out is not None else {}))
     policy = parse_placement(options.placement or "packed")
     placed = place(topology, gpus, min(system.gpus_per_node, gpus), policy)
     nic_share_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
@@ -140,6 +141,19 @@ def build_fabric(
     )
     fabric = dataclasses.replace(fabric, domain_gpus=system.scale_up.domain_gpus)
     return PlacedFabric(fabric, placed.host_of_gpu, placed.policy, transport.name, chosen, fidelity, options)
+
+
+def _fabric_gpus(system: SystemSpec, gpus: int, host_ports: int) -> int:
+    """GPUs of the nodes a builder fabric of ``host_ports`` ports holds (the job placed on some of
+    them, so ``spread`` has the whole fabric to spread over), at least the job's."""
+    if gpus < system.gpus_per_node:
+        return gpus
+    room = host_ports // system.scale_out.nics_per_node * system.gpus_per_node
+    try:
+        system.check_gpu_count(room)
+    except FabricsimError:
+        return gpus
+    return max(room, gpus)
 
 
 def fabric_on(
