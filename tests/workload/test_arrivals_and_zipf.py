@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -116,3 +118,14 @@ def test_a_request_trace_with_gamma_arrivals_is_refused(tmp_path, capsys):
             "--arrival", "gamma:2", "--json"]
     assert main(argv) == 2
     assert "arrival" in capsys.readouterr().err
+
+
+def test_the_serve_json_names_its_arrival_process(capsys):
+    from fabricsim.cli.app import main
+
+    base = ["serve", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "1", "--arrival-rate", "5",
+            "--requests", "20", "--output-len", "8", "--input-len", "64", "--json"]
+    assert main([*base, "--arrival", "GAMMA:2.50"]) == 0
+    assert json.loads(capsys.readouterr().out)["arrival"] == "gamma:2.5"
+    assert main(base) == 0
+    assert json.loads(capsys.readouterr().out)["arrival"] == "poisson"

@@ -198,6 +198,7 @@ def serve(
         "model": model_spec.name, "system": system_spec.name, "gpus": gpus, "requests": len(stream),
         "slo": (("ttft_s", slo_ttft_s), ("tpot_s", slo_tpot_s)), "seed": seed,
         "arrival_rate_per_s": None if request_trace else float(arrival_rate or 0.0),
+        "arrival": None if request_trace else str(request_streams.parse_arrival(arrival)),
         "layout": tuple({**layout.as_dict(), "disaggregate": disaggregate or None}.items()), **_fit_fields(fits),
     }
     if not common["fits"]:

@@ -172,6 +172,10 @@ class ArrivalProcess:
     kind: str = "poisson"
     cv: float = 1.0
 
+    def __str__(self) -> str:
+        """The ARRIVAL string that gives this process (``poisson`` or ``gamma:CV``)."""
+        return self.kind if self.kind == "poisson" else f"gamma:{self.cv:g}"
+
 
 POISSON = ArrivalProcess()
 MAX_ARRIVAL_CV = 10.0
