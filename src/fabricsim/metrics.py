@@ -264,6 +264,7 @@ class ServeResult:
     duration_s: float
     layout: tuple[tuple[str, object], ...]
     fidelity: str = "simulate"
+    arrival: str | None = None  # the arrival process (poisson | gamma:CV); None for a replayed request trace
     fits: bool = True
     memory_per_gpu_bytes: float = float("nan")
     memory_capacity_bytes: float = float("nan")

@@ -57,7 +57,10 @@ BAD: dict[str, list[str]] = {
     "duration": ["-1", "0", "-1ms", "2parsecs", *NUMBER_JUNK],
     # a token-count distribution (an integer, uniform:LO,HI, lognormal:..., normal:...)
     "distribution": ["-1", "0", str(10**400), "uniform:9,3", "uniform:1,inf", "uniform:nan,5",
-                     "lognormal:100,1e300", "normal:nan,1", "poisson:3", *NUMBER_JUNK],
+                     "lognormal:100,1e300", "normal:nan,1", "poisson:3", "zipf:0,1,5", "zipf:1,5", "zipf:1,9,3",
+                     "zipf:nan,1,5", "zipf:1,1,1e400", "zipf:11,1,5", *NUMBER_JUNK],
+    # an arrival process (poisson or gamma:CV)
+    "arrival": ["bogus", "", "gamma:", "gamma:0", "gamma:-1", "gamma:nan", "gamma:inf", "gamma:11", "poisson:2"],
     # comma-separated integer lists of a search space (plan --tp 4,8)
     "count_list": ["-1", "0", "4,-8", "4,,8", ",", "4,x", str(10**400), *NUMBER_JUNK],
     "stage_list": ["-1", "4", "0,7", ",", "x", *NUMBER_JUNK],
@@ -172,7 +175,7 @@ KINDS: dict[str, dict[str, str]] = {
               "disaggregate": "ratio", "seed": "natural", "token_budget": "count", "max_batch": "count",
               "admission": "enum", "slo_ttft": "duration", "slo_tpot": "duration", "fidelity": "enum",
               "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background",
-              "link_jitter": "non_negative"},
+              "link_jitter": "non_negative", "arrival": "arrival"},
     "sweep": {"spec": "input", "db": "output", "executor": "enum", "workers": "count", "export": "output"},
     "traffic": {"pattern": "enum", "topology": "topology", "routing": "enum", "seed": "natural", "size": "size",
                 "hosts": "count", "fail_links": "natural", "fail_fraction": "fraction", "fidelity": "enum",

@@ -59,6 +59,12 @@ BOUNDS = {
     # TRT-LLM H100 offline throughput: 30 dense Llama rows + 7 Qwen3-235B-A22B MoE rows; 15 Llama 4 rows
     # skipped (interleaved MoE / chunked attention not modelled).
     "inference": Bound(row_max=0.25, mean_abs=0.07, bias=(-0.03, 0.04), rows=37, skipped=15),
+    # MLPerf Inference v4.1 Llama 2 70B Server/Offline, NVIDIA DGX H100 and H200 (issue 24), out-of-sample:
+    # every row under-predicted by 42-45% at the dataset's stated mean lengths (684 in / ~291 out, the input
+    # mean unverified): fewer requests fit the simulated KV cache than the submissions kept in flight, and at
+    # 684 input tokens the measured H200 Offline rate would need 91% of its dense FP8 peak
+    # (validation/serving.py). A bound on today's figures, not a target.
+    "serving": Bound(row_max=0.46, mean_abs=0.45, bias=(-0.46, -0.40), rows=4),
 }
 
 EXPECTED_MISSES: dict[str, str] = {

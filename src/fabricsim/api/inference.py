@@ -129,9 +129,13 @@ def _parse_disaggregate(text: str | None) -> tuple[int, int] | None:
 
 
 def request_stream(model_spec: ModelSpec, options: dict[str, Any]) -> RequestStream:
-    """Poisson arrivals with sampled lengths, or a trace file (CSV or JSONL)."""
+    """Poisson (or ``arrival="gamma:CV"``) arrivals with sampled lengths, or a trace file (CSV or JSONL)."""
     context = model_spec.max_position_embeddings
+    arrival = request_streams.parse_arrival(options.get("arrival", "poisson"))
     if options.get("trace"):
+        if arrival.kind != "poisson":
+            raise FabricsimError("arrival", "a request trace replays its own arrival times",
+                                 "drop --arrival, or drop --request-trace")
         path = Path(str(options["trace"]))
         text = read_text(path, "request-trace")
         stream = request_streams.parse_trace(text, jsonl=path.suffix.lower() in (".jsonl", ".json", ".ndjson"))
@@ -146,7 +150,8 @@ def request_stream(model_spec: ModelSpec, options: dict[str, Any]) -> RequestStr
         check_lengths(model_spec, dists[0].upper_bound, dists[1].upper_bound)
     count = int(options["requests"])  # type: ignore[call-overload]
     request_streams.check_arrival_rate(float(rate), count)
-    stream = request_streams.poisson_stream(float(rate), count, dists, (context - 1, context - 1), int(options["seed"]))
+    stream = request_streams.poisson_stream(float(rate), count, dists, (context - 1, context - 1), int(options["seed"]),
+                                            arrival)
     return request_streams.clip_to_context(stream, context)
 
 
@@ -179,12 +184,14 @@ def serve(
     nic: str | None = None,
     background: str | None = None,
     link_jitter: NonNegativeFloat = 0.0,
+    arrival: str = "poisson",
 ) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
     :mod:`fabricsim.engine.inference.scheduler`. ``gpus`` is the whole deployment; each replica gets the
     layout; ``disaggregate="P:D"`` splits the replicas into P prefill and D decode replicas.
     ``admission`` is ``on-demand`` (vLLM: KV blocks as needed, preempt the newest on overflow) or
     ``reserve`` (TensorRT-LLM GUARANTEED_NO_EVICT: KV for input + output reserved at admission).
+    ``arrival`` is ``poisson`` or ``gamma:CV`` (bursty gaps for CV > 1; see :mod:`fabricsim.workload.requests`).
     A deployment whose replica KV cache (per pool) cannot hold the longest request, weights that do
     not fit included, is a result with ``fits`` False, its memory figures and nothing served.
     ``fidelity``: ``analytic``/``simulate`` time steps and KV hand-offs by the analytic model;
@@ -208,12 +215,14 @@ def serve(
     scenario = ServeScenario(model_spec, system_spec, layout, token_budget, max_batch,
                              reserve_full=admission == "reserve", disaggregate=split)
     stream = request_stream(model_spec, {"trace": request_trace, "arrival_rate": arrival_rate, "input_len": input_len,
-                                          "output_len": output_len, "requests": requests, "seed": seed})
+                                          "output_len": output_len, "requests": requests, "seed": seed,
+                                          "arrival": arrival})
     fits = pool_fits(scenario, stream)
     common = {
         "model": model_spec.name, "system": system_spec.name, "gpus": gpus, "requests": len(stream),
         "slo": (("ttft_s", slo_ttft_s), ("tpot_s", slo_tpot_s)), "seed": seed,
         "arrival_rate_per_s": None if request_trace else float(arrival_rate or 0.0),
+        "arrival": None if request_trace else str(request_streams.parse_arrival(arrival)),
         "layout": tuple({**layout.as_dict(), "disaggregate": disaggregate or None}.items()), **_fit_fields(fits),
     }
     if not common["fits"]:

@@ -14,7 +14,7 @@ from fabricsim.cli.common import emit
 from fabricsim.cli.progress import working
 from fabricsim.errors import FabricsimError
 
-DIST_HELP = "DIST: an integer, uniform:LO,HI, lognormal:MEAN,SIGMA or normal:MEAN,STD (tokens)"
+DIST_HELP = "DIST: an integer, uniform:LO,HI, lognormal:MEAN,SIGMA, normal:MEAN,STD or zipf:S,MIN,MAX (tokens)"
 
 
 def serve(
@@ -39,6 +39,9 @@ def serve(
     admission: str = typer.Option(
         "on-demand", "--admission",
         help="on-demand (vLLM: allocate KV as needed, preempt on overflow) | reserve (TensorRT-LLM no-evict)"),
+    arrival: str = typer.Option(
+        "poisson", "--arrival",
+        help="poisson | gamma:CV (gamma gaps of mean 1/rate; CV > 1 bursty, gamma:1 = Poisson)"),
     slo_ttft: str = o.SLO_TTFT_SERVE,
     slo_tpot: str = o.SLO_TPOT_SERVE,
     fidelity: str = typer.Option(

@@ -1,4 +1,4 @@
-"""Serving request streams: length distributions, Poisson arrivals, trace files (layer L5).
+"""Serving request streams: length distributions, Poisson or gamma arrivals, trace files (layer L5).
 
 A stream is three aligned numpy arrays: arrival times (s, sorted), input and output lengths (tokens).
 Lengths come from a DIST string:
@@ -7,7 +7,13 @@ Lengths come from a DIST string:
 * ``uniform:LO,HI`` -- integers uniform in [LO, HI];
 * ``lognormal:MEAN,SIGMA`` -- log-normal with the given mean (tokens) and log-space sigma, rounded
   and clipped to [1, the model's context];
-* ``normal:MEAN,STD`` -- normal, rounded and clipped the same way.
+* ``normal:MEAN,STD`` -- normal, rounded and clipped the same way;
+* ``zipf:S,MIN,MAX`` -- integers in [MIN, MAX] with P(k) proportional to k^-S (S > 0, a bounded
+  Zipf law: most requests short, a heavy tail of long ones).
+
+Arrivals come from an ARRIVAL string: ``poisson`` (exponential gaps) or ``gamma:CV`` (gamma gaps of
+mean ``1 / rate`` and coefficient of variation CV: bursty for CV > 1, smoother than Poisson for
+CV < 1; ``gamma:1`` draws exactly the Poisson stream of the same seed).
 
 Traces are CSV (with a header) or JSON Lines with, per request, an arrival time in seconds and the
 input and output lengths; accepted column names: ``arrival_s|arrival_time|timestamp``,
@@ -51,6 +57,7 @@ class LengthDist:
     kind: str
     a: float
     b: float = 0.0
+    c: float = 0.0  # zipf: a = exponent S, b = MIN, c = MAX
 
     @property
     def upper_bound(self) -> float:
@@ -59,6 +66,8 @@ class LengthDist:
             return self.a
         if self.kind == "uniform":
             return self.b
+        if self.kind == "zipf":
+            return self.c
         return math.inf
 
 
@@ -70,7 +79,9 @@ def parse_length_dist(text: str, field: str) -> LengthDist:
     ``uniform`` with at least one integer in [LO, HI], a log-normal sigma at most 10."""
     raw = str(text).strip().lower()
     shown = repr(str(text)[:40])
-    fix = "use an integer, uniform:LO,HI, lognormal:MEAN,SIGMA or normal:MEAN,STD"
+    fix = "use an integer, uniform:LO,HI, lognormal:MEAN,SIGMA, normal:MEAN,STD or zipf:S,MIN,MAX"
+    if raw.startswith("zipf:"):
+        return _parse_zipf(raw, shown, field, fix)
     try:
         if ":" not in raw:
             value = int(raw)
@@ -95,12 +106,40 @@ def parse_length_dist(text: str, field: str) -> LengthDist:
     raise FabricsimError(field, f"bad length distribution {shown}", fix + rules)
 
 
+MAX_ZIPF_EXPONENT = 10.0  # beyond this, 2^-S < 0.1%: all mass on MIN, the law says nothing more
+
+
+def _parse_zipf(raw: str, shown: str, field: str, fix: str) -> LengthDist:
+    """``zipf:S,MIN,MAX``: 0 < S <= 10, 1 <= MIN <= MAX integers, MAX at most the token cap."""
+    try:
+        s, low, high = (float(v) for v in raw.split(":", 1)[1].split(","))
+    except ValueError:
+        raise FabricsimError(field, f"cannot parse length distribution {shown}", fix) from None
+    if not all(math.isfinite(v) for v in (s, low, high)):
+        raise FabricsimError(field, f"length distribution {shown} needs finite numbers", fix)
+    check_cap(field, max(low, high), "TOKENS")
+    if 0 < s <= MAX_ZIPF_EXPONENT and low >= 1 and math.ceil(low) <= math.floor(high):
+        return LengthDist("zipf", s, math.ceil(low), math.floor(high))
+    raise FabricsimError(field, f"bad length distribution {shown}",
+                         fix + "; zipf: 0 < S <= 10 and integers 1 <= MIN <= MAX")
+
+
+def zipf_lengths(dist: LengthDist, rng: np.random.Generator, count: int) -> np.ndarray:
+    """``count`` integers in [MIN, MAX] with P(k) = k^-S / sum_j j^-S, by inverting the CDF."""
+    support = np.arange(int(dist.b), int(dist.c) + 1, dtype=np.float64)
+    cdf = np.cumsum(support ** -dist.a)
+    picks = np.searchsorted(cdf, rng.random(count) * cdf[-1], side="right")
+    return support[np.minimum(picks, len(support) - 1)]
+
+
 def sample_lengths(dist: LengthDist, rng: np.random.Generator, count: int, limit: int) -> np.ndarray:
     """``count`` lengths (int64) drawn from ``dist``, clipped to [1, ``limit``]."""
     if dist.kind == "fixed":
         values = np.full(count, dist.a)
     elif dist.kind == "uniform":
         values = rng.integers(int(dist.a), int(dist.b) + 1, size=count)
+    elif dist.kind == "zipf":
+        values = zipf_lengths(dist, rng, count)
     elif dist.kind == "lognormal":
         mu = math.log(dist.a) - dist.b**2 / 2.0
         values = np.rint(rng.lognormal(mu, dist.b, size=count))
@@ -126,12 +165,58 @@ def check_arrival_rate(rate_per_s: float, count: int, field: str = "arrival-rate
     raise FabricsimError(field, problem, f"give at least {lowest:.3g}")
 
 
+@dataclass(frozen=True, slots=True)
+class ArrivalProcess:
+    """Inter-arrival gaps: ``poisson`` (exponential) or ``gamma`` with coefficient of variation ``cv``."""
+
+    kind: str = "poisson"
+    cv: float = 1.0
+
+    def __str__(self) -> str:
+        """The ARRIVAL string that gives this process (``poisson`` or ``gamma:CV``)."""
+        return self.kind if self.kind == "poisson" else f"gamma:{self.cv:g}"
+
+
+POISSON = ArrivalProcess()
+MAX_ARRIVAL_CV = 10.0
+"""Largest gamma CV accepted: at CV 10 the gamma shape is 0.01, and about 87% of gaps are already
+below 1e-6 of the mean gap (P(X < x) ~ (x / scale)^shape for small x), i.e. below the 1 µs a serving
+run resolves at any usual rate; larger CVs only make those zero gaps more common."""
+
+
+def parse_arrival(text: str, field: str = "arrival") -> ArrivalProcess:
+    """``poisson`` or ``gamma:CV`` with 0 < CV <= :data:`MAX_ARRIVAL_CV`."""
+    raw = str(text).strip().lower()
+    fix = f"use poisson or gamma:CV with 0 < CV <= {MAX_ARRIVAL_CV:g} (CV > 1: bursts; gamma:1 is Poisson)"
+    if raw == "poisson":
+        return POISSON
+    kind, _, arg = raw.partition(":")
+    try:
+        cv = float(arg)
+    except ValueError:
+        cv = math.nan
+    if kind != "gamma" or not 0 < cv <= MAX_ARRIVAL_CV:  # NaN fails the comparison too
+        raise FabricsimError(field, f"bad arrival process {str(text)[:40]!r}", fix)
+    return ArrivalProcess("gamma", cv)
+
+
+def arrival_gaps(process: ArrivalProcess, rate_per_s: float, rng: np.random.Generator, count: int) -> np.ndarray:
+    """``count`` inter-arrival gaps (s) of mean ``1 / rate_per_s``. Gamma: shape k = 1/CV^2 and scale
+    1/(rate k), so mean k·scale = 1/rate and CV = 1/sqrt(k); numpy draws shape 1 as an exponential,
+    so ``gamma:1`` gives the Poisson gaps of the same seed."""
+    if process.kind == "poisson":
+        return rng.exponential(1.0 / rate_per_s, size=count)
+    shape = 1.0 / process.cv**2
+    return rng.gamma(shape, 1.0 / (rate_per_s * shape), size=count)
+
+
 def poisson_stream(rate_per_s: float, count: int, lengths: tuple[LengthDist, LengthDist],
-                   limits: tuple[int, int], seed: int) -> RequestStream:
-    """``count`` requests with exponential inter-arrival gaps of mean ``1 / rate_per_s`` (Poisson),
-    first arrival at the first gap; ``rate_per_s = inf`` puts every arrival at t = 0 (offline)."""
+                   limits: tuple[int, int], seed: int, arrival: ArrivalProcess = POISSON) -> RequestStream:
+    """``count`` requests whose inter-arrival gaps have mean ``1 / rate_per_s`` (exponential: Poisson,
+    or gamma: see :func:`arrival_gaps`), first arrival at the first gap; ``rate_per_s = inf`` puts
+    every arrival at t = 0 (offline)."""
     rng = np.random.default_rng(seed)
-    arrivals = np.zeros(count) if math.isinf(rate_per_s) else np.cumsum(rng.exponential(1.0 / rate_per_s, size=count))
+    arrivals = np.zeros(count) if math.isinf(rate_per_s) else np.cumsum(arrival_gaps(arrival, rate_per_s, rng, count))
     return RequestStream(
         arrival_s=arrivals,
         input_len=sample_lengths(lengths[0], rng, count, limits[0]),
