@@ -39,6 +39,10 @@ def serve(
     admission: str = typer.Option(
         "on-demand", "--admission",
         help="on-demand (vLLM: allocate KV as needed, preempt on overflow) | reserve (TensorRT-LLM no-evict)"),
+    kv_pool: str | None = typer.Option(
+        None, "--kv-pool", help="shared CXL pool for preempted requests' KV: a catalog pool (cxl-pool-cmm-b) or YAML"),
+    pool_sharing: int | None = typer.Option(
+        None, "--pool-sharing", help="GPUs sharing the pool, the deployment's included (default: its hosts' GPUs)"),
     slo_ttft: str = o.SLO_TTFT_SERVE,
     slo_tpot: str = o.SLO_TPOT_SERVE,
     as_json: bool = o.JSON,
