@@ -219,7 +219,7 @@ def _kv_pool_choice(
     a pool. Every GPU of the deployment (``gpus``) reaches the pool, so fewer sharers are refused."""
     if name is None:
         if sharing is not None:
-            raise FabricsimError("pool-sharing", "given without --kv-pool", "add --kv-pool NAME (catalog list pools)")
+            raise FabricsimError("pool-sharing", "given without --kv-pool", "add --kv-pool NAME, e.g. cxl-pool-cmm-b")
         return None, 0
     pool = catalog.load_pool(name, "kv-pool")
     if sharing is None:
@@ -229,8 +229,8 @@ def _kv_pool_choice(
                                  f"{system.name}), fewer than the deployment's {gpus} GPUs",
                                  f"give --pool-sharing {gpus} or more")
     elif sharing < gpus:
-        raise FabricsimError("pool-sharing", f"{sharing} GPUs cannot share the pool with the deployment's {gpus}",
-                             f"give --pool-sharing {gpus} or more (every GPU of the deployment reaches the pool)")
+        raise FabricsimError("pool-sharing", f"{sharing} is fewer than the deployment's {gpus} GPUs, which all "
+                             "reach the pool", f"give --pool-sharing {gpus} or more")
     return pool, sharing
 
 
