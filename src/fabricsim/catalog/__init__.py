@@ -149,7 +149,7 @@ def load_switch(name_or_path: str) -> SwitchSpec:
 
 
 @lru_cache(maxsize=64)
-def load_pool(name_or_path: str, field: str = "kv-pool") -> KvPoolSpec:
+def load_pool(name_or_path: str, field: str = "pool") -> KvPoolSpec:
     """Load a shared CXL memory pool (``data/pools``) and resolve the link of its ports; errors name
     ``field`` (the option that chose it)."""
     data, sources, origin = _load_item("pools", name_or_path, field)
