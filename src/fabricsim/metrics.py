@@ -271,6 +271,9 @@ class ServeResult:
     kv_capacity_tokens: int = 0
     longest_request_tokens: int = 0
     pools: tuple[tuple[str, dict[str, object]], ...] = field(default=(), metadata=EMPTY_AS_NULL)
+    # with --kv-pool: {capacity_bytes (the deployment's share), hit_rate, readmissions, bytes_moved,
+    # stall_s, name, sharing_gpus}; null without a pool (engine.inference.kv_pool)
+    kv_pool: tuple[tuple[str, object], ...] = field(default=(), metadata=EMPTY_AS_NULL)
     energy: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)  # power_W, ... (cost.energy)
     tpot_p99_over_p50: float = float("nan")
     kv_transfer_s: tuple[tuple[str, float], ...] = field(default=(), metadata=EMPTY_AS_NULL)  # P -> D hand-offs

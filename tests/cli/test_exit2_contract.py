@@ -175,7 +175,7 @@ KINDS: dict[str, dict[str, str]] = {
               "disaggregate": "ratio", "seed": "natural", "token_budget": "count", "max_batch": "count",
               "admission": "enum", "slo_ttft": "duration", "slo_tpot": "duration", "fidelity": "enum",
               "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background",
-              "link_jitter": "non_negative", "arrival": "arrival"},
+              "link_jitter": "non_negative", "arrival": "arrival", "kv_pool": "catalog", "pool_sharing": "count"},
     "sweep": {"spec": "input", "db": "output", "executor": "enum", "workers": "count", "export": "output"},
     "traffic": {"pattern": "enum", "topology": "topology", "routing": "enum", "seed": "natural", "size": "size",
                 "hosts": "count", "fail_links": "natural", "fail_fraction": "fraction", "fidelity": "enum",

@@ -41,6 +41,7 @@ from fabricsim.specs.inputs import (
     Tokens,
     edge,
 )
+from fabricsim.specs.memory_tier import KvPoolSpec
 from fabricsim.textfile import read_text
 from fabricsim.transformer.parameters import check_cluster_can_hold
 from fabricsim.units import parse_size
@@ -185,6 +186,8 @@ def serve(
     background: str | None = None,
     link_jitter: NonNegativeFloat = 0.0,
     arrival: str = "poisson",
+    kv_pool: str | None = None,
+    pool_sharing: Gpus | None = None,
 ) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
     :mod:`fabricsim.engine.inference.scheduler`. ``gpus`` is the whole deployment; each replica gets the
@@ -199,6 +202,9 @@ def serve(
     placed fabric (``topology``, ``placement``, ``nic``, ``background`` as for ``train``; see
     :mod:`fabricsim.engine.inference.serving_fabric`). ``link_jitter`` (sigma) stretches each step's
     communication and each hand-off by ``1 + sigma |Z|`` at every fidelity.
+    ``kv_pool`` names a shared CXL pool (catalog ``pools`` or a YAML file) that preempted requests'
+    KV goes to and comes back from (:mod:`fabricsim.engine.inference.kv_pool`), shared by
+    ``pool_sharing`` GPUs (default: the pool's hosts x the system's GPUs per node).
     Returns :class:`metrics.ServeResult`."""
     from fabricsim.api.fabric import FabricOptions, check_fabric_options, with_nic
 
@@ -212,8 +218,10 @@ def serve(
                              f"{layout.replica_gpus} GPUs, {gpus} GPUs make {layout.replicas}", "match --gpus")
     if admission not in ("on-demand", "reserve"):
         raise FabricsimError("admission", f"unknown policy {admission!r}", "use on-demand or reserve")
+    pool, sharing = _kv_pool_choice(kv_pool, pool_sharing, system_spec, layout.replicas * layout.replica_gpus)
     scenario = ServeScenario(model_spec, system_spec, layout, token_budget, max_batch,
-                             reserve_full=admission == "reserve", disaggregate=split)
+                             reserve_full=admission == "reserve", disaggregate=split, kv_pool=pool,
+                             pool_sharing_gpus=sharing)
     stream = request_stream(model_spec, {"trace": request_trace, "arrival_rate": arrival_rate, "input_len": input_len,
                                           "output_len": output_len, "requests": requests, "seed": seed,
                                           "arrival": arrival})
@@ -246,7 +254,8 @@ def serve(
         requests_per_s=summary.requests_per_s, ttft_s=tuple(summary.ttft.to_json().items()),
         tpot_s=tuple(summary.tpot.to_json().items()), e2e_s=tuple(summary.e2e.to_json().items()),
         slo_attainment=summary.slo_attainment, preemptions=summary.preemptions, steps=summary.steps,
-        duration_s=summary.duration_s, fidelity=fidelity.value, **extra,
+        duration_s=summary.duration_s, fidelity=fidelity.value, kv_pool=_kv_pool_block(pool, sharing, summary.kv_pool),
+        **extra,
     ), system_spec)
 
 
@@ -266,6 +275,37 @@ def _serving_network(
         placed = build_fabric(scenario.system, gpus, fidelity.value, choices, seed)
         fabrics, host_of_gpu = background_samples(placed, scenario.system, seed, BACKGROUND_SAMPLES), placed.host_of_gpu
     return serving_network(scenario, fabrics, host_of_gpu, link_jitter, seed), placed
+
+
+def _kv_pool_choice(
+    name: str | None, sharing: int | None, system: SystemSpec, gpus: int
+) -> tuple[KvPoolSpec | None, int]:
+    """(the pool, the GPUs sharing it) from ``--kv-pool`` and ``--pool-sharing``; (None, 0) without
+    a pool. Every GPU of the deployment (``gpus``) reaches the pool, so fewer sharers are refused."""
+    if name is None:
+        if sharing is not None:
+            raise FabricsimError("pool-sharing", "given without --kv-pool", "add --kv-pool NAME, e.g. cxl-pool-cmm-b")
+        return None, 0
+    pool = catalog.load_pool(name, "kv-pool")
+    if sharing is None:
+        sharing = pool.hosts * system.gpus_per_node
+        if sharing < gpus:
+            raise FabricsimError("pool-sharing", f"{pool.name} serves {pool.hosts} hosts ({sharing} GPUs of "
+                                 f"{system.name}), fewer than the deployment's {gpus} GPUs",
+                                 f"give --pool-sharing {gpus} or more")
+    elif sharing < gpus:
+        raise FabricsimError("pool-sharing", f"{sharing} is fewer than the deployment's {gpus} GPUs, which all "
+                             "reach the pool", f"give --pool-sharing {gpus} or more")
+    return pool, sharing
+
+
+def _kv_pool_block(
+    pool: KvPoolSpec | None, sharing: int, report: dict[str, float] | None
+) -> tuple[tuple[str, object], ...]:
+    """ServeResult's ``kv_pool`` pairs (empty, so null, without a pool)."""
+    if pool is None or report is None:
+        return ()
+    return (("name", pool.name), ("sharing_gpus", sharing), *report.items())
 
 
 _NO_PERCENTILES = (("p50", float("nan")), ("p90", float("nan")), ("p99", float("nan")))

@@ -21,8 +21,9 @@ from pydantic import ValidationError
 from fabricsim import textfile
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.specs import DeviceSpec, LinkSpec, ModelSpec, SwitchSpec, SystemSpec
+from fabricsim.specs.memory_tier import KvPoolSpec
 
-KINDS = ("devices", "systems", "models", "links", "switches")
+KINDS = ("devices", "systems", "models", "links", "switches", "pools")
 
 
 def data_root() -> Path:
@@ -147,6 +148,18 @@ def load_switch(name_or_path: str) -> SwitchSpec:
     return _build(SwitchSpec, data, "switch", origin)
 
 
+@lru_cache(maxsize=64)
+def load_pool(name_or_path: str, field: str = "pool") -> KvPoolSpec:
+    """Load a shared CXL memory pool (``data/pools``) and resolve the link of its ports; errors name
+    ``field`` (the option that chose it)."""
+    data, sources, origin = _load_item("pools", name_or_path, field)
+    if not isinstance(data.get("link"), str):
+        raise FabricsimError(field, f"{origin}: 'link' must name a catalog link such as cxl3", "see the catalog pools")
+    data["link"] = load_link(data["link"])
+    data["sources"] = sources
+    return _build(KvPoolSpec, data, field, origin)
+
+
 def _link(value: Any, origin: str) -> LinkSpec:
     """A system's link: a catalog name or path, or an inline mapping (a calibrated system writes
     its fitted NIC inline; its sources stay in the system's ``sources`` map)."""
@@ -212,6 +225,7 @@ def describe(kind: str, name: str) -> dict[str, Any]:
         "models": load_model,
         "links": load_link,
         "switches": load_switch,
+        "pools": load_pool,
     }
     if kind not in loaders:
         raise unknown_name("kind", kind, KINDS)

@@ -1,4 +1,4 @@
-"""``fabricsim catalog``: list and show devices, systems, models, links and switches."""
+"""``fabricsim catalog``: list and show devices, systems, models, links, switches and pools."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import typer
 
 from fabricsim.cli.common import JSON_OPTION, emit
 
-app = typer.Typer(help="List and show catalog items (devices, systems, models, links, switches).", no_args_is_help=True)
+app = typer.Typer(help="List and show catalog items (devices, systems, models, links, switches, pools).",
+                  no_args_is_help=True)
 
 
 @app.command("list")
 def list_items(
-    kind: str = typer.Argument("all", help="devices | systems | models | links | switches | all"),
+    kind: str = typer.Argument("all", help="devices | systems | models | links | switches | pools | all"),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """List catalog names."""
@@ -22,7 +23,7 @@ def list_items(
 
 @app.command("show")
 def show(
-    kind: str = typer.Argument(..., help="devices | systems | models | links | switches"),
+    kind: str = typer.Argument(..., help="devices | systems | models | links | switches | pools"),
     name: str = typer.Argument(..., help="catalog name or path to a YAML/config.json file"),
     as_json: bool = JSON_OPTION,
 ) -> None:

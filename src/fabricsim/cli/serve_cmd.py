@@ -42,6 +42,10 @@ def serve(
     arrival: str = typer.Option(
         "poisson", "--arrival",
         help="poisson | gamma:CV (gamma gaps of mean 1/rate; CV > 1 bursty, gamma:1 = Poisson)"),
+    kv_pool: str | None = typer.Option(
+        None, "--kv-pool", help="shared CXL pool for preempted requests' KV: a catalog pool (cxl-pool-cmm-b) or YAML"),
+    pool_sharing: int | None = typer.Option(
+        None, "--pool-sharing", help="GPUs sharing the pool, the deployment's included (default: its hosts' GPUs)"),
     slo_ttft: str = o.SLO_TTFT_SERVE,
     slo_tpot: str = o.SLO_TPOT_SERVE,
     fidelity: str = typer.Option(

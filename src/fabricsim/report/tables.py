@@ -478,6 +478,7 @@ def serve_table(result: dict[str, Any]) -> Table:
             ("SLO attainment", f"{result['slo_attainment'] * 100:.1f}%{_slo_text(result.get('slo') or {})}"),
             ("preemptions", str(result["preemptions"])),
             *_serve_network_rows(result),
+            *_kv_pool_rows(result.get("kv_pool")),
         ],
     )
 
@@ -498,6 +499,17 @@ def _serve_network_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("fabric", f"{network['fidelity']} on {network['topology']} ({network['transport']}, "
                                f"{network['routing']}, {network['placement']} placement{background})"))
     return rows
+
+
+def _kv_pool_rows(pool: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The ``KV pool`` row of a serve result run with ``--kv-pool`` (none without)."""
+    if not pool:
+        return []
+    hit = pool["hit_rate"]
+    hits = f"{hit * 100:.1f}%" if hit == hit and hit is not None else "-"
+    return [("KV pool", f"{pool['name']} shared by {pool['sharing_gpus']} GPUs: hit rate {hits} of "
+             f"{pool['readmissions']} re-admissions, {pool['bytes_moved'] / 1e9:.2f} GB moved, "
+             f"stalled {format_seconds(pool['stall_s'])}")]
 
 
 def _slo_text(slo: dict[str, float]) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.specs.base import FrozenSpec
@@ -119,3 +119,31 @@ def parse_offload(classes: object, tier: object = None) -> OffloadSpec | None:
 
 
 _CLASSES_FIX = "list classes separated by commas: optimizer,weights,activations (or none)"
+
+
+class KvPoolSpec(FrozenSpec):
+    """A CXL memory pool that several hosts reach through a CXL switch (``fabricsim serve --kv-pool``):
+    ``ports`` host ports of ``link`` (bandwidth per direction each), the pool's own ``bandwidth_Bps``
+    (its DRAM behind the switch, all ports together, per direction), ``capacity_bytes`` and the
+    load-to-use ``latency_s``. ``hosts`` servers share it; their GPUs (``hosts`` x the system's GPUs
+    per node unless ``--pool-sharing`` says otherwise) contend for its bandwidth and capacity."""
+
+    name: str
+    link: LinkSpec
+    ports: PositiveInt
+    bandwidth_Bps: PositiveFloat = Field(description="the pool's bandwidth, all ports together, per direction")
+    capacity_bytes: PositiveFloat
+    latency_s: NonNegativeFloat
+    hosts: PositiveInt = Field(description="servers attached to the pool")
+    switch: str = Field(description="what attaches the hosts (the CXL switch or the box's own)")
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def port_bandwidth_Bps(self) -> float:
+        """One host port, per direction: the most one transfer can get."""
+        return self.link.bandwidth_Bps
+
+    @property
+    def shared_bandwidth_Bps(self) -> float:
+        """What all sharers together get, per direction: the ports or the pool, whichever is less."""
+        return min(self.ports * self.link.bandwidth_Bps, self.bandwidth_Bps)

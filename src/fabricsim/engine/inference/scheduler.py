@@ -14,7 +14,10 @@ prefill; a finished prompt's KV crosses the fabric (an alpha-beta fit of
 timed on the fabric by a :class:`StepNetwork`) to the decode replica least loaded when it leaves
 (hand-offs on their way count), which decodes it. The first token reaches the user when the KV has
 arrived (vLLM's disaggregated-prefill proxy and NVIDIA Dynamo stream every token from the decode
-worker), so TTFT includes the hand-off.
+worker), so TTFT includes the hand-off. With a shared CXL pool
+(:mod:`fabricsim.engine.inference.kv_pool`) a preempted request's KV is written there while it has
+room and fetched back at re-admission (the request resumes instead of recomputing); the transfers
+stall the replica's next step.
 
 Per step the work is O(running prefills + admissions + completions): decode contexts are not
 walked token by token -- a running sum of contexts grows by the number of decode sequences each
@@ -34,6 +37,7 @@ from typing import Protocol
 import numpy as np
 
 from fabricsim.des import EventLoop
+from fabricsim.engine.inference.kv_pool import KvPool, PoolConfig
 from fabricsim.transformer.inference import StepWork
 from fabricsim.transformer.kv_cache import KV_BLOCK_TOKENS, paged_tokens
 from fabricsim.workload.requests import RequestStream
@@ -86,6 +90,7 @@ class ClusterConfig:
     decode: int = 0
     transfer_s: Callable[[int], float] | None = None
     network: StepNetwork | None = None
+    kv_pool: PoolConfig | None = None  # a shared CXL pool for evicted KV (engine.inference.kv_pool)
 
 
 class _Table:
@@ -124,6 +129,7 @@ class Replica:
         self.busy = False
         self.incoming = 0  # KV hand-offs on their way here (a decode replica)
         self._plan: list[tuple[list[int], int]] = []
+        self.pool, self._pool_wait_s = sim.kv_pool, 0.0  # pool transfers the next step waits for (s)
 
     @property
     def outstanding(self) -> int:
@@ -151,11 +157,15 @@ class Replica:
         tok = t.new_token(rid)
         self.running.append((rid, tok))
         self.n_running += 1
+        held = self._readmit_from_pool(rid) if self.pool is not None else 0
+        if held == t.prompt[rid]:  # its whole context came back from the pool: it decodes on
+            self._resume_decode(rid)
+            return
         self.kv_used += self._kv_need(rid)
         if self.role == Role.DECODE:
             self._join_decode(rid, self.step_no - 1)
         else:
-            self.prefilling.append([rid, 0])
+            self.prefilling.append([rid, held])
 
     def _join_decode(self, rid: int, step: int) -> None:
         t = self.table
@@ -201,10 +211,11 @@ class Replica:
         self._plan = plan
         work = StepWork(tokens=self.n_dec + tokens, prefill_pairs=pairs, decode_pairs=self.sum_ctx,
                         logits_tokens=self.n_dec + done_prompts, kv_tokens_read=self.sum_ctx + prior)
-        if self.network is None:
-            self.loop.schedule(self.timer(work), self._end_step)
-        else:
-            self.loop.schedule(self.network.step_s(self.index, work, self.loop.now_s), self._end_step)
+        network = self.network
+        delay = self.timer(work) if network is None else network.step_s(self.index, work, self.loop.now_s)
+        if self._pool_wait_s:
+            delay, self._pool_wait_s = delay + self._pool_wait_s, 0.0
+        self.loop.schedule(delay, self._end_step)
 
     def _end_step(self) -> None:
         t, step, now = self.table, self.step_no, self.loop.now_s
@@ -265,6 +276,7 @@ class Replica:
             rid, tok = self.running.pop()
             if t.token[rid] != tok:
                 continue
+            kept = self._kv_held(rid, step) if self.pool is not None else 0
             if any(e[0] == rid for e in self.prefilling):
                 self.prefilling = deque(e for e in self.prefilling if e[0] != rid)
                 ctx = t.prompt[rid]
@@ -277,10 +289,50 @@ class Replica:
                 t.out_left[rid] -= generated
             self._release(rid, ctx)
             t.preemptions += 1
-            if self.role == Role.DECODE:
+            if kept and self._evict_to_pool(rid, kept):
+                self.waiting.appendleft(rid)  # re-admitted here, its KV fetched back
+            elif self.role == Role.DECODE:
                 self.sim.route_prefill(rid)
             else:
                 self.waiting.appendleft(rid)
+
+    def _kv_held(self, rid: int, step: int) -> int:
+        """KV tokens request ``rid`` holds now (before its preemption): the chunks of its prompt
+        already prefilled, or its prompt and the tokens generated; 0 for a prompt whose KV is on
+        its way to a decode replica."""
+        for entry in self.prefilling:
+            if entry[0] == rid:
+                return entry[1]
+        if self.role == Role.PREFILL:
+            return 0
+        return self.table.prompt[rid] + 1 + step - self.table.start[rid]
+
+    def _evict_to_pool(self, rid: int, tokens: int) -> bool:
+        """Write ``tokens`` tokens of ``rid``'s KV to the pool (the next step waits for it); False
+        when the pool has no room."""
+        seconds = self.pool.evict(rid, tokens, self.loop.now_s + self._pool_wait_s)  # type: ignore[union-attr]
+        if seconds is None:
+            return False
+        self._pool_wait_s += seconds
+        return True
+
+    def _readmit_from_pool(self, rid: int) -> int:
+        """KV tokens of ``rid`` fetched back from the pool (this step waits for them); 0 if none."""
+        fetched = self.pool.readmit(rid, self.loop.now_s + self._pool_wait_s)  # type: ignore[union-attr]
+        if fetched is None:
+            return 0
+        self._pool_wait_s += fetched[1]
+        return fetched[0]
+
+    def _resume_decode(self, rid: int) -> None:
+        """``rid`` decodes on from its fetched context (its prompt is now prompt + generated): its
+        first token this step, so it started this step (the preemption's ``generated`` counts so)."""
+        t = self.table
+        self.kv_used += t.prompt[rid] + self.cfg.block_tokens // 2
+        self.n_dec += 1
+        self.sum_ctx += t.prompt[rid]
+        t.start[rid] = self.step_no
+        heapq.heappush(self.heap, (self.step_no + t.out_left[rid] - 1, rid, t.token[rid]))
 
 
 @dataclass(frozen=True)
@@ -294,6 +346,7 @@ class ServingOutcome:
     preemptions: int
     steps: int
     events: int
+    kv_pool: dict[str, float] | None = None  # KvPool.report() with a pool
 
 
 class ServingSimulation:
@@ -303,6 +356,7 @@ class ServingSimulation:
         self.stream, self.config = stream, config
         self.loop = EventLoop()
         self.table = _Table(stream)
+        self.kv_pool = KvPool(config.kv_pool) if config.kv_pool is not None else None
         mixed = self._replicas(Role.MIXED, config.mixed, 0)
         self.front = mixed + self._replicas(Role.PREFILL, config.prefill, config.mixed)
         self.decoders = self._replicas(Role.DECODE, config.decode, len(self.front))
@@ -325,6 +379,7 @@ class ServingSimulation:
             preemptions=t.preemptions,
             steps=sum(r.step_no for r in replicas),
             events=self.loop.events_run,
+            kv_pool=self.kv_pool.report() if self.kv_pool is not None else None,
         )
 
     def _arrive(self) -> None:
@@ -404,6 +459,7 @@ class ServingSummary:
     slo_attainment: float
     preemptions: int
     steps: int
+    kv_pool: dict[str, float] | None = None
 
 
 def summarize(outcome: ServingOutcome, slo_ttft_s: float, slo_tpot_s: float) -> ServingSummary:
@@ -428,4 +484,5 @@ def summarize(outcome: ServingOutcome, slo_ttft_s: float, slo_tpot_s: float) -> 
         slo_attainment=float(np.mean(ok & done)) if len(done) else math.nan,
         preemptions=outcome.preemptions,
         steps=outcome.steps,
+        kv_pool=outcome.kv_pool,
     )

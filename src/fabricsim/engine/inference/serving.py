@@ -24,6 +24,7 @@ import numpy as np
 
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.inference.analytic import InferScenario, memory_use
+from fabricsim.engine.inference.kv_pool import PoolConfig, pool_config
 from fabricsim.engine.inference.scheduler import (
     ClusterConfig,
     SchedulerConfig,
@@ -41,6 +42,7 @@ from fabricsim.engine.inference.step import (
     step_time,
 )
 from fabricsim.specs import ModelSpec, SystemSpec
+from fabricsim.specs.memory_tier import KvPoolSpec
 from fabricsim.transformer.inference import StepWork
 from fabricsim.transformer.kv_cache import capacity_tokens, kv_bytes_per_token_per_gpu
 from fabricsim.workload.requests import RequestStream
@@ -62,6 +64,8 @@ class ServeScenario:
     reserve_full: bool = False
     kv_free_fraction: float = 0.90
     disaggregate: tuple[int, int] | None = None
+    kv_pool: KvPoolSpec | None = None  # a shared CXL pool for evicted KV ...
+    pool_sharing_gpus: int = 0  # ... and the GPUs sharing it (>= the deployment's)
 
 
 def replica_kv_tokens(scenario: ServeScenario) -> int:
@@ -169,6 +173,18 @@ def serving_network(
     return ServingFabric(deployment, make_timer(scenario), transfer, fabrics, host_of_gpu, link_jitter, seed)
 
 
+def kv_pool_config(scenario: ServeScenario) -> PoolConfig | None:
+    """The deployment's view of its shared KV pool (:mod:`fabricsim.engine.inference.kv_pool`): a
+    token's KV lives on the TP x PP GPUs of one attention rank, which move it in parallel."""
+    if scenario.kv_pool is None:
+        return None
+    layout = scenario.layout
+    per_token = kv_bytes_per_token_per_gpu(scenario.model, layout.kv_dtype, layout.tensor_parallel,
+                                           layout.pipeline_parallel)
+    gpus = (scenario.pool_sharing_gpus, layout.replicas * layout.replica_gpus)
+    return pool_config(scenario.kv_pool, gpus, per_token, layout.tensor_parallel * layout.pipeline_parallel)
+
+
 def cluster_config(scenario: ServeScenario, network: StepNetwork | None = None) -> ClusterConfig:
     scheduler = SchedulerConfig(
         kv_capacity_tokens=replica_kv_tokens(scenario),
@@ -179,8 +195,9 @@ def cluster_config(scenario: ServeScenario, network: StepNetwork | None = None) 
     if scenario.disaggregate:
         prefill, decode = scenario.disaggregate
         return ClusterConfig(scheduler, make_timer(scenario), mixed=0, prefill=prefill, decode=decode,
-                             transfer_s=make_transfer(scenario), network=network)
-    return ClusterConfig(scheduler, make_timer(scenario), mixed=scenario.layout.replicas, network=network)
+                             transfer_s=make_transfer(scenario), network=network, kv_pool=kv_pool_config(scenario))
+    return ClusterConfig(scheduler, make_timer(scenario), mixed=scenario.layout.replicas, network=network,
+                         kv_pool=kv_pool_config(scenario))
 
 
 def simulate_serving(
