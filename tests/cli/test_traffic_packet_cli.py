@@ -12,6 +12,7 @@ TOPO = "leaf-spine:leaves=2,spines=2,hosts_per_leaf=4,gbps=100"
 PACKET_KEYS = {
     "fct_s", "fct_s_by_size", "slowdown", "pause_s", "pause_frames", "ecn_marked_fraction", "queue_bytes",
     "drops", "throughput_fraction", "cc", "lossless", "delivered_bytes", "offered_bytes",
+    "retransmitted_bytes", "trimmed_packets",
 }  # fmt: skip
 
 
@@ -44,6 +45,20 @@ def test_websearch_with_spray_and_trace(capsys, tmp_path):
     assert any(e.get("ph") == "C" and "rate_Gbps" in e["args"] for e in events)
 
 
+def test_lossy_incast_reports_retransmitted_bytes_go_back_n_by_default(capsys):
+    """RoCE NICs recover losses by go-back-N (the default); selective repeat and trimming resend less."""
+    argv = ["traffic", "incast", "--topology", TOPO, "--fidelity", "packet", "--size", "1MB", "--lossless", "none"]
+    argv += ["--buffer", "200KB", "--json"]
+    gbn = _json(capsys, argv)
+    sel = _json(capsys, [*argv, "--cc-param", "loss_recovery=selective"])
+    trim = _json(capsys, [*argv, "--cc-param", "trimming=1"])
+    for out in (gbn, sel, trim):
+        assert out["delivered_bytes"] == out["offered_bytes"]
+    assert gbn["retransmitted_bytes"] > sel["retransmitted_bytes"] > 0
+    assert trim["drops"] == 0 and trim["trimmed_packets"] > 0
+    assert 0 < trim["retransmitted_bytes"] < gbn["retransmitted_bytes"]
+
+
 def test_table_output(capsys):
     assert main(["traffic", "incast", "--topology", TOPO, "--fidelity", "packet", "--size", "64KB"]) == 0
     out = capsys.readouterr().out
@@ -57,6 +72,8 @@ def test_table_output(capsys):
         (["--lossless", "ethernet"], "lossless"),
         (["--cc-param", "timer=1"], "cc-param"),
         (["--cc-param", "pmax=3"], "cc-param"),
+        (["--cc-param", "loss_recovery=fast"], "loss_recovery"),
+        (["--cc-param", "trimming=2"], "trimming"),
         (["--buffer", "-1"], "buffer"),
         (["--buffer", "10KB"], "buffer"),
         (["--load", "nan"], "load"),

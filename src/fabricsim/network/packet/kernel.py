@@ -35,6 +35,7 @@ from fabricsim.network.packet.layout import (
     EV_TXDONE,
     EV_WAKE,
     FF_FIRST_TX,
+    FF_HIGH,
     FF_INFLIGHT,
     FF_LAST_SIZE,
     FF_LAST_TX,
@@ -44,6 +45,9 @@ from fabricsim.network.packet.layout import (
     FF_SIZE,
     FF_WIN,
     FI_ACTIVE,
+    FI_EPOCH,
+    FI_RQ_HEAD,
+    FI_RQ_TAIL,
     INT_FIELDS,
     LF_CAP,
     LF_QBYTES,
@@ -66,22 +70,30 @@ from fabricsim.network.packet.layout import (
     P_MTU,
     P_PMAX,
     PI_ECN,
+    PI_EPOCH,
     PI_FLOW,
     PI_HOP,
     PI_INLINK,
     PI_LINK,
     PI_NEXT,
+    PI_OFF,
     PI_SEQ,
     PI_SIZE,
+    PI_TRIM,
 )
 from fabricsim.network.packet.reaction import dcqcn_sent, dcqcn_timer, max_rate
 
 # stats vector indices (returned to Python)
 S_EVENTS, S_DROPS, S_MARKED, S_DELIVERED_PKTS, S_SENT_PKTS, S_END = 0, 1, 2, 3, 4, 5
-S_COLS = 6
+S_RETX_BYTES, S_TRIMMED = 6, 7  # bytes sent again (any loss recovery); packets trimmed by switches
+S_COLS = 8
 HIST_BINS = 4096  # queue-length histogram bins per link class (bin width = MTU)
 _CC_DCQCN, _CC_HPCC = 1, 2
 _PFC, _CREDIT = 1, 2
+_GO_BACK_N, _SELECTIVE = 0, 1  # P_LOSS_RECOVERY
+# meta[] counters past the heap's and the pool's (see loop._new_pool)
+M_SENT_PKTS, M_SAMPLES, M_RETX_BYTES, M_TRIMMED = 4, 5, 6, 7
+META_COLS = 8
 
 
 @njit(cache=True, inline="always")
@@ -202,6 +214,26 @@ def _pick_flow(FI, FF, P, hosts, h, t):
     return -1, earliest
 
 
+@njit(cache=True, inline="always")
+def _next_payload(FI, FF, PI, P, f, meta):
+    """(size, offset) of flow ``f``'s next packet: the head of its retransmission list if any (a packet
+    lost under selective repeat or trimmed), else the next new bytes from ``FF_SENT`` (which a
+    go-back-N rewind moves back)."""
+    q = FI[f, FI_RQ_HEAD]
+    if FF[f, FF_RETX] > 0.0 and q >= 0:
+        FI[f, FI_RQ_HEAD] = PI[q, PI_NEXT]
+        if FI[f, FI_RQ_HEAD] < 0:
+            FI[f, FI_RQ_TAIL] = -1
+        size, off = float(PI[q, PI_SIZE]), float(PI[q, PI_OFF])
+        FF[f, FF_RETX] -= size
+        _free(PI, meta, q)
+        return size, off
+    off = FF[f, FF_SENT]
+    size = min(P[P_MTU], FF[f, FF_SIZE] - off)
+    FF[f, FF_SENT] = off + size
+    return size, off
+
+
 @njit(cache=True)
 def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     """If host ``h``'s uplink is free, send one packet of its next eligible flow (or set a wake-up)."""
@@ -216,13 +248,10 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
             wake_t[h] = when
             heap.push(H[0], H[1], H[2], H[3], when, _key(EV_WAKE, h))
         return
-    mtu = P[P_MTU]
-    if FF[f, FF_RETX] > 0.0:
-        size = min(mtu, FF[f, FF_RETX])
-        FF[f, FF_RETX] -= size
-    else:
-        size = min(mtu, FF[f, FF_SIZE] - FF[f, FF_SENT])
-        FF[f, FF_SENT] += size
+    size, off = _next_payload(FI, FF, PI, P, f, meta)
+    if off < FF[f, FF_HIGH]:
+        meta[M_RETX_BYTES] += int(size)  # sent before: a retransmission (selective, trimmed or go-back-N)
+    FF[f, FF_HIGH] = max(FF[f, FF_HIGH], off + size)
     if FF[f, FF_FIRST_TX] < 0:
         FF[f, FF_FIRST_TX] = t
     p = _alloc(PI, meta)
@@ -234,13 +263,16 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     PI[p, PI_HOP] = 0
     PI[p, PI_NEXT] = -1
     PI[p, PI_SEQ] = int(FF[f, FF_SENT])
+    PI[p, PI_OFF] = int(off)
+    PI[p, PI_EPOCH] = FI[f, FI_EPOCH]
+    PI[p, PI_TRIM] = 0
     FF[f, FF_INFLIGHT] += size
     FF[f, FF_LAST_TX] = t
     FF[f, FF_LAST_SIZE] = size
     if P[P_CC] == _CC_DCQCN:
         dcqcn_sent(FF, FI, P, f, size)
     LI[lk, LI_CREDITS] -= 1
-    meta[4] += 1
+    meta[M_SENT_PKTS] += 1
     _start_tx(LI, LF, PI, PF, lk, p, t, H)
 
 

@@ -19,6 +19,8 @@ EV_ACK = 7  # the ACK of packet arg (with its INT records) reaches the sender
 EV_WAKE = 8  # host arg's NIC re-checks its flows (pacing or a rate-increase timer is due)
 EV_RETX = 9  # the dropped packet arg is declared lost at its sender (retransmission timeout)
 EV_SAMPLE = 10  # time-series sample
+EV_NACK = 11  # go-back-N: the receiver's NACK (an out-of-sequence packet arrived) for flow arg reaches its sender
+EV_TRIM_NACK = 12  # trimming: the NACK of trimmed packet arg (its header reached the receiver) reaches the sender
 EV_BITS = 4
 
 # --- link integer table LI[links, :] ---
@@ -63,7 +65,16 @@ FI_STAGE = 6  # HPCC incStage
 FI_HOPS = 7  # switch hops with INT records in the last ACK (0: none yet)
 FI_INC = 8  # DCQCN: bit 0 the timer, bit 1 the byte counter raised the rate since the last cut
 FI_CUTS = 9  # DCQCN: rate cuts so far
-FI_COLS = 10
+FI_EPOCH = 10  # go-back-N: sender rewinds so far (a packet remembers the epoch it was sent in)
+FI_GAP_EPOCH = 11  # go-back-N: the send epoch of the lost packet at FF_GAP
+FI_NACKED = 12  # go-back-N: 1 once the receiver has NACKed the current gap
+FI_SLOT0 = 13  # first entry of the flow's slots in the receive map (one per MTU of the flow)
+FI_SLOTS = 14  # the flow's slots in the receive map (0 for a flow of infinite size: no duplicate check)
+FI_RQ_HEAD = 15  # selective repeat / trimming: first packet waiting for retransmission (-1: none)
+FI_RQ_TAIL = 16
+FI_NACK_EPOCH = 17  # go-back-N: the send epoch of the packet whose arrival made the receiver NACK
+FI_CUM = 18  # receiver: slots received in order from the flow's start (its cumulative ACK, in MTUs)
+FI_COLS = 19
 
 # --- flow float table FF[flows, :] ---
 FF_SIZE = 0
@@ -92,7 +103,10 @@ FF_FIRST_TX = 22  # first packet's send time
 FF_LAST_TX = 23  # last packet's send time (pacing)
 FF_LAST_SIZE = 24  # last packet's size (pacing)
 FF_RATE_CAP = 25  # the flow's own rate cap (bytes/s; 0 or inf: none), e.g. a background tenant's offered load
-FF_COLS = 26
+FF_GAP = 26  # go-back-N receiver: offset of the lowest lost packet not yet received again (inf: none)
+FF_HIGH = 27  # sender: highest byte offset sent so far (a packet below it is a retransmission)
+FF_NACK_OFF = 28  # go-back-N: the offset the last NACK asks to resend from
+FF_COLS = 29
 
 # --- packet integer table PI[pool, :] ---
 PI_FLOW = 0
@@ -103,7 +117,10 @@ PI_ECN = 4
 PI_HOP = 5  # switch egress hops taken (INT records written)
 PI_NEXT = 6  # next packet in the same FIFO / free list
 PI_SEQ = 7  # flow bytes sent when this packet left (HPCC's seq)
-PI_COLS = 8
+PI_OFF = 8  # byte offset of the packet's payload in its flow
+PI_EPOCH = 9  # the flow's send epoch (FI_EPOCH) when it left
+PI_TRIM = 10  # trimmed to its header: the payload bytes cut (0: whole)
+PI_COLS = 11
 
 MAX_HOPS = 8  # INT records per packet (switch egress hops); longer paths keep the first ones
 INT_FIELDS = 5  # qlen, txBytes, ts, capacity, link id per hop
@@ -142,4 +159,7 @@ P_SEED = 28
 P_CLAMP = 29  # DCQCN: Rt <- Rc on every cut
 P_CLAMP_ATI = 30  # DCQCN: Rt <- Rc on a cut if the timer raised the rate since the last one
 P_PFC_XOFF = 31  # static PFC Xoff per ingress (bytes); 0: the dynamic threshold
-P_COLS = 32
+P_LOSS_RECOVERY = 32  # 0 go-back-N, 1 selective repeat
+P_TRIM = 33  # 1: a full switch trims a packet to its header instead of dropping it
+P_TRIM_BYTES = 34  # size of a trimmed packet (its headers), bytes
+P_COLS = 35

@@ -24,13 +24,20 @@ from fabricsim.network.packet.kernel import (
     _CREDIT,
     _PFC,
     HIST_BINS,
+    M_RETX_BYTES,
+    M_SAMPLES,
+    M_SENT_PKTS,
+    M_TRIMMED,
+    META_COLS,
     S_COLS,
     S_DELIVERED_PKTS,
     S_DROPS,
     S_END,
     S_EVENTS,
     S_MARKED,
+    S_RETX_BYTES,
     S_SENT_PKTS,
+    S_TRIMMED,
     _free,
     _key,
     _next_link,
@@ -43,20 +50,20 @@ from fabricsim.network.packet.layout import (
     EV_BITS,
     EV_CNP,
     EV_CREDIT,
+    EV_NACK,
     EV_PAUSE_OFF,
     EV_PAUSE_ON,
     EV_RETX,
     EV_SAMPLE,
     EV_START,
+    EV_TRIM_NACK,
     EV_TXDONE,
     EV_WAKE,
     FF_DELIVERED,
     FF_FINISH,
-    FF_INFLIGHT,
     FF_LAST_CNP,
     FF_RC,
     FF_RET_LAT,
-    FF_RETX,
     FF_SIZE,
     FF_START,
     FI_ACTIVE,
@@ -95,6 +102,7 @@ from fabricsim.network.packet.layout import (
     P_RTO,
     P_SAMPLE_DT,
     P_SEED,
+    P_TRIM,
     PF_COLS,
     PI_COLS,
     PI_ECN,
@@ -103,8 +111,18 @@ from fabricsim.network.packet.layout import (
     PI_LINK,
     PI_NEXT,
     PI_SIZE,
+    PI_TRIM,
 )
 from fabricsim.network.packet.reaction import dcqcn_cnp, hpcc_ack
+from fabricsim.network.packet.recovery import (
+    nack_due,
+    note_loss,
+    on_nack,
+    on_timeout,
+    on_trim_nack,
+    receive,
+    trim,
+)
 
 
 @njit(cache=True)
@@ -121,7 +139,7 @@ def _activate(FI, hosts, f):
 @njit(cache=True, inline="always")
 def _kick_link(S, lk, t):
     """Restart whatever feeds link ``lk``: its host NIC or its switch egress queue."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT = S
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, _rcvd = S
     h = LI[lk, LI_SRC_HOST]
     if h >= 0:
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta)
@@ -140,11 +158,11 @@ def _xoff(P, shared, node):
 @njit(cache=True, inline="always")
 def _tx_done(S, shared, lk, t):
     """Link ``lk`` finished a packet: free its switch buffer (XON/credit upstream), send it on."""
-    LI, LF, _FI, _FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT = S
+    LI, LF, _FI, _FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
     p = LI[lk, LI_TXPKT]
     LI[lk, LI_BUSY] = 0
     size = PI[p, PI_SIZE]
-    if LI[lk, LI_SRC_HOST] < 0:
+    if LI[lk, LI_SRC_HOST] < 0 and PI[p, PI_TRIM] == 0:  # a trimmed header holds no buffer
         node = LI[lk, LI_SRC]
         inl = PI[p, PI_INLINK]
         LF[inl, LF_ING] -= size
@@ -164,13 +182,24 @@ def _tx_done(S, shared, lk, t):
 
 @njit(cache=True, inline="always")
 def _deliver(S, stats, p, lk, t):
-    """Packet ``p`` reached its receiver: count it, answer with a CNP / an ACK as the CC needs."""
-    _LI, LF, FI, FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT = S
+    """Packet ``p`` reached its receiver: count its new bytes, answer with a CNP / an ACK as the CC
+    needs, or a NACK (a trimmed header; go-back-N: a packet beyond the flow's gap)."""
+    _LI, LF, FI, FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd = S
     f = PI[p, PI_FLOW]
     if P[P_LOSSLESS] == _CREDIT:
         heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
-    FF[f, FF_DELIVERED] += PI[p, PI_SIZE]
-    stats[S_DELIVERED_PKTS] += 1
+    if PI[p, PI_TRIM] > 0:
+        heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(EV_TRIM_NACK, p))
+        return 0
+    got = receive(FI, FF, PI, P, rcvd, p)
+    if got < 0:
+        if nack_due(FI, FF, PI, P, p):
+            heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(EV_NACK, f))
+        heap.push(H[0], H[1], H[2], H[3], t + P[P_RTO], _key(EV_RETX, p))  # its own timeout, should it be needed
+        return 0
+    if got > 0:
+        FF[f, FF_DELIVERED] += PI[p, PI_SIZE]
+        stats[S_DELIVERED_PKTS] += 1
     if PI[p, PI_ECN]:
         stats[S_MARKED] += 1
         if P[P_CC] == _CC_DCQCN and t - FF[f, FF_LAST_CNP] >= P[P_CNP_INTERVAL]:
@@ -188,22 +217,65 @@ def _deliver(S, stats, p, lk, t):
 
 
 @njit(cache=True, inline="always")
+def _enqueue(LI, LF, PI, nl, p, front):
+    """Append packet ``p`` to egress ``nl``'s FIFO, or put it first (``front``: a trimmed header's
+    strict priority)."""
+    PI[p, PI_LINK] = nl
+    PI[p, PI_NEXT] = -1
+    head, tail = LI[nl, LI_QHEAD], LI[nl, LI_QTAIL]
+    if front and head >= 0:
+        PI[p, PI_NEXT] = head
+        LI[nl, LI_QHEAD] = p
+    elif tail >= 0:
+        PI[tail, PI_NEXT] = p
+        LI[nl, LI_QTAIL] = p
+    else:
+        LI[nl, LI_QHEAD] = LI[nl, LI_QTAIL] = p
+    LF[nl, LF_QBYTES] += PI[p, PI_SIZE]
+
+
+@njit(cache=True, inline="always")
+def _forward_header(S, route, p, lk, node, t):
+    """A trimmed header crosses switch ``node`` ahead of the queued packets, holding no buffer."""
+    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
+    nl = _next_link(LI, route, PI[p, PI_FLOW], node)
+    if nl < 0:
+        raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
+    PI[p, PI_INLINK] = lk
+    _enqueue(LI, LF, PI, nl, p, True)
+    _try_switch_tx(LI, LF, PI, PF, P, nl, t, H)
+
+
+@njit(cache=True, inline="always")
+def _overflow(S, stats, route, p, lk, node, t):
+    """Switch ``node`` has no room for packet ``p``: trim it (``trimming``) or drop it."""
+    if S[6][P_TRIM] > 0.0:
+        trim(S[4], S[6], S[11], p)
+        _forward_header(S, route, p, lk, node, t)
+    else:
+        _drop(S, stats, p, t)
+
+
+@njit(cache=True, inline="always")
 def _arrive(S, shared, stats, route, hist, p, t):
     """Packet ``p`` fully received at its link's far end; returns 1 if that finished its flow."""
-    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT = S
+    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
     lk = PI[p, PI_LINK]
     if LI[lk, LI_DST_HOST] >= 0:
         return _deliver(S, stats, p, lk, t)
     node = LI[lk, LI_DST]
+    if PI[p, PI_TRIM] > 0:
+        _forward_header(S, route, p, lk, node, t)
+        return 0
     size = PI[p, PI_SIZE]
     lossless = P[P_LOSSLESS]
     pool = shared[1, node]
     if lossless == 0 and shared[0, node] + size > pool:
-        _drop(S, stats, p, t)
+        _overflow(S, stats, route, p, lk, node, t)
         return 0
     if lossless == _PFC and LI[lk, LI_XOFF]:
         if LF[lk, LF_HDRM] + size > LF[lk, LF_HEADROOM]:
-            _drop(S, stats, p, t)  # headroom too small for the pause round trip
+            _overflow(S, stats, route, p, lk, node, t)  # headroom too small for the pause round trip
             return 0
         LF[lk, LF_HDRM] += size
     else:
@@ -221,31 +293,25 @@ def _arrive(S, shared, stats, route, hist, p, t):
     hist[LI[nl, LI_CLASS], min(int(q / P[P_MTU]), HIST_BINS - 1)] += 1
     LF[nl, LF_QMAX] = max(LF[nl, LF_QMAX], q + size)
     PI[p, PI_INLINK] = lk
-    PI[p, PI_LINK] = nl
-    PI[p, PI_NEXT] = -1
-    tail = LI[nl, LI_QTAIL]
-    if tail >= 0:
-        PI[tail, PI_NEXT] = p
-    else:
-        LI[nl, LI_QHEAD] = p
-    LI[nl, LI_QTAIL] = p
-    LF[nl, LF_QBYTES] = q + size
+    _enqueue(LI, LF, PI, nl, p, False)
     _try_switch_tx(LI, LF, PI, PF, P, nl, t, H)
     return 0
 
 
 @njit(cache=True)
 def _drop(S, stats, p, t):
-    """Drop ``p``; its sender learns of the loss one retransmission timeout later."""
+    """Drop ``p``; its sender learns of the loss one retransmission timeout later (go-back-N: by
+    the receiver's NACK when a later packet arrives first)."""
     H = S[10]
     stats[S_DROPS] += 1
+    note_loss(S[2], S[3], S[4], S[6], S[13], p)
     heap.push(H[0], H[1], H[2], H[3], t + S[6][P_RTO], _key(EV_RETX, p))
 
 
 @njit(cache=True)
 def _control(S, kind, arg, t):
-    """Pause, resume, credit, CNP, ACK, wake-up, loss and start events."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT = S
+    """Pause, resume, credit, CNP, ACK, wake-up and start events; loss recovery's go to _recover."""
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, _rcvd = S
     if kind == EV_PAUSE_ON:
         LI[arg, LI_PAUSED] = 1
         LF[arg, LF_PAUSE_START] = t
@@ -271,16 +337,33 @@ def _control(S, kind, arg, t):
         if t >= wake_t[arg]:
             wake_t[arg] = np.inf
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, arg, t, H, meta)
-    elif kind == EV_RETX:
-        f = PI[arg, PI_FLOW]
-        FF[f, FF_RETX] += PI[arg, PI_SIZE]
-        FF[f, FF_INFLIGHT] -= PI[arg, PI_SIZE]
-        _free(PI, meta, arg)
-        _activate(FI, hosts, f)
-        _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, FI[f, FI_SRC], t, H, meta)
     elif kind == EV_START:
         _activate(FI, hosts, arg)
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, FI[arg, FI_SRC], t, H, meta)
+    else:
+        _recover(S, kind, arg, t)
+
+
+@njit(cache=True)
+def _recover(S, kind, arg, t):
+    """Loss recovery at the sender (:mod:`recovery`): a timeout, a go-back-N NACK, a trim NACK."""
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, rcvd = S
+    if kind == EV_RETX:
+        f = PI[arg, PI_FLOW]
+        _resend, keep = on_timeout(FI, FF, PI, P, rcvd, arg)
+        if not keep:
+            _free(PI, meta, arg)
+        resend = 1  # the packet left the window (HPCC's in-flight bytes): the sender may send again
+    elif kind == EV_NACK:
+        f = arg
+        resend = on_nack(FI, FF, f)
+    else:  # EV_TRIM_NACK
+        f = PI[arg, PI_FLOW]
+        on_trim_nack(FI, FF, PI, arg)
+        resend = 1
+    if resend:
+        _activate(FI, hosts, f)
+        _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, FI[f, FI_SRC], t, H, meta)
 
 
 @njit(cache=True)
@@ -301,15 +384,15 @@ def _grown_pool(PI, PF, meta):
 @njit(cache=True)
 def _sample(S, series, t):
     """Record every flow's delivered bytes and rate and every link's queue at ``t``."""
-    _LI, LF, _FI, FF, _PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT = S
+    _LI, LF, _FI, FF, _PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, _rcvd = S
     delivered, rate, queue = series
-    k = meta[5]
+    k = meta[M_SAMPLES]
     if k >= delivered.shape[0]:
         return
     delivered[k] = FF[:, FF_DELIVERED]
     rate[k] = FF[:, FF_RC]
     queue[k] = LF[:, LF_QBYTES]
-    meta[5] = k + 1
+    meta[M_SAMPLES] = k + 1
     heap.push(H[0], H[1], H[2], H[3], t + P[P_SAMPLE_DT], _key(EV_SAMPLE, 0))
 
 
@@ -321,7 +404,7 @@ def _new_pool(size):
     PF = np.zeros((size, PF_COLS), dtype=np.float64)
     for p in range(size):
         PI[p, PI_NEXT] = p + 1 if p + 1 < size else -1
-    meta = np.zeros(6, dtype=np.int64)
+    meta = np.zeros(META_COLS, dtype=np.int64)
     meta[3] = size
     return PI, PF, meta
 
@@ -356,7 +439,7 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     the parameter vector; ``samples`` the length of the time series. Returns (stats, queue
     histogram, (delivered, rate, queue) series, rows sampled).
     """
-    LI, LF, FI, FF, LINT = tables
+    LI, LF, FI, FF, LINT, rcvd = tables
     np.random.seed(int(P[P_SEED]))
     flows = FI.shape[0]
     PI, PF, meta = _new_pool(1024)
@@ -369,17 +452,17 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     finished, finite = _schedule_starts(FI, FF, H)
     if samples > 0:
         heap.push(H[0], H[1], H[2], meta, 0.0, _key(EV_SAMPLE, 0))
-    S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT)
+    S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
     t = 0.0
     events = 0
     while finished < finite and meta[0] > 0:
         if meta[0] + 16 >= H[0].size:
             ht, hk, hs = heap.grown(H[0], H[1], H[2])
             H = (ht, hk, hs, meta)
-            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT)
+            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
         if meta[3] < 4:
             PI, PF = _grown_pool(PI, PF, meta)
-            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT)
+            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
         t, key = heap.pop(H[0], H[1], H[2], meta)
         kind = key & ((1 << EV_BITS) - 1)
         arg = key >> EV_BITS
@@ -396,6 +479,8 @@ def run(tables, route, hosts, uplink, shared, P, samples):
         if LI[lk, LI_PAUSED]:
             LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START]
     stats[S_EVENTS] = events
-    stats[S_SENT_PKTS] = meta[4]
+    stats[S_SENT_PKTS] = meta[M_SENT_PKTS]
+    stats[S_RETX_BYTES] = meta[M_RETX_BYTES]
+    stats[S_TRIMMED] = meta[M_TRIMMED]
     stats[S_END] = t
-    return stats, hist, series, meta[5]
+    return stats, hist, series, meta[M_SAMPLES]

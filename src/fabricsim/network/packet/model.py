@@ -16,7 +16,15 @@ import numpy as np
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import FlowSet, NetworkResult
 from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
-from fabricsim.network.packet.kernel import S_DELIVERED_PKTS, S_DROPS, S_EVENTS, S_MARKED, S_SENT_PKTS
+from fabricsim.network.packet.kernel import (
+    S_DELIVERED_PKTS,
+    S_DROPS,
+    S_EVENTS,
+    S_MARKED,
+    S_RETX_BYTES,
+    S_SENT_PKTS,
+    S_TRIMMED,
+)
 from fabricsim.network.packet.loop import run as run_kernel
 from fabricsim.network.packet.params import Lossless, PacketParams, RunOptions, kernel_vector, resolved
 from fabricsim.topology.graph import NodeKind
@@ -49,6 +57,8 @@ class PacketRun:
     queue_hist: np.ndarray  # [3 classes, bins] queue seen by arriving packets, bin = MTU
     mtu_bytes: float
     drops: int
+    retransmitted_bytes: int  # payload bytes sent more than once (go-back-N, selective repeat, trimming)
+    trimmed_packets: int  # packets a full switch cut to their headers (``trimming``)
     ecn_marked: int
     delivered_packets: int
     sent_packets: int
@@ -111,9 +121,10 @@ class PacketNetwork:
         )
         samples = _sample_rows(self.opts.sample_dt_s, flows, self.opts.line_Bps)
         LINT = np.zeros((flows.count, L.PF_COLS))
+        rcvd = _receive_map(FI, flows, params.mtu_bytes)
         P = kernel_vector(self.params, self.opts)
         stats, hist, series, rows = run_kernel(
-            (LI, LF, FI, FF, LINT),
+            (LI, LF, FI, FF, LINT, rcvd),
             (routes.indptr.astype(np.int64), routes.indices.astype(np.int64), _spray_offsets(routes, self.opts.seed)),
             hosts,
             uplink,
@@ -127,6 +138,17 @@ class PacketNetwork:
         FF[~finite, L.FF_FINISH] = np.inf
         ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps)
         return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), (ideal, hops, params.mtu_bytes, self.opts))
+
+
+def _receive_map(FI: np.ndarray, flows: FlowSet, mtu_bytes: float) -> np.ndarray:
+    """The receivers' map of packets received, one byte per MTU of every finite flow (a flow of
+    infinite size, a background tenant's, has none: its bytes are counted as they arrive). Sets each
+    flow's ``FI_SLOT0``/``FI_SLOTS``. Memory: 1 B per packet offered."""
+    finite = np.isfinite(flows.size_bytes)
+    slots = np.where(finite, np.ceil(np.where(finite, flows.size_bytes, 0.0) / mtu_bytes), 0).astype(np.int64)
+    FI[:, L.FI_SLOTS] = slots
+    FI[:, L.FI_SLOT0] = np.concatenate([[0], np.cumsum(slots)[:-1]])
+    return np.zeros(int(slots.sum()), dtype=np.uint8)
 
 
 def _rate_caps(flows: FlowSet) -> np.ndarray:
@@ -163,6 +185,8 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
         queue_hist=hist,
         mtu_bytes=mtu_bytes,
         drops=int(stats[S_DROPS]),
+        retransmitted_bytes=int(stats[S_RETX_BYTES]),
+        trimmed_packets=int(stats[S_TRIMMED]),
         ecn_marked=int(stats[S_MARKED]),
         delivered_packets=int(stats[S_DELIVERED_PKTS]),
         sent_packets=int(stats[S_SENT_PKTS]),
@@ -261,4 +285,6 @@ def _flow_tables(flows: FlowSet, params: PacketParams, opts: RunOptions, latency
     FF[:, L.FF_WIN] = FF[:, L.FF_WINC] = FF[:, L.FF_RC] * rtt
     FF[:, L.FF_FIRST_TX] = FF[:, L.FF_LAST_TX] = -1.0
     FF[:, L.FF_FINISH] = np.nan
+    FF[:, L.FF_GAP] = np.inf
+    FI[:, L.FI_RQ_HEAD] = FI[:, L.FI_RQ_TAIL] = -1
     return FI, FF

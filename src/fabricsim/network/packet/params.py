@@ -23,6 +23,10 @@ Defaults and their sources (see ``shared/reference/congestion-control.md``):
   in flight at each end).
 * Credits: 2 x BDP of the link + 2 MTU per ingress [chosen: enough to keep a link busy].
 * MTU 4,096 B (RoCE and InfiniBand's common MTU); rto 100 us [chosen; lossy mode only].
+* Loss recovery (:mod:`recovery`): ``loss_recovery`` go-back-n (0, RoCE NICs' default: Mittal et
+  al., IRN, SIGCOMM'18) or selective (1); ``trimming`` 0/1 (NDP, SIGCOMM'17; UEC 1.0 packet
+  trimming), a trimmed packet ``trim_bytes`` = 64 B [chosen: of the order of the Ethernet + IP +
+  UDP + transport headers a trimmed packet keeps].
 
 Every field can be overridden by name (``--cc-param NAME=VALUE``); rates are bytes/s, times s.
 """
@@ -77,6 +81,9 @@ class PacketParams:
     credit_bytes: float | None = None
     rto_s: float = 100e-6
     rate_limit_Bps: float = 0.0
+    loss_recovery: float = 0.0  # 0 go-back-N (RoCE NICs' default), 1 selective repeat
+    trimming: float = 0.0  # 1: a full switch trims a packet to its headers instead of dropping it
+    trim_bytes: float = 64.0
     # DCQCN (NVIDIA ConnectX defaults)
     cnp_interval_s: float = 4e-6
     rate_reduce_period_s: float = 4e-6
@@ -108,6 +115,12 @@ class PacketParams:
         return replace(self, **overrides)
 
 
+# keys that take one of a few values, named on the command line (--cc-param loss_recovery=selective)
+_CHOICES: dict[str, dict[str, float]] = {
+    "loss_recovery": {"go-back-n": 0.0, "selective": 1.0},
+    "trimming": {"0": 0.0, "1": 1.0},
+}
+
 _FRACTIONS = {
     "clamp_target",
     "clamp_target_after_timer",
@@ -124,6 +137,10 @@ _FRACTIONS = {
 def _check(name: str, value: float) -> None:
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         raise FabricsimError("cc-param", f"{name} must be a finite number, got {value!r}")
+    if name in _CHOICES and value not in _CHOICES[name].values():
+        raise FabricsimError("cc-param", f"{name} must be one of {' | '.join(_CHOICES[name])}, got {value:g}")
+    if name == "trim_bytes" and not 1 <= value <= 4096:
+        raise FabricsimError("cc-param", f"trim_bytes must be in [1, 4096] (a header), got {value:g}")
     if name in _FRACTIONS and not 0.0 <= value <= 1.0:
         raise FabricsimError("cc-param", f"{name} must be in [0, 1], got {value}")
     if name not in _FRACTIONS and value < 0:
@@ -139,6 +156,13 @@ def parse_cc_params(items: list[str] | tuple[str, ...]) -> dict[str, float]:
         name, sep, text = item.partition("=")
         if not sep:
             raise FabricsimError("cc-param", f"{item!r} is not NAME=VALUE", "e.g. --cc-param timer_s=1.2e-3")
+        key = name.strip().replace("-", "_")
+        if key in _CHOICES:
+            text = text.strip()
+            if text not in _CHOICES[key]:
+                raise FabricsimError("cc-param", f"{key} must be one of {' | '.join(_CHOICES[key])}, got {text!r}")
+            out[key] = _CHOICES[key][text]
+            continue
         try:
             value = float(text)
         except ValueError:
@@ -189,5 +213,6 @@ def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     P[L.P_HPCC_WAI], P[L.P_RATE_LIMIT] = p.hpcc_ai_Bps, p.rate_limit_Bps
     P[L.P_CLAMP], P[L.P_CLAMP_ATI] = p.clamp_target, p.clamp_target_after_timer
     P[L.P_PFC_XOFF] = p.pfc_xoff_bytes
+    P[L.P_LOSS_RECOVERY], P[L.P_TRIM], P[L.P_TRIM_BYTES] = p.loss_recovery, p.trimming, p.trim_bytes
     P[L.P_SAMPLE_DT], P[L.P_SEED] = opts.sample_dt_s, float(opts.seed % (2**31))
     return P

@@ -6,7 +6,8 @@ latency + store-and-forward of the last packet), ``pause_s`` (total time upstrea
 paused, summed over links), ``pause_frames`` (XOFF frames) and ``pause_frames_to_hosts`` (those
 received by sender NICs), ``credit_stall_s``, ``ecn_marked_fraction`` (marked / delivered
 packets), ``queue_bytes`` {class: {p99, max}} (queue seen by packets joining a switch egress,
-p99 to the MTU bin's upper edge), ``drops``, ``delivered_bytes``/``offered_bytes`` (conservation).
+p99 to the MTU bin's upper edge), ``drops``, ``retransmitted_bytes`` (payload sent again by the
+loss recovery), ``trimmed_packets``, ``delivered_bytes``/``offered_bytes`` (conservation).
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def summarize(run: PacketRun) -> dict[str, object]:
         "ecn_marked_fraction": run.ecn_marked / max(run.delivered_packets, 1),
         "queue_bytes": queue_bytes(run),
         "drops": run.drops,
+        "retransmitted_bytes": run.retransmitted_bytes,
+        "trimmed_packets": run.trimmed_packets,
         "offered_bytes": float(run.flows.size_bytes.sum()),
         "delivered_bytes": float(run.delivered_bytes.sum()),
         "packet_events": run.events,
