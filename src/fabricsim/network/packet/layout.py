@@ -162,4 +162,5 @@ P_PFC_XOFF = 31  # static PFC Xoff per ingress (bytes); 0: the dynamic threshold
 P_LOSS_RECOVERY = 32  # 0 go-back-N, 1 selective repeat
 P_TRIM = 33  # 1: a full switch trims a packet to its header instead of dropping it
 P_TRIM_BYTES = 34  # size of a trimmed packet (its headers), bytes
-P_COLS = 35
+P_BER = 35  # post-FEC bit-error rate of every link: a packet of b bits is lost with 1 - (1 - BER)^b
+P_COLS = 36

@@ -14,6 +14,8 @@ credit, CNP, ACK, wake-up) stay ordinary calls.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fabricsim.network.packet import heap
@@ -92,6 +94,7 @@ from fabricsim.network.packet.layout import (
     LI_SRC_HOST,
     LI_TXPKT,
     LI_XOFF,
+    P_BER,
     P_CC,
     P_CNP_INTERVAL,
     P_LOSSLESS,
@@ -257,10 +260,21 @@ def _overflow(S, stats, route, p, lk, node, t):
 
 
 @njit(cache=True, inline="always")
+def _corrupted(P, size):
+    """A bit error the FEC left in a packet of ``size`` bytes: probability 1 - (1 - BER)^bits (seeded)."""
+    return np.random.random() < -math.expm1(8.0 * size * math.log1p(-P[P_BER]))
+
+
+@njit(cache=True, inline="always")
 def _arrive(S, shared, stats, route, hist, p, t):
     """Packet ``p`` fully received at its link's far end; returns 1 if that finished its flow."""
     LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
     lk = PI[p, PI_LINK]
+    if P[P_BER] > 0.0 and PI[p, PI_TRIM] == 0 and _corrupted(P, PI[p, PI_SIZE]):
+        if P[P_LOSSLESS] == _CREDIT:  # the receiver discards it: its buffer slot is free again
+            heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
+        _drop(S, stats, p, t)
+        return 0
     if LI[lk, LI_DST_HOST] >= 0:
         return _deliver(S, stats, p, lk, t)
     node = LI[lk, LI_DST]

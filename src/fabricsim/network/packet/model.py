@@ -26,7 +26,14 @@ from fabricsim.network.packet.kernel import (
     S_TRIMMED,
 )
 from fabricsim.network.packet.loop import run as run_kernel
-from fabricsim.network.packet.params import Lossless, PacketParams, RunOptions, kernel_vector, resolved
+from fabricsim.network.packet.params import (
+    Lossless,
+    PacketParams,
+    RunOptions,
+    fec_latency_s,
+    kernel_vector,
+    resolved,
+)
 from fabricsim.topology.graph import NodeKind
 from fabricsim.topology.routing import FlowEnds, Routes, RouteTable, Routing, route
 
@@ -56,7 +63,8 @@ class PacketRun:
     queue_max_bytes: np.ndarray  # per link
     queue_hist: np.ndarray  # [3 classes, bins] queue seen by arriving packets, bin = MTU
     mtu_bytes: float
-    drops: int
+    drops: int  # buffer overflows and, with a bit-error rate, corrupted packets
+    fec_latency_s: float  # FEC latency added to every hop (s; in ``ideal_fct_s``'s path latency)
     retransmitted_bytes: int  # payload bytes sent more than once (go-back-N, selective repeat, trimming)
     trimmed_packets: int  # packets a full switch cut to their headers (``trimming``)
     ecn_marked: int
@@ -106,7 +114,7 @@ class PacketNetwork:
         flows = replace(flows, size_bytes=np.ceil(flows.size_bytes))
         routes = self.routes(flows).incidence.tocsc()
         params = resolved(self.params, self.opts.line_Bps)
-        topo = self.table.topology
+        topo = _with_fec(self.table.topology, params)
         LI, LF, uplink, shared = _link_tables(topo, params, self.opts.lossless)
         hops = np.asarray(routes.sum(axis=0)).ravel()
         latency = np.asarray(routes.T @ topo.latency_s).ravel()
@@ -137,7 +145,13 @@ class PacketNetwork:
             raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
         FF[~finite, L.FF_FINISH] = np.inf
         ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps)
-        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), (ideal, hops, params.mtu_bytes, self.opts))
+        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), (ideal, hops, params, self.opts))
+
+
+def _with_fec(topo, params: PacketParams):
+    """The topology with the FEC latency of ``params`` added to every link (the same one if none)."""
+    fec = fec_latency_s(params)
+    return topo if fec == 0.0 else replace(topo, latency_s=topo.latency_s + fec)
 
 
 def _receive_map(FI: np.ndarray, flows: FlowSet, mtu_bytes: float) -> np.ndarray:
@@ -169,7 +183,8 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
     """Copy the kernel's tables and outputs into a :class:`PacketRun`."""
     LI, LF, FF = tables
     stats, hist, series, rows = outputs
-    ideal, hops, mtu_bytes, opts = extra
+    ideal, hops, params, opts = extra
+    mtu_bytes, fec = params.mtu_bytes, fec_latency_s(params)
     return PacketRun(
         flows=flows,
         finish_s=FF[:, L.FF_FINISH].copy(),
@@ -185,6 +200,7 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
         queue_hist=hist,
         mtu_bytes=mtu_bytes,
         drops=int(stats[S_DROPS]),
+        fec_latency_s=fec,
         retransmitted_bytes=int(stats[S_RETX_BYTES]),
         trimmed_packets=int(stats[S_TRIMMED]),
         ecn_marked=int(stats[S_MARKED]),

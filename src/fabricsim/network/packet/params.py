@@ -27,6 +27,12 @@ Defaults and their sources (see ``shared/reference/congestion-control.md``):
   al., IRN, SIGCOMM'18) or selective (1); ``trimming`` 0/1 (NDP, SIGCOMM'17; UEC 1.0 packet
   trimming), a trimmed packet ``trim_bytes`` = 64 B [chosen: of the order of the Ethernet + IP +
   UDP + transport headers a trimmed packet keeps].
+* The link layer (:data:`FEC_LATENCY_S`): ``fec_lane_gbps`` 0 (off, the default), 50, 100 or 200
+  adds the RS(544,514) FEC latency of that SerDes generation to every hop; ``ber`` (0 by default)
+  is the bit-error rate left after FEC on every link: a packet of b bits is lost with probability
+  1 - (1 - BER)^b (seeded), and the transport recovers it. No link-level retry: InfiniBand's Link
+  Level Retransmission is an NVIDIA-proprietary option for NVIDIA-to-NVIDIA links up to 30 m (NVIDIA
+  MLNX-OS User Manual, "UNBREAKABLE-LINK"), not part of the InfiniBand or Ethernet standards.
 
 Every field can be overridden by name (``--cc-param NAME=VALUE``); rates are bytes/s, times s.
 """
@@ -65,6 +71,15 @@ def parse_lossless(name: str) -> Lossless:
 
 _MBPS = 1e6 / 8  # 1 Mb/s in bytes/s
 
+# RS(544,514) "KP4" FEC latency per hop by SerDes lane rate (Gb/s of payload per lane), derived: the
+# decoder holds a whole codeword (544 symbols x 10 bits = 5,440 bits; IEEE 802.3 Clause 91, Intel
+# AN 846 "100GBASE-KP4") before it can correct it, and its pipeline takes about as long again
+# [chosen: one more codeword time]; lanes signal at 53.125 (50G, 802.3cd), 106.25 (100G, 802.3ck)
+# and 212.5 Gb/s (200G, 802.3dj). At 100G lanes that is 102.4 ns, the ~100 ns per hop usually quoted.
+KP4_CODEWORD_BITS = 5440
+LANE_SIGNAL_BPS = {50: 53.125e9, 100: 106.25e9, 200: 212.5e9}
+FEC_LATENCY_S = {gbps: 2 * KP4_CODEWORD_BITS / bps for gbps, bps in LANE_SIGNAL_BPS.items()}
+
 
 @dataclass(frozen=True, slots=True)
 class PacketParams:
@@ -84,6 +99,8 @@ class PacketParams:
     loss_recovery: float = 0.0  # 0 go-back-N (RoCE NICs' default), 1 selective repeat
     trimming: float = 0.0  # 1: a full switch trims a packet to its headers instead of dropping it
     trim_bytes: float = 64.0
+    fec_lane_gbps: float = 0.0  # 0: no FEC latency; 50 | 100 | 200: RS(544,514) at that lane rate per hop
+    ber: float = 0.0  # post-FEC bit-error rate of every link
     # DCQCN (NVIDIA ConnectX defaults)
     cnp_interval_s: float = 4e-6
     rate_reduce_period_s: float = 4e-6
@@ -119,6 +136,7 @@ class PacketParams:
 _CHOICES: dict[str, dict[str, float]] = {
     "loss_recovery": {"go-back-n": 0.0, "selective": 1.0},
     "trimming": {"0": 0.0, "1": 1.0},
+    "fec_lane_gbps": {"0": 0.0, "50": 50.0, "100": 100.0, "200": 200.0},
 }
 
 _FRACTIONS = {
@@ -139,6 +157,8 @@ def _check(name: str, value: float) -> None:
         raise FabricsimError("cc-param", f"{name} must be a finite number, got {value!r}")
     if name in _CHOICES and value not in _CHOICES[name].values():
         raise FabricsimError("cc-param", f"{name} must be one of {' | '.join(_CHOICES[name])}, got {value:g}")
+    if name == "ber" and not 0.0 <= value < 1.0:
+        raise FabricsimError("cc-param", f"ber must be in [0, 1), got {value:g}")
     if name == "trim_bytes" and not 1 <= value <= 4096:
         raise FabricsimError("cc-param", f"trim_bytes must be in [1, 4096] (a header), got {value:g}")
     if name in _FRACTIONS and not 0.0 <= value <= 1.0:
@@ -195,6 +215,11 @@ class RunOptions:
     seed: int
 
 
+def fec_latency_s(params: PacketParams) -> float:
+    """The FEC latency each hop adds (s): :data:`FEC_LATENCY_S` of ``fec_lane_gbps``, 0 when off."""
+    return FEC_LATENCY_S.get(int(params.fec_lane_gbps), 0.0)
+
+
 def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     """The kernel's parameter vector ``P`` (indices in :mod:`layout`)."""
     p = resolved(params, opts.line_Bps)
@@ -214,5 +239,6 @@ def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     P[L.P_CLAMP], P[L.P_CLAMP_ATI] = p.clamp_target, p.clamp_target_after_timer
     P[L.P_PFC_XOFF] = p.pfc_xoff_bytes
     P[L.P_LOSS_RECOVERY], P[L.P_TRIM], P[L.P_TRIM_BYTES] = p.loss_recovery, p.trimming, p.trim_bytes
+    P[L.P_BER] = p.ber
     P[L.P_SAMPLE_DT], P[L.P_SEED] = opts.sample_dt_s, float(opts.seed % (2**31))
     return P

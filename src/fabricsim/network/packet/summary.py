@@ -7,7 +7,7 @@ paused, summed over links), ``pause_frames`` (XOFF frames) and ``pause_frames_to
 received by sender NICs), ``credit_stall_s``, ``ecn_marked_fraction`` (marked / delivered
 packets), ``queue_bytes`` {class: {p99, max}} (queue seen by packets joining a switch egress,
 p99 to the MTU bin's upper edge), ``drops``, ``retransmitted_bytes`` (payload sent again by the
-loss recovery), ``trimmed_packets``, ``delivered_bytes``/``offered_bytes`` (conservation).
+loss recovery), ``trimmed_packets``, ``fec_latency_s`` (per hop), ``delivered_bytes``/``offered_bytes`` (conservation).
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ def summarize(run: PacketRun) -> dict[str, object]:
         "drops": run.drops,
         "retransmitted_bytes": run.retransmitted_bytes,
         "trimmed_packets": run.trimmed_packets,
+        "fec_latency_s": run.fec_latency_s,
         "offered_bytes": float(run.flows.size_bytes.sum()),
         "delivered_bytes": float(run.delivered_bytes.sum()),
         "packet_events": run.events,
