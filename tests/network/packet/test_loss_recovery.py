@@ -103,7 +103,7 @@ def test_loss_recovery_and_trimming_are_named_and_checked_on_the_command_line():
 
 @settings(max_examples=20, deadline=None)
 @given(
-    cc=st.sampled_from(["none", "dcqcn", "hpcc"]),
+    cc=st.sampled_from(["none", "dcqcn", "hpcc", "nscc"]),
     recovery=st.sampled_from([GO_BACK_N, SELECTIVE]),
     trimming=st.sampled_from([0.0, 1.0]),
     senders=st.integers(2, 6),

@@ -45,6 +45,7 @@ from fabricsim.network.packet.layout import (
     FF_SIZE,
     FF_WIN,
     FI_ACTIVE,
+    FI_ENT_NEXT,
     FI_EPOCH,
     FI_RQ_HEAD,
     FI_RQ_TAIL,
@@ -63,13 +64,16 @@ from fabricsim.network.packet.layout import (
     LI_TXPKT,
     MAX_HOPS,
     P_CC,
+    P_ENTROPIES,
     P_KMAX,
     P_KMIN,
     P_LINE,
     P_LOSSLESS,
     P_MTU,
     P_PMAX,
+    PF_SENT_T,
     PI_ECN,
+    PI_ENT,
     PI_EPOCH,
     PI_FLOW,
     PI_HOP,
@@ -88,7 +92,7 @@ S_EVENTS, S_DROPS, S_MARKED, S_DELIVERED_PKTS, S_SENT_PKTS, S_END = 0, 1, 2, 3, 
 S_RETX_BYTES, S_TRIMMED = 6, 7  # bytes sent again (any loss recovery); packets trimmed by switches
 S_COLS = 8
 HIST_BINS = 4096  # queue-length histogram bins per link class (bin width = MTU)
-_CC_DCQCN, _CC_HPCC = 1, 2
+_CC_DCQCN, _CC_HPCC, _CC_NSCC = 1, 2, 3
 _PFC, _CREDIT = 1, 2
 _GO_BACK_N, _SELECTIVE = 0, 1  # P_LOSS_RECOVERY
 # meta[] counters past the heap's and the pool's (see loop._new_pool)
@@ -174,7 +178,7 @@ def _eligible_at(FF, FI, P, f, t):
     if FF[f, FF_RETX] <= 0.0 and FF[f, FF_SENT] >= FF[f, FF_SIZE]:
         return np.inf
     cc = P[P_CC]
-    if cc == _CC_HPCC and FF[f, FF_INFLIGHT] >= FF[f, FF_WIN]:
+    if (cc == _CC_HPCC or cc == _CC_NSCC) and FF[f, FF_INFLIGHT] >= FF[f, FF_WIN]:  # noqa: SIM109 (numba, float cc)
         return np.inf
     next_timer = np.inf
     if cc == _CC_DCQCN:
@@ -266,6 +270,11 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     PI[p, PI_OFF] = int(off)
     PI[p, PI_EPOCH] = FI[f, FI_EPOCH]
     PI[p, PI_TRIM] = 0
+    PI[p, PI_ENT] = -1
+    if P[P_ENTROPIES] > 0:  # the sender cycles through its entropy values, one per packet
+        PI[p, PI_ENT] = FI[f, FI_ENT_NEXT] % int(P[P_ENTROPIES])
+        FI[f, FI_ENT_NEXT] += 1
+    PF[p, PF_SENT_T] = t
     FF[f, FF_INFLIGHT] += size
     FF[f, FF_LAST_TX] = t
     FF[f, FF_LAST_SIZE] = size
@@ -276,11 +285,21 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     _start_tx(LI, LF, PI, PF, lk, p, t, H)
 
 
+@njit(cache=True, inline="always")
+def _entropy_hash(salt, ent):
+    """A seeded hash of (flow, switch) ``salt`` and entropy ``ent`` (31-bit LCG mixing, no overflow)."""
+    x = (salt ^ (ent * 2654435761)) & 0x7FFFFFFF
+    x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+    return x ^ (x >> 16)
+
+
 @njit(cache=True)
-def _next_link(LI, route, f, node):
-    """The flow's out-link at ``node``: its only one, or, when sprayed, the next in round-robin
-    order among the flow's equal-cost out-links there (one counter per flow and switch, kept in
-    ``route[2]`` at the flow's first out-link of that switch; it starts at a seeded offset)."""
+def _next_link(LI, route, f, node, ent):
+    """The flow's out-link at ``node``: its only one, or, when sprayed, one of the flow's equal-cost
+    out-links there: by a hash of the packet's entropy ``ent`` (``entropies`` > 0, an ECMP hash of
+    the entropy value as UET's packet spraying uses), else the next in round-robin order. One
+    counter per flow and switch, kept in ``route[2]`` at the flow's first out-link of that switch,
+    starts at a seeded offset (the hash's salt with entropies)."""
     flow_ptr, flow_links, spray_rr = route
     count = 0
     first = -1
@@ -291,8 +310,11 @@ def _next_link(LI, route, f, node):
             count += 1
     if count <= 1:
         return flow_links[first] if first >= 0 else -1
-    pick = spray_rr[first] % count
-    spray_rr[first] += 1
+    if ent >= 0:
+        pick = _entropy_hash(spray_rr[first], ent) % count
+    else:
+        pick = spray_rr[first] % count
+        spray_rr[first] += 1
     for i in range(first, flow_ptr[f + 1]):
         if LI[flow_links[i], LI_SRC] == node:
             if pick == 0:

@@ -74,7 +74,8 @@ FI_RQ_HEAD = 15  # selective repeat / trimming: first packet waiting for retrans
 FI_RQ_TAIL = 16
 FI_NACK_EPOCH = 17  # go-back-N: the send epoch of the packet whose arrival made the receiver NACK
 FI_CUM = 18  # receiver: slots received in order from the flow's start (its cumulative ACK, in MTUs)
-FI_COLS = 19
+FI_ENT_NEXT = 19  # spraying over entropies: packets sent so far (the next packet's entropy = this mod N)
+FI_COLS = 20
 
 # --- flow float table FF[flows, :] ---
 FF_SIZE = 0
@@ -106,7 +107,8 @@ FF_RATE_CAP = 25  # the flow's own rate cap (bytes/s; 0 or inf: none), e.g. a ba
 FF_GAP = 26  # go-back-N receiver: offset of the lowest lost packet not yet received again (inf: none)
 FF_HIGH = 27  # sender: highest byte offset sent so far (a packet below it is a retransmission)
 FF_NACK_OFF = 28  # go-back-N: the offset the last NACK asks to resend from
-FF_COLS = 29
+FF_LAST_MD = 29  # NSCC: time of the last multiplicative decrease
+FF_COLS = 30
 
 # --- packet integer table PI[pool, :] ---
 PI_FLOW = 0
@@ -120,16 +122,18 @@ PI_SEQ = 7  # flow bytes sent when this packet left (HPCC's seq)
 PI_OFF = 8  # byte offset of the packet's payload in its flow
 PI_EPOCH = 9  # the flow's send epoch (FI_EPOCH) when it left
 PI_TRIM = 10  # trimmed to its header: the payload bytes cut (0: whole)
-PI_COLS = 11
+PI_ENT = 11  # entropy value (-1: none, round-robin spraying or one path)
+PI_COLS = 12
 
 MAX_HOPS = 8  # INT records per packet (switch egress hops); longer paths keep the first ones
 INT_FIELDS = 5  # qlen, txBytes, ts, capacity, link id per hop
-PF_COLS = MAX_HOPS * INT_FIELDS
+PF_SENT_T = MAX_HOPS * INT_FIELDS  # the packet's send time (NSCC's RTT sample)
+PF_COLS = MAX_HOPS * INT_FIELDS + 1
 
 # --- the parameter vector P[:] (filled by params.kernel_vector) ---
 P_MTU = 0
 P_LOSSLESS = 1  # 0 none, 1 pfc, 2 credit
-P_CC = 2  # 0 none, 1 dcqcn, 2 hpcc
+P_CC = 2  # 0 none, 1 dcqcn, 2 hpcc, 3 nscc
 P_LINE = 3  # line rate (bytes/s) of the NICs
 P_KMIN = 4
 P_KMAX = 5
@@ -163,4 +167,7 @@ P_LOSS_RECOVERY = 32  # 0 go-back-N, 1 selective repeat
 P_TRIM = 33  # 1: a full switch trims a packet to its header instead of dropping it
 P_TRIM_BYTES = 34  # size of a trimmed packet (its headers), bytes
 P_BER = 35  # post-FEC bit-error rate of every link: a packet of b bits is lost with 1 - (1 - BER)^b
-P_COLS = 36
+P_ENTROPIES = 36  # spraying: entropy values per flow, hashed at each switch (0: round robin)
+P_NSCC_TARGET = 37  # NSCC target queueing delay as a fraction of the base RTT
+P_NSCC_MAXWIN = 38  # NSCC window cap as a multiple of the BDP
+P_COLS = 39

@@ -23,6 +23,7 @@ from fabricsim.network.packet.jit import njit
 from fabricsim.network.packet.kernel import (
     _CC_DCQCN,
     _CC_HPCC,
+    _CC_NSCC,
     _CREDIT,
     _PFC,
     HIST_BINS,
@@ -68,6 +69,7 @@ from fabricsim.network.packet.layout import (
     FF_RET_LAT,
     FF_SIZE,
     FF_START,
+    FF_WIN,
     FI_ACTIVE,
     FI_DONE,
     FI_SRC,
@@ -109,6 +111,7 @@ from fabricsim.network.packet.layout import (
     PF_COLS,
     PI_COLS,
     PI_ECN,
+    PI_ENT,
     PI_FLOW,
     PI_INLINK,
     PI_LINK,
@@ -116,7 +119,7 @@ from fabricsim.network.packet.layout import (
     PI_SIZE,
     PI_TRIM,
 )
-from fabricsim.network.packet.reaction import dcqcn_cnp, hpcc_ack
+from fabricsim.network.packet.reaction import dcqcn_cnp, hpcc_ack, nscc_ack, nscc_bound
 from fabricsim.network.packet.recovery import (
     nack_due,
     note_loss,
@@ -208,7 +211,7 @@ def _deliver(S, stats, p, lk, t):
         if P[P_CC] == _CC_DCQCN and t - FF[f, FF_LAST_CNP] >= P[P_CNP_INTERVAL]:
             FF[f, FF_LAST_CNP] = t
             heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(EV_CNP, f))
-    if P[P_CC] == _CC_HPCC:
+    if P[P_CC] == _CC_HPCC or P[P_CC] == _CC_NSCC:
         heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(EV_ACK, p))
     else:
         _free(PI, meta, p)
@@ -241,7 +244,7 @@ def _enqueue(LI, LF, PI, nl, p, front):
 def _forward_header(S, route, p, lk, node, t):
     """A trimmed header crosses switch ``node`` ahead of the queued packets, holding no buffer."""
     LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
-    nl = _next_link(LI, route, PI[p, PI_FLOW], node)
+    nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
     if nl < 0:
         raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
     PI[p, PI_INLINK] = lk
@@ -300,7 +303,7 @@ def _arrive(S, shared, stats, route, hist, p, t):
         LI[lk, LI_XOFF] = 1
         LI[lk, LI_PAUSE_FRAMES] += 1
         heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_PAUSE_ON, lk))
-    nl = _next_link(LI, route, PI[p, PI_FLOW], node)
+    nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
     if nl < 0:
         raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
     q = LF[nl, LF_QBYTES]
@@ -343,7 +346,10 @@ def _control(S, kind, arg, t):
         if not FI[arg, FI_DONE]:
             dcqcn_cnp(FF, FI, P, arg, t)
     elif kind == EV_ACK:
-        hpcc_ack(FF, FI, PI, PF, LINT, P, arg)
+        if P[P_CC] == _CC_NSCC:
+            nscc_ack(FF, PI, PF, P, arg, t)
+        else:
+            hpcc_ack(FF, FI, PI, PF, LINT, P, arg)
         h = FI[PI[arg, PI_FLOW], FI_SRC]
         _free(PI, meta, arg)
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta)
@@ -374,6 +380,8 @@ def _recover(S, kind, arg, t):
     else:  # EV_TRIM_NACK
         f = PI[arg, PI_FLOW]
         on_trim_nack(FI, FF, PI, arg)
+        if P[P_CC] == _CC_NSCC:  # a trimmed packet is a congestion signal: its size off the window
+            nscc_bound(FF, P, f, FF[f, FF_WIN] - PI[arg, PI_SIZE])
         resend = 1
     if resend:
         _activate(FI, hosts, f)

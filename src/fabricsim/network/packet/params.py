@@ -53,6 +53,7 @@ class CongestionControl(StrEnum):
     NONE = "none"
     DCQCN = "dcqcn"
     HPCC = "hpcc"
+    NSCC = "nscc"
 
 
 class Lossless(StrEnum):
@@ -76,6 +77,7 @@ _MBPS = 1e6 / 8  # 1 Mb/s in bytes/s
 # AN 846 "100GBASE-KP4") before it can correct it, and its pipeline takes about as long again
 # [chosen: one more codeword time]; lanes signal at 53.125 (50G, 802.3cd), 106.25 (100G, 802.3ck)
 # and 212.5 Gb/s (200G, 802.3dj). At 100G lanes that is 102.4 ns, the ~100 ns per hop usually quoted.
+MAX_ENTROPIES = 65536  # UET's entropy value is a 16-bit field
 KP4_CODEWORD_BITS = 5440
 LANE_SIGNAL_BPS = {50: 53.125e9, 100: 106.25e9, 200: 212.5e9}
 FEC_LATENCY_S = {gbps: 2 * KP4_CODEWORD_BITS / bps for gbps, bps in LANE_SIGNAL_BPS.items()}
@@ -101,6 +103,10 @@ class PacketParams:
     trim_bytes: float = 64.0
     fec_lane_gbps: float = 0.0  # 0: no FEC latency; 50 | 100 | 200: RS(544,514) at that lane rate per hop
     ber: float = 0.0  # post-FEC bit-error rate of every link
+    entropies: float = 0.0  # spraying: entropy values per flow, hashed per switch (0: round robin)
+    # NSCC (Ultra Ethernet; see reaction.py) [chosen: target delay half the base RTT, window cap 1.5 BDP]
+    nscc_target: float = 0.5
+    nscc_max_window: float = 1.5
     # DCQCN (NVIDIA ConnectX defaults)
     cnp_interval_s: float = 4e-6
     rate_reduce_period_s: float = 4e-6
@@ -157,6 +163,10 @@ def _check(name: str, value: float) -> None:
         raise FabricsimError("cc-param", f"{name} must be a finite number, got {value!r}")
     if name in _CHOICES and value not in _CHOICES[name].values():
         raise FabricsimError("cc-param", f"{name} must be one of {' | '.join(_CHOICES[name])}, got {value:g}")
+    if name == "entropies" and (value != int(value) or value > MAX_ENTROPIES):
+        raise FabricsimError("cc-param", f"entropies must be a whole number in [0, {MAX_ENTROPIES}], got {value:g}")
+    if name in ("nscc_target", "nscc_max_window") and value <= 0:
+        raise FabricsimError("cc-param", f"{name} must be > 0, got {value:g}")
     if name == "ber" and not 0.0 <= value < 1.0:
         raise FabricsimError("cc-param", f"ber must be in [0, 1), got {value:g}")
     if name == "trim_bytes" and not 1 <= value <= 4096:
@@ -226,7 +236,8 @@ def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     P = np.zeros(L.P_COLS)
     P[L.P_MTU] = p.mtu_bytes
     P[L.P_LOSSLESS] = {Lossless.NONE: 0, Lossless.PFC: 1, Lossless.CREDIT: 2}[opts.lossless]
-    P[L.P_CC] = {CongestionControl.NONE: 0, CongestionControl.DCQCN: 1, CongestionControl.HPCC: 2}[opts.cc]
+    P[L.P_CC] = {CongestionControl.NONE: 0, CongestionControl.DCQCN: 1, CongestionControl.HPCC: 2,
+                 CongestionControl.NSCC: 3}[opts.cc]  # fmt: skip
     P[L.P_LINE] = opts.line_Bps
     P[L.P_KMIN], P[L.P_KMAX], P[L.P_PMAX] = p.kmin_bytes, p.kmax_bytes, p.pmax
     P[L.P_PFC_ALPHA], P[L.P_PFC_RESUME], P[L.P_RTO] = p.pfc_alpha, p.pfc_resume_bytes, p.rto_s
@@ -239,6 +250,7 @@ def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     P[L.P_CLAMP], P[L.P_CLAMP_ATI] = p.clamp_target, p.clamp_target_after_timer
     P[L.P_PFC_XOFF] = p.pfc_xoff_bytes
     P[L.P_LOSS_RECOVERY], P[L.P_TRIM], P[L.P_TRIM_BYTES] = p.loss_recovery, p.trimming, p.trim_bytes
-    P[L.P_BER] = p.ber
+    P[L.P_BER], P[L.P_ENTROPIES] = p.ber, p.entropies
+    P[L.P_NSCC_TARGET], P[L.P_NSCC_MAXWIN] = p.nscc_target, p.nscc_max_window
     P[L.P_SAMPLE_DT], P[L.P_SEED] = opts.sample_dt_s, float(opts.seed % (2**31))
     return P

@@ -24,6 +24,18 @@ timestamp, capacity, link); u_j = min(q, q_prev) / (B T) + txRate / B, U is an E
 with weight tau / T; W = Wc / (U / eta) + W_AI when U >= eta or after maxStage additive steps,
 else W = Wc + W_AI; Wc is updated once per RTT (when the ACK's seq passes lastUpdateSeq). The
 pacing rate is W / T.
+
+NSCC, simplified (Ultra Ethernet's sender-based congestion control: UEC 1.0 specification,
+congestion management, NSCC [section number unverified here]; its control law as in FASTFLOW /
+SMaRTT-REPS, Bonato et al., and htsim's ``uec.cpp``): a window W, no pacing; each ACK brings the
+packet's ECN bit and its queueing delay d = RTT - base RTT, compared with a target delay
+(``nscc_target`` x base RTT). No ECN and d < target: proportional increase, W += size (target - d)
+/ target (up to doubling per RTT on an empty path); no ECN and d >= target: fair increase, one MTU
+per RTT; ECN and d > target: multiplicative decrease W *= 1 - (d - target) / (2 d) (at most a half),
+once per base RTT; ECN and d <= target: no change (UEC moves such a flow to another entropy; here
+the entropies are cycled anyway). A trimmed packet's NACK takes its size off W. W stays within
+[MTU, ``nscc_max_window`` x BDP]. Simplified: no quick adapt, no RCCC receiver credits, no
+entropy recycling, ACKs not coalesced.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from fabricsim.network.packet.layout import (
     FF_BYTE_CTR,
     FF_INFLIGHT,
     FF_LAST_DEC,
+    FF_LAST_MD,
     FF_LAST_UPD,
     FF_RATE_CAP,
     FF_RC,
@@ -69,11 +82,15 @@ from fabricsim.network.packet.layout import (
     P_MIN_DEC,
     P_MIN_RATE,
     P_MTU,
+    P_NSCC_MAXWIN,
+    P_NSCC_TARGET,
     P_RAI,
     P_RATE_LIMIT,
     P_RHAI,
     P_RRMP,
     P_TIMER,
+    PF_SENT_T,
+    PI_ECN,
     PI_FLOW,
     PI_HOP,
     PI_SEQ,
@@ -162,6 +179,34 @@ def dcqcn_sent(FF, FI, P, f, size):
         FI[f, FI_BCOUNT] += 1
         FI[f, FI_INC] |= _INC_BYTES
         _increase(FF, FI, P, f)
+
+
+@njit(cache=True)
+def nscc_ack(FF, PI, PF, P, p, t):
+    """NSCC on the ACK of packet ``p`` reaching its sender at ``t``: the new window (module doc)."""
+    f = PI[p, PI_FLOW]
+    size = PI[p, PI_SIZE]
+    FF[f, FF_INFLIGHT] -= size
+    T = FF[f, FF_BASE_RTT]
+    delay = max(t - PF[p, PF_SENT_T] - T, 0.0)
+    target = P[P_NSCC_TARGET] * T
+    w = FF[f, FF_WIN]
+    if PI[p, PI_ECN]:
+        if delay > target and t - FF[f, FF_LAST_MD] >= T:
+            w *= 1.0 - 0.5 * (delay - target) / delay
+            FF[f, FF_LAST_MD] = t
+    elif delay < target:
+        w += size * (target - delay) / target
+    else:
+        w += P[P_MTU] * size / w
+    nscc_bound(FF, P, f, w)
+
+
+@njit(cache=True)
+def nscc_bound(FF, P, f, w):
+    """Set flow ``f``'s NSCC window to ``w`` within [MTU, nscc_max_window x BDP]."""
+    top = P[P_NSCC_MAXWIN] * max_rate(FF, P, f) * FF[f, FF_BASE_RTT]
+    FF[f, FF_WIN] = min(max(w, P[P_MTU]), max(top, P[P_MTU]))
 
 
 @njit(cache=True)

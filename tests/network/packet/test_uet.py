@@ -1,0 +1,72 @@
+"""Ultra Ethernet's transport pieces in the packet kernel (issue 26, item 1): packet spraying over
+entropy values, NSCC's sender window, trimming and selective repeat together."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from packet_helpers import simulate
+
+from fabricsim.api.topologies import build_topology
+from fabricsim.errors import FabricsimError
+from fabricsim.network.base import make_flows
+from fabricsim.network.packet.params import PacketParams
+from fabricsim.network.patterns import Pattern, pattern_flows
+from fabricsim.topology.routing import Routing
+
+TOPOLOGY = "fat-tree:k=4,gbps=400"  # 16 hosts, 4 core paths between pods
+UET = {"entropies": 256.0, "loss_recovery": 1.0, "trimming": 1.0}
+
+
+def _uet(topo, flows, **kw):
+    return simulate(topo, flows, "nscc", "none", routing=Routing.SPRAY, **{**UET, **kw})
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spraying_over_entropies_conserves_bytes_and_beats_ecmp_on_a_permutation(seed):
+    """ECMP hashes whole flows onto paths and collides; spraying 256 entropy values per flow does
+    not (mean and last FCT no worse)."""
+    topo = build_topology(TOPOLOGY)
+    flows = pattern_flows(Pattern.PERMUTATION, 16, 1e6, seed)
+    ecmp = simulate(topo, flows, "none", "pfc", routing=Routing.ECMP, seed=seed)
+    uet = _uet(topo, flows, seed=seed)
+    np.testing.assert_array_equal(uet.delivered_bytes, flows.size_bytes)
+    assert uet.finish_s.max() <= ecmp.finish_s.max()
+    assert uet.finish_s.mean() <= ecmp.finish_s.mean()
+
+
+def test_one_entropy_keeps_a_flow_on_one_path_more_spread_it():
+    """A flow's packets with one entropy value hash to one path (ECMP's behaviour); with 16 values
+    they spread over the fat-tree's equal-cost links."""
+    topo = build_topology(TOPOLOGY)
+    flows = make_flows([0], [15], 1e6, 0.0)  # across pods: 6 hops
+    one = _uet(topo, flows, entropies=1.0)
+    many = _uet(topo, flows, entropies=16.0)
+    assert (one.link_tx_bytes > 0).sum() == one.hops[0] == 6
+    assert (many.link_tx_bytes > 0).sum() > 6
+
+
+def test_nscc_keeps_the_incast_queue_shorter_than_no_congestion_control():
+    topo = build_topology(TOPOLOGY)
+    flows = pattern_flows(Pattern.INCAST, 16, 1e6, 0)
+    plain = simulate(topo, flows, "none", "none", routing=Routing.SPRAY, **UET)
+    nscc = _uet(topo, flows)
+    for run in (plain, nscc):
+        np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
+    assert nscc.queue_max_bytes.max() < 0.5 * plain.queue_max_bytes.max()
+
+
+def test_uet_with_a_small_buffer_trims_instead_of_dropping_and_delivers_everything():
+    topo = build_topology(TOPOLOGY)
+    flows = pattern_flows(Pattern.INCAST, 16, 1e6, 0)
+    run = _uet(topo, flows, buffer_bytes=300e3)
+    np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
+    assert run.drops == 0 and run.trimmed_packets > 0
+    assert run.retransmitted_bytes == run.trimmed_packets * 4096  # every trimmed packet resent, once
+
+
+def test_entropies_is_a_checked_whole_number():
+    assert PacketParams().with_overrides({"entropies": 64.0}).entropies == 64
+    for bad in (1.5, 1e6):
+        with pytest.raises(FabricsimError, match="entropies must be a whole number"):
+            PacketParams().with_overrides({"entropies": bad})
