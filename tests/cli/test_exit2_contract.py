@@ -84,12 +84,13 @@ BAD: dict[str, list[str]] = {
     "interval": ["-1", "0", *NUMBER_JUNK],
     "batch": ["-1", "0", "maxx", str(10**400), *NUMBER_JUNK],
     "cc_param": ["x", "timer_s=nan", "bogus=1", "timer_s=-1", "", "timer_s"],
+    "ber": ["x", "", "-1e-9", "1", "1e-3", "nan", "inf"],
     "address": ["", "x" * 300],
     "pipeline_layout": ["", " ", "x|y", "Et|tL", "(tt|)*", "E(t|)*99999999L"],
 }
 """The bad values of each kind of option: each must be refused with exit 2 wherever that kind is used."""
 
-NEEDS_PACKET = {"cc", "lossless", "cc_param", "buffer", "load", "duration", "trace"}
+NEEDS_PACKET = {"cc", "lossless", "cc_param", "buffer", "load", "duration", "trace", "transport", "ber"}
 """traffic options read only at packet fidelity: their bad values are tried with ``--fidelity packet``."""
 COLLECTIVE_NETWORK = NEEDS_PACKET | {"topology", "routing", "seed"}
 """collective options read only at flow or packet fidelity: their bad values are tried with ``--fidelity packet``."""
@@ -147,7 +148,8 @@ KINDS: dict[str, dict[str, str]] = {
     "cluster": {"spec": "input"},
     "collective": {"op": "enum", "system": "catalog", "gpus": "count", "size": "size", "algorithm": "enum",
                    "fidelity": "enum", "topology": "topology", "routing": "enum", "seed": "natural", "cc": "enum",
-                   "lossless": "enum", "cc_param": "cc_param", "buffer": "size", "trace": "output"},
+                   "lossless": "enum", "cc_param": "cc_param", "buffer": "size", "trace": "output",
+                   "transport": "enum", "ber": "ber"},
     "cost": {"system": "catalog", "gpus": "count", "topology": "topology", "optics": "enum", "cooling": "enum",
              "load": "enum", "nic": "catalog", "switch": "catalog", "prices": "input"},
     "goodput": {**MODEL_SYSTEM, **LAYOUT, "days": "positive", "global_batch": "count", "seq_len": "count",
@@ -180,7 +182,7 @@ KINDS: dict[str, dict[str, str]] = {
     "traffic": {"pattern": "enum", "topology": "topology", "routing": "enum", "seed": "natural", "size": "size",
                 "hosts": "count", "fail_links": "natural", "fail_fraction": "fraction", "fidelity": "enum",
                 "cc": "enum", "lossless": "enum", "cc_param": "cc_param", "buffer": "size", "load": "open_fraction",
-                "duration": "positive", "trace": "output"},
+                "duration": "positive", "trace": "output", "transport": "enum", "ber": "ber"},
     "train": {**MODEL_SYSTEM, **LAYOUT, **VARIABILITY, "global_batch": "count", "seq_len": "count",
               "expert_tp": "count", "offload": "enum_list", "offload_tier": "enum",
               **SETTINGS},

@@ -41,6 +41,10 @@ def collective(
     cc: str = typer.Option(None, "--cc", help="packet: sender congestion control none (default) | dcqcn | hpcc"),
     lossless: str = typer.Option(None, "--lossless", help="packet: pfc (default) | credit | none (drops)"),
     spray: bool = typer.Option(False, "--spray", help="packet: spray packets over equal-cost paths"),
+    transport: str = typer.Option(
+        None, "--transport", help="packet: roce | ib | uet, setting --cc, --lossless, --spray and parameters"
+    ),
+    ber: str = typer.Option(None, "--ber", help="packet: post-FEC bit-error rate of every link, e.g. 1e-12"),
     cc_param: list[str] = typer.Option([], "--cc-param", help="packet: NAME=VALUE override, repeatable"),
     buffer: str = typer.Option(None, "--buffer", help="packet: shared buffer per switch (default 16MB x Gb/s / 50)"),
     trace: str = typer.Option(None, "--trace", help="packet: write a Perfetto trace of the steps, rates and queues"),
@@ -63,6 +67,8 @@ def collective(
             "--trace": trace,
             "--spray": spray or None,
             "--cc-param": cc_param or None,
+            "--transport": transport,
+            "--ber": ber,
         }
         given = [name for name, value in network.items() if value is not None]
         if given:
@@ -70,6 +76,14 @@ def collective(
         result = api.collective(op, system=system, gpus=gpus, size=size, algorithm=algorithm)
         emit(result.to_json(), as_json, "collective_table")
         return
+    if kind == CollectiveFidelity.PACKET:
+        from fabricsim.api.transports import PacketOptions, with_transport
+
+        chosen = with_transport(PacketOptions(cc, lossless, spray, tuple(cc_param)),
+                                PacketOptions(None, None, False, ()), transport, ber)  # fmt: skip
+        cc, lossless, spray, cc_param = chosen.cc, chosen.lossless, chosen.spray, list(chosen.cc_params)
+    elif transport is not None or ber is not None:
+        raise FabricsimError("fidelity", "--transport and --ber need --fidelity packet")
     _network(kind, (op, system, gpus, size, algorithm),
              (topology, routing, seed, cc, lossless, spray, tuple(cc_param), buffer), trace, as_json)  # fmt: skip
 

@@ -37,6 +37,10 @@ def traffic(
     cc: str = typer.Option("none", "--cc", help="packet: sender congestion control none | dcqcn | hpcc"),
     lossless: str = typer.Option("pfc", "--lossless", help="packet: pfc | credit (InfiniBand) | none (drops)"),
     spray: bool = typer.Option(False, "--spray", help="packet: spray packets over equal-cost paths"),
+    transport: str = typer.Option(
+        None, "--transport", help="packet: roce | ib | uet, setting --cc, --lossless, --spray and parameters"
+    ),
+    ber: str = typer.Option(None, "--ber", help="packet: post-FEC bit-error rate of every link, e.g. 1e-12"),
     cc_param: list[str] = typer.Option(
         [], "--cc-param", help="packet: NAME=VALUE override, repeatable (e.g. timer_s=1.2e-3, kmin_bytes=5e3)"
     ),
@@ -54,11 +58,18 @@ def traffic(
 
     kind = parse_choice("fidelity", fidelity, TrafficFidelity)
     if kind == TrafficFidelity.PACKET:
+        from fabricsim.api.transports import PacketOptions, with_transport
+
+        chosen = with_transport(PacketOptions(cc, lossless, spray, tuple(cc_param)),
+                                PacketOptions("none", "pfc", False, ()), transport, ber)  # fmt: skip
+        cc, lossless, spray, cc_param = chosen.cc, chosen.lossless, chosen.spray, list(chosen.cc_params)
         _packet(pattern, topology, routing, seed, size, hosts, (cc, lossless, spray, tuple(cc_param), buffer),
                 (load, duration, trace, fail_links or fail_fraction, as_json))  # fmt: skip
         return
-    if trace is not None or cc_param or buffer is not None or spray:
-        raise FabricsimError("fidelity", "--trace, --cc-param, --buffer and --spray need --fidelity packet")
+    if trace is not None or cc_param or buffer is not None or spray or transport is not None or ber is not None:
+        raise FabricsimError(
+            "fidelity", "--trace, --cc-param, --buffer, --spray, --transport and --ber need --fidelity packet"
+        )
     with progress_bar("traffic (flows done)", not as_json) as on_progress:
         result = api.traffic(
             pattern,

@@ -145,6 +145,40 @@ def transport_for(kind: LinkKind | str, adaptive_routing: bool = True) -> Transp
     raise FabricsimError("nic", f"a {link.value} link is not a scale-out NIC", "use an infiniband or roce NIC")
 
 
+_UET_SOURCES = (
+    ("lossless", "none: Ultra Ethernet runs on a lossy (or best-effort) class; a full switch trims a packet "
+     "to its headers instead of dropping it (UEC 1.0 specification, packet trimming; NDP, Handley et al., "
+     "SIGCOMM'17)"),
+    ("cc", "NSCC, UET's sender-based window control on ECN and queueing delay (UEC 1.0 specification, "
+     "congestion management; simplified, see network/packet/reaction.py); RCCC receiver credits not modelled"),
+    ("routing", "packet spraying: every packet hashed (ECMP) on one of UET_ENTROPIES entropy values the sender "
+     "cycles through, delivered out of order and placed directly, acknowledged and resent selectively "
+     "(UEC 1.0 specification, packet delivery sublayer)"),
+)  # fmt: skip
+UET_ENTROPIES = 256  # entropy values per flow [chosen: more than the 64 core paths of a k=16 fat-tree]
+
+
+class TransportName(StrEnum):
+    """``--transport``: the three transport families of the packet fidelity."""
+
+    ROCE = "roce"
+    IB = "ib"
+    UET = "uet"
+
+
+def named_transport(name: str) -> Transport:
+    """The transport ``--transport NAME`` selects: RoCE and InfiniBand as :func:`transport_for`
+    gives them for their NICs, or Ultra Ethernet (lossy with trimming, NSCC, spraying over
+    :data:`UET_ENTROPIES` entropies, selective repeat)."""
+    kind = parse_choice("transport", name, TransportName)
+    if kind is TransportName.ROCE:
+        return transport_for(LinkKind.ROCE)
+    if kind is TransportName.IB:
+        return transport_for(LinkKind.INFINIBAND)
+    params = PacketParams(loss_recovery=1.0, trimming=1.0, entropies=float(UET_ENTROPIES))
+    return Transport("uet", Lossless.NONE, CongestionControl.NSCC, Routing.SPRAY, _UET_SOURCES, params)
+
+
 # --- counters ---------------------------------------------------------------------------------
 
 

@@ -78,6 +78,10 @@ _MBPS = 1e6 / 8  # 1 Mb/s in bytes/s
 # [chosen: one more codeword time]; lanes signal at 53.125 (50G, 802.3cd), 106.25 (100G, 802.3ck)
 # and 212.5 Gb/s (200G, 802.3dj). At 100G lanes that is 102.4 ns, the ~100 ns per hop usually quoted.
 MAX_ENTROPIES = 65536  # UET's entropy value is a 16-bit field
+# highest post-FEC bit-error rate taken: a 4,096 B packet is then lost on 28% of its hops; above it a
+# link is down rather than noisy (post-FEC targets are ~1e-12 or better: Intel AN 846, KP4's "BER of
+# 1e-12 or better after FEC"), and retransmissions grow without bound
+MAX_BER = 1e-5
 KP4_CODEWORD_BITS = 5440
 LANE_SIGNAL_BPS = {50: 53.125e9, 100: 106.25e9, 200: 212.5e9}
 FEC_LATENCY_S = {gbps: 2 * KP4_CODEWORD_BITS / bps for gbps, bps in LANE_SIGNAL_BPS.items()}
@@ -167,8 +171,8 @@ def _check(name: str, value: float) -> None:
         raise FabricsimError("cc-param", f"entropies must be a whole number in [0, {MAX_ENTROPIES}], got {value:g}")
     if name in ("nscc_target", "nscc_max_window") and value <= 0:
         raise FabricsimError("cc-param", f"{name} must be > 0, got {value:g}")
-    if name == "ber" and not 0.0 <= value < 1.0:
-        raise FabricsimError("cc-param", f"ber must be in [0, 1), got {value:g}")
+    if name == "ber" and not 0.0 <= value <= MAX_BER:
+        raise FabricsimError("cc-param", f"ber must be in [0, {MAX_BER:g}], got {value:g}", "e.g. --ber 1e-12")
     if name == "trim_bytes" and not 1 <= value <= 4096:
         raise FabricsimError("cc-param", f"trim_bytes must be in [1, 4096] (a header), got {value:g}")
     if name in _FRACTIONS and not 0.0 <= value <= 1.0:
@@ -187,15 +191,16 @@ def parse_cc_params(items: list[str] | tuple[str, ...]) -> dict[str, float]:
         if not sep:
             raise FabricsimError("cc-param", f"{item!r} is not NAME=VALUE", "e.g. --cc-param timer_s=1.2e-3")
         key = name.strip().replace("-", "_")
-        if key in _CHOICES:
-            text = text.strip()
-            if text not in _CHOICES[key]:
-                raise FabricsimError("cc-param", f"{key} must be one of {' | '.join(_CHOICES[key])}, got {text!r}")
-            out[key] = _CHOICES[key][text]
+        if text.strip() in _CHOICES.get(key, {}):
+            out[key] = _CHOICES[key][text.strip()]
             continue
         try:
             value = float(text)
         except ValueError:
+            if key in _CHOICES:  # a named value (its number is accepted too, and checked)
+                raise FabricsimError(
+                    "cc-param", f"{key} must be one of {' | '.join(_CHOICES[key])}, got {text.strip()!r}"
+                ) from None
             raise FabricsimError("cc-param", f"{name.strip()} must be a number, got {text.strip()!r}") from None
         out[name.strip().replace("-", "_")] = value
     return out
