@@ -95,7 +95,7 @@ HIST_BINS = 4096  # queue-length histogram bins per link class (bin width = MTU)
 _CC_DCQCN, _CC_HPCC, _CC_NSCC = 1, 2, 3
 _PFC, _CREDIT = 1, 2
 _GO_BACK_N, _SELECTIVE = 0, 1  # P_LOSS_RECOVERY
-# meta[] counters past the heap's and the pool's (see loop._new_pool)
+# meta[] counters past the heap's and the pool's (see pool._new_pool)
 M_SENT_PKTS, M_SAMPLES, M_RETX_BYTES, M_TRIMMED = 4, 5, 6, 7
 META_COLS = 8
 

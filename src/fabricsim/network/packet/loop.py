@@ -14,8 +14,6 @@ credit, CNP, ACK, wake-up) stay ordinary calls.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from fabricsim.network.packet import heap
@@ -31,10 +29,8 @@ from fabricsim.network.packet.kernel import (
     M_SAMPLES,
     M_SENT_PKTS,
     M_TRIMMED,
-    META_COLS,
     S_COLS,
     S_DELIVERED_PKTS,
-    S_DROPS,
     S_END,
     S_EVENTS,
     S_MARKED,
@@ -65,12 +61,8 @@ from fabricsim.network.packet.layout import (
     FF_DELIVERED,
     FF_FINISH,
     FF_LAST_CNP,
-    FF_RC,
     FF_RET_LAT,
     FF_SIZE,
-    FF_START,
-    FF_WIN,
-    FI_ACTIVE,
     FI_DONE,
     FI_SRC,
     LF_HDRM,
@@ -90,8 +82,6 @@ from fabricsim.network.packet.layout import (
     LI_DST_HOST,
     LI_PAUSE_FRAMES,
     LI_PAUSED,
-    LI_QHEAD,
-    LI_QTAIL,
     LI_SRC,
     LI_SRC_HOST,
     LI_TXPKT,
@@ -105,41 +95,22 @@ from fabricsim.network.packet.layout import (
     P_PFC_RESUME,
     P_PFC_XOFF,
     P_RTO,
-    P_SAMPLE_DT,
     P_SEED,
-    P_TRIM,
-    PF_COLS,
-    PI_COLS,
     PI_ECN,
     PI_ENT,
     PI_FLOW,
     PI_INLINK,
     PI_LINK,
-    PI_NEXT,
     PI_SIZE,
     PI_TRIM,
 )
-from fabricsim.network.packet.reaction import dcqcn_cnp, hpcc_ack, nscc_ack, nscc_bound
+from fabricsim.network.packet.losses import _activate, _corrupted, _drop, _enqueue, _forward_header, _overflow, _recover
+from fabricsim.network.packet.pool import _grown_pool, _new_pool, _sample, _schedule_starts
+from fabricsim.network.packet.reaction import dcqcn_cnp, hpcc_ack, nscc_ack
 from fabricsim.network.packet.recovery import (
     nack_due,
-    note_loss,
-    on_nack,
-    on_timeout,
-    on_trim_nack,
     receive,
-    trim,
 )
-
-
-@njit(cache=True)
-def _activate(FI, hosts, f):
-    act_ptr, act_n, act, _ = hosts
-    if FI[f, FI_ACTIVE]:
-        return
-    h = FI[f, FI_SRC]
-    act[act_ptr[h] + act_n[h]] = f
-    act_n[h] += 1
-    FI[f, FI_ACTIVE] = 1
 
 
 @njit(cache=True, inline="always")
@@ -223,52 +194,6 @@ def _deliver(S, stats, p, lk, t):
 
 
 @njit(cache=True, inline="always")
-def _enqueue(LI, LF, PI, nl, p, front):
-    """Append packet ``p`` to egress ``nl``'s FIFO, or put it first (``front``: a trimmed header's
-    strict priority)."""
-    PI[p, PI_LINK] = nl
-    PI[p, PI_NEXT] = -1
-    head, tail = LI[nl, LI_QHEAD], LI[nl, LI_QTAIL]
-    if front and head >= 0:
-        PI[p, PI_NEXT] = head
-        LI[nl, LI_QHEAD] = p
-    elif tail >= 0:
-        PI[tail, PI_NEXT] = p
-        LI[nl, LI_QTAIL] = p
-    else:
-        LI[nl, LI_QHEAD] = LI[nl, LI_QTAIL] = p
-    LF[nl, LF_QBYTES] += PI[p, PI_SIZE]
-
-
-@njit(cache=True, inline="always")
-def _forward_header(S, route, p, lk, node, t):
-    """A trimmed header crosses switch ``node`` ahead of the queued packets, holding no buffer."""
-    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
-    nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
-    if nl < 0:
-        raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
-    PI[p, PI_INLINK] = lk
-    _enqueue(LI, LF, PI, nl, p, True)
-    _try_switch_tx(LI, LF, PI, PF, P, nl, t, H)
-
-
-@njit(cache=True, inline="always")
-def _overflow(S, stats, route, p, lk, node, t):
-    """Switch ``node`` has no room for packet ``p``: trim it (``trimming``) or drop it."""
-    if S[6][P_TRIM] > 0.0:
-        trim(S[4], S[6], S[11], p)
-        _forward_header(S, route, p, lk, node, t)
-    else:
-        _drop(S, stats, p, t)
-
-
-@njit(cache=True, inline="always")
-def _corrupted(P, size):
-    """A bit error the FEC left in a packet of ``size`` bytes: probability 1 - (1 - BER)^bits (seeded)."""
-    return np.random.random() < -math.expm1(8.0 * size * math.log1p(-P[P_BER]))
-
-
-@njit(cache=True, inline="always")
 def _arrive(S, shared, stats, route, hist, p, t):
     """Packet ``p`` fully received at its link's far end; returns 1 if that finished its flow."""
     LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
@@ -316,16 +241,6 @@ def _arrive(S, shared, stats, route, hist, p, t):
 
 
 @njit(cache=True)
-def _drop(S, stats, p, t):
-    """Drop ``p``; its sender learns of the loss one retransmission timeout later (go-back-N: by
-    the receiver's NACK when a later packet arrives first)."""
-    H = S[10]
-    stats[S_DROPS] += 1
-    note_loss(S[2], S[3], S[4], S[6], S[13], p)
-    heap.push(H[0], H[1], H[2], H[3], t + S[6][P_RTO], _key(EV_RETX, p))
-
-
-@njit(cache=True)
 def _control(S, kind, arg, t):
     """Pause, resume, credit, CNP, ACK, wake-up and start events; loss recovery's go to _recover."""
     LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, _rcvd = S
@@ -362,91 +277,6 @@ def _control(S, kind, arg, t):
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, FI[arg, FI_SRC], t, H, meta)
     else:
         _recover(S, kind, arg, t)
-
-
-@njit(cache=True)
-def _recover(S, kind, arg, t):
-    """Loss recovery at the sender (:mod:`recovery`): a timeout, a go-back-N NACK, a trim NACK."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, rcvd = S
-    if kind == EV_RETX:
-        f = PI[arg, PI_FLOW]
-        _resend, keep = on_timeout(FI, FF, PI, P, rcvd, arg)
-        if not keep:
-            _free(PI, meta, arg)
-        resend = 1  # the packet left the window (HPCC's in-flight bytes): the sender may send again
-    elif kind == EV_NACK:
-        f = arg
-        resend = on_nack(FI, FF, f)
-    else:  # EV_TRIM_NACK
-        f = PI[arg, PI_FLOW]
-        on_trim_nack(FI, FF, PI, arg)
-        if P[P_CC] == _CC_NSCC:  # a trimmed packet is a congestion signal: its size off the window
-            nscc_bound(FF, P, f, FF[f, FF_WIN] - PI[arg, PI_SIZE])
-        resend = 1
-    if resend:
-        _activate(FI, hosts, f)
-        _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, FI[f, FI_SRC], t, H, meta)
-
-
-@njit(cache=True)
-def _grown_pool(PI, PF, meta):
-    """Double the packet pool, threading the new rows onto the free list."""
-    n = PI.shape[0]
-    PI2 = np.empty((2 * n, PI_COLS), dtype=PI.dtype)
-    PF2 = np.zeros((2 * n, PF_COLS), dtype=PF.dtype)
-    PI2[:n] = PI
-    PF2[:n] = PF
-    for p in range(n, 2 * n):
-        PI2[p, PI_NEXT] = p + 1 if p + 1 < 2 * n else meta[2]
-    meta[2] = n
-    meta[3] += n
-    return PI2, PF2
-
-
-@njit(cache=True)
-def _sample(S, series, t):
-    """Record every flow's delivered bytes and rate and every link's queue at ``t``."""
-    _LI, LF, _FI, FF, _PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, _rcvd = S
-    delivered, rate, queue = series
-    k = meta[M_SAMPLES]
-    if k >= delivered.shape[0]:
-        return
-    delivered[k] = FF[:, FF_DELIVERED]
-    rate[k] = FF[:, FF_RC]
-    queue[k] = LF[:, LF_QBYTES]
-    meta[M_SAMPLES] = k + 1
-    heap.push(H[0], H[1], H[2], H[3], t + P[P_SAMPLE_DT], _key(EV_SAMPLE, 0))
-
-
-@njit(cache=True)
-def _new_pool(size):
-    """An empty packet pool of ``size`` rows (all on the free list) and the kernel's ``meta``
-    counters: heap size, heap sequence, free-list head, free count, sent packets, samples."""
-    PI = np.zeros((size, PI_COLS), dtype=np.int64)
-    PF = np.zeros((size, PF_COLS), dtype=np.float64)
-    for p in range(size):
-        PI[p, PI_NEXT] = p + 1 if p + 1 < size else -1
-    meta = np.zeros(META_COLS, dtype=np.int64)
-    meta[3] = size
-    return PI, PF, meta
-
-
-@njit(cache=True)
-def _schedule_starts(FI, FF, H):
-    """Push every flow's start; empty flows finish at their start. Returns how many finished and
-    how many must finish: the flows of finite size (an infinite one, a background tenant's, sends
-    for as long as the run lasts)."""
-    finished = 0
-    finite = 0
-    for f in range(FI.shape[0]):
-        heap.push(H[0], H[1], H[2], H[3], FF[f, FF_START], _key(EV_START, f))
-        if FF[f, FF_SIZE] < np.inf:
-            finite += 1
-        if FF[f, FF_SIZE] <= 0.0:
-            FI[f, FI_DONE] = 1
-            FF[f, FF_FINISH] = FF[f, FF_START]
-            finished += 1
-    return finished, finite
 
 
 @njit(cache=True)

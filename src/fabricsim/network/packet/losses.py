@@ -1,0 +1,142 @@
+"""What the network does not deliver whole, and what the sender does about it (layer L3): a full
+switch trims or drops a packet, a bit error corrupts one, and the sender's timeouts, NACKs and trim
+NACKs (:mod:`fabricsim.network.packet.recovery`) put its bytes back on the wire. Compiled inline
+into :mod:`fabricsim.network.packet.loop`'s per-packet path where marked so."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fabricsim.network.packet import heap
+from fabricsim.network.packet.jit import njit
+from fabricsim.network.packet.kernel import (
+    _CC_NSCC,
+    S_DROPS,
+    _free,
+    _key,
+    _next_link,
+    _nic_kick,
+    _try_switch_tx,
+)
+from fabricsim.network.packet.layout import (
+    EV_NACK,
+    EV_RETX,
+    FF_WIN,
+    FI_ACTIVE,
+    FI_SRC,
+    LF_QBYTES,
+    LI_QHEAD,
+    LI_QTAIL,
+    P_BER,
+    P_CC,
+    P_RTO,
+    P_TRIM,
+    PI_ENT,
+    PI_FLOW,
+    PI_INLINK,
+    PI_LINK,
+    PI_NEXT,
+    PI_SIZE,
+)
+from fabricsim.network.packet.reaction import nscc_bound
+from fabricsim.network.packet.recovery import (
+    note_loss,
+    on_nack,
+    on_timeout,
+    on_trim_nack,
+    trim,
+)
+
+
+@njit(cache=True)
+def _activate(FI, hosts, f):
+    """Put flow ``f`` on its sender's list of flows with something to send (if it is not there)."""
+    act_ptr, act_n, act, _ = hosts
+    if FI[f, FI_ACTIVE]:
+        return
+    h = FI[f, FI_SRC]
+    act[act_ptr[h] + act_n[h]] = f
+    act_n[h] += 1
+    FI[f, FI_ACTIVE] = 1
+
+
+@njit(cache=True, inline="always")
+def _enqueue(LI, LF, PI, nl, p, front):
+    """Append packet ``p`` to egress ``nl``'s FIFO, or put it first (``front``: a trimmed header's
+    strict priority)."""
+    PI[p, PI_LINK] = nl
+    PI[p, PI_NEXT] = -1
+    head, tail = LI[nl, LI_QHEAD], LI[nl, LI_QTAIL]
+    if front and head >= 0:
+        PI[p, PI_NEXT] = head
+        LI[nl, LI_QHEAD] = p
+    elif tail >= 0:
+        PI[tail, PI_NEXT] = p
+        LI[nl, LI_QTAIL] = p
+    else:
+        LI[nl, LI_QHEAD] = LI[nl, LI_QTAIL] = p
+    LF[nl, LF_QBYTES] += PI[p, PI_SIZE]
+
+
+@njit(cache=True, inline="always")
+def _forward_header(S, route, p, lk, node, t):
+    """A trimmed header crosses switch ``node`` ahead of the queued packets, holding no buffer."""
+    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
+    nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
+    if nl < 0:
+        raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
+    PI[p, PI_INLINK] = lk
+    _enqueue(LI, LF, PI, nl, p, True)
+    _try_switch_tx(LI, LF, PI, PF, P, nl, t, H)
+
+
+@njit(cache=True, inline="always")
+def _overflow(S, stats, route, p, lk, node, t):
+    """Switch ``node`` has no room for packet ``p``: trim it (``trimming``) or drop it."""
+    if S[6][P_TRIM] > 0.0:
+        trim(S[4], S[6], S[11], p)
+        _forward_header(S, route, p, lk, node, t)
+    else:
+        _drop(S, stats, p, t)
+
+
+@njit(cache=True, inline="always")
+def _corrupted(P, size):
+    """A bit error the FEC left in a packet of ``size`` bytes: probability 1 - (1 - BER)^bits (seeded)."""
+    return np.random.random() < -math.expm1(8.0 * size * math.log1p(-P[P_BER]))
+
+
+@njit(cache=True)
+def _drop(S, stats, p, t):
+    """Drop ``p``; its sender learns of the loss one retransmission timeout later (go-back-N: by
+    the receiver's NACK when a later packet arrives first)."""
+    H = S[10]
+    stats[S_DROPS] += 1
+    note_loss(S[2], S[3], S[4], S[6], S[13], p)
+    heap.push(H[0], H[1], H[2], H[3], t + S[6][P_RTO], _key(EV_RETX, p))
+
+
+@njit(cache=True)
+def _recover(S, kind, arg, t):
+    """Loss recovery at the sender (:mod:`recovery`): a timeout, a go-back-N NACK, a trim NACK."""
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, rcvd = S
+    if kind == EV_RETX:
+        f = PI[arg, PI_FLOW]
+        _resend, keep = on_timeout(FI, FF, PI, P, rcvd, arg)
+        if not keep:
+            _free(PI, meta, arg)
+        resend = 1  # the packet left the window (HPCC's in-flight bytes): the sender may send again
+    elif kind == EV_NACK:
+        f = arg
+        resend = on_nack(FI, FF, f)
+    else:  # EV_TRIM_NACK
+        f = PI[arg, PI_FLOW]
+        on_trim_nack(FI, FF, PI, arg)
+        if P[P_CC] == _CC_NSCC:  # a trimmed packet is a congestion signal: its size off the window
+            nscc_bound(FF, P, f, FF[f, FF_WIN] - PI[arg, PI_SIZE])
+        resend = 1
+    if resend:
+        _activate(FI, hosts, f)
+        _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, FI[f, FI_SRC], t, H, meta)
