@@ -262,7 +262,7 @@ def _control(S, kind, arg, t):
             dcqcn_cnp(FF, FI, P, arg, t)
     elif kind == EV_ACK:
         if P[P_CC] == _CC_NSCC:
-            nscc_ack(FF, PI, PF, P, arg, t)
+            nscc_ack(FF, FI, PI, PF, P, arg, t)
         else:
             hpcc_ack(FF, FI, PI, PF, LINT, P, arg)
         h = FI[PI[arg, PI_FLOW], FI_SRC]

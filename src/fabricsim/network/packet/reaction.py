@@ -62,6 +62,7 @@ from fabricsim.network.packet.layout import (
     FF_WINC,
     FI_BCOUNT,
     FI_CUTS,
+    FI_EPOCH,
     FI_HOPS,
     FI_INC,
     FI_STAGE,
@@ -91,6 +92,7 @@ from fabricsim.network.packet.layout import (
     P_TIMER,
     PF_SENT_T,
     PI_ECN,
+    PI_EPOCH,
     PI_FLOW,
     PI_HOP,
     PI_SEQ,
@@ -181,12 +183,21 @@ def dcqcn_sent(FF, FI, P, f, size):
         _increase(FF, FI, P, f)
 
 
+@njit(cache=True, inline="always")
+def release(FI, FF, PI, p):
+    """Packet ``p`` (acknowledged, lost or trimmed) no longer counts in its flow's window, unless the
+    flow went back (go-back-N) since ``p`` left: that rewind emptied the window already."""
+    f = PI[p, PI_FLOW]
+    if PI[p, PI_EPOCH] == FI[f, FI_EPOCH]:
+        FF[f, FF_INFLIGHT] -= PI[p, PI_SIZE]
+
+
 @njit(cache=True)
-def nscc_ack(FF, PI, PF, P, p, t):
+def nscc_ack(FF, FI, PI, PF, P, p, t):
     """NSCC on the ACK of packet ``p`` reaching its sender at ``t``: the new window (module doc)."""
     f = PI[p, PI_FLOW]
     size = PI[p, PI_SIZE]
-    FF[f, FF_INFLIGHT] -= size
+    release(FI, FF, PI, p)
     T = FF[f, FF_BASE_RTT]
     delay = max(t - PF[p, PF_SENT_T] - T, 0.0)
     target = P[P_NSCC_TARGET] * T
@@ -233,7 +244,7 @@ def _hpcc_utilization(FF, FI, PI, PF, LINT, p, f):
 def hpcc_ack(FF, FI, PI, PF, LINT, P, p):
     """HPCC NewAck for packet ``p``: new window and pacing rate; store its INT as the reference."""
     f = PI[p, PI_FLOW]
-    FF[f, FF_INFLIGHT] -= PI[p, PI_SIZE]
+    release(FI, FF, PI, p)
     hops = min(PI[p, PI_HOP], MAX_HOPS)
     if FI[f, FI_HOPS] > 0 and hops > 0:
         T = FF[f, FF_BASE_RTT]

@@ -55,6 +55,7 @@ from fabricsim.network.packet.layout import (
     PI_SIZE,
     PI_TRIM,
 )
+from fabricsim.network.packet.reaction import release
 
 
 @njit(cache=True, inline="always")
@@ -130,10 +131,12 @@ def note_loss(FI, FF, PI, P, rcvd, p):
 
 @njit(cache=True, inline="always")
 def _rewind(FI, FF, f, off):
-    """Go-back-N: send again from byte ``off``; 1 if that moved the sender back."""
+    """Go-back-N: send again from byte ``off``; 1 if that moved the sender back. The window starts
+    empty: what was in flight will be sent again (its ACKs, if any, no longer count)."""
     if off >= FF[f, FF_SENT]:
         return 0
     FF[f, FF_SENT] = off
+    FF[f, FF_INFLIGHT] = 0.0
     FI[f, FI_EPOCH] += 1
     return 1
 
@@ -158,7 +161,7 @@ def on_timeout(FI, FF, PI, P, rcvd, p):
     (resend, keep): resend 1 if the flow has bytes to send again; keep 1 if ``p`` now waits on the
     retransmission list (selective repeat), else the caller frees it."""
     f = PI[p, PI_FLOW]
-    FF[f, FF_INFLIGHT] -= PI[p, PI_SIZE]
+    release(FI, FF, PI, p)
     k = _slot(FI, PI, P, p)
     if k >= 0 and rcvd[k]:
         return 0, 0  # received meanwhile (a go-back-N resend)
@@ -189,8 +192,7 @@ def trim(PI, P, meta, p):
 @njit(cache=True)
 def on_trim_nack(FI, FF, PI, p):
     """The NACK of trimmed packet ``p`` reaches its sender: resend exactly that packet."""
-    f = PI[p, PI_FLOW]
     PI[p, PI_SIZE] = PI[p, PI_TRIM]
     PI[p, PI_TRIM] = 0
-    FF[f, FF_INFLIGHT] -= PI[p, PI_SIZE]
+    release(FI, FF, PI, p)
     _queue_resend(FI, FF, PI, p)
