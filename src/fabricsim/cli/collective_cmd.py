@@ -38,7 +38,7 @@ def collective(
     ),
     routing: str = typer.Option(None, "--routing", help="flow/packet: ecmp (default) | spray | adaptive"),
     seed: int = typer.Option(None, "--seed", help="flow/packet: seed of the ECMP hash and spraying (default 0)"),
-    cc: str = typer.Option(None, "--cc", help="packet: sender congestion control none (default) | dcqcn | hpcc"),
+    cc: str = typer.Option(None, "--cc", help="packet: sender congestion control none (default) | dcqcn | hpcc | nscc"),
     lossless: str = typer.Option(None, "--lossless", help="packet: pfc (default) | credit | none (drops)"),
     spray: bool = typer.Option(False, "--spray", help="packet: spray packets over equal-cost paths"),
     transport: str = typer.Option(

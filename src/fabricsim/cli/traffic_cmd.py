@@ -34,7 +34,7 @@ def traffic(
     ),
     fail_fraction: float = typer.Option(0.0, "--fail-fraction", help="fail this fraction of the fabric cables"),
     fidelity: str = typer.Option("flow", "--fidelity", help="flow (max-min) | packet (queues, PFC, ECN, CC)"),
-    cc: str = typer.Option("none", "--cc", help="packet: sender congestion control none | dcqcn | hpcc"),
+    cc: str = typer.Option("none", "--cc", help="packet: sender congestion control none | dcqcn | hpcc | nscc"),
     lossless: str = typer.Option("pfc", "--lossless", help="packet: pfc | credit (InfiniBand) | none (drops)"),
     spray: bool = typer.Option(False, "--spray", help="packet: spray packets over equal-cost paths"),
     transport: str = typer.Option(

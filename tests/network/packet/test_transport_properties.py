@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,22 +29,26 @@ MTU = 4096.0
     transport=st.sampled_from(["roce", "ib", "uet"]),
     recovery=st.sampled_from([0.0, 1.0]),
     ber=st.sampled_from([0.0, 1e-6]),
+    fec=st.sampled_from([0.0, 100.0]),
     pairs=st.lists(st.tuples(st.integers(0, 15), st.integers(0, 15)), min_size=1, max_size=8),
     packets=st.integers(1, 24),
     seed=st.integers(0, 2**16),
 )
-def test_every_transport_conserves_bytes_and_keeps_the_physical_bounds(transport, recovery, ber, pairs, packets, seed):
+def test_every_transport_conserves_bytes_and_keeps_the_physical_bounds(
+    transport, recovery, ber, fec, pairs, packets, seed
+):
     pairs = [(s, d) for s, d in pairs if s != d] or [(0, 15)]
     src, dst = np.array(pairs).T
     flows = make_flows(src, dst, packets * MTU - seed % 100, 0.0)
     chosen = named_transport(transport)
-    params = replace(chosen.params, loss_recovery=recovery, ber=ber)
+    params = replace(chosen.params, loss_recovery=recovery, ber=ber, fec_lane_gbps=fec)
     if chosen.lossless == Lossless.NONE:
         params = replace(params, buffer_bytes=8 * MTU)  # small enough to overflow (and trim)
     opts = RunOptions(chosen.cc, chosen.lossless, TOPOLOGY.line_rate_Bps, 0.0, seed)
     run = PacketNetwork(route_table(TOPOLOGY), chosen.routing, params, opts).simulate(flows)
     np.testing.assert_array_equal(run.delivered_bytes, run.flows.size_bytes)
-    assert np.all(run.finish_s - flows.start_s >= run.ideal_fct_s * (1 - 1e-12))
+    assert np.all(run.finish_s - flows.start_s >= run.ideal_fct_s * (1 - 1e-12))  # FEC latency included
+    assert run.fec_latency_s == pytest.approx(102.4e-9 if fec else 0.0)
     if ber == 0.0 and chosen.lossless != Lossless.NONE:
         assert run.drops == 0 and run.retransmitted_bytes == 0
     buffer = resolved(params, TOPOLOGY.line_rate_Bps).buffer_bytes
