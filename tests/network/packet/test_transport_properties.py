@@ -1,6 +1,7 @@
 """Physical bounds for every transport (issue 26, "Done when"): RoCE (PFC, DCQCN, ECMP), InfiniBand
 (credits, adaptive routing as spraying) and Ultra Ethernet (lossy with trimming, NSCC, entropy
-spraying), each with either loss recovery and with or without bit errors: every byte arrives,
+spraying), each with either loss recovery, with or without bit errors, FEC latency and receiver
+credits: every byte arrives,
 nothing is dropped by a lossless fabric's buffers, no flow beats the empty network, no queue
 outgrows its switch's buffer. Fresh randomness on every run (hypothesis)."""
 
@@ -30,18 +31,19 @@ MTU = 4096.0
     recovery=st.sampled_from([0.0, 1.0]),
     ber=st.sampled_from([0.0, 1e-6]),
     fec=st.sampled_from([0.0, 100.0]),
+    rccc=st.sampled_from([0.0, 1.0]),
     pairs=st.lists(st.tuples(st.integers(0, 15), st.integers(0, 15)), min_size=1, max_size=8),
     packets=st.integers(1, 24),
     seed=st.integers(0, 2**16),
 )
 def test_every_transport_conserves_bytes_and_keeps_the_physical_bounds(
-    transport, recovery, ber, fec, pairs, packets, seed
+    transport, recovery, ber, fec, rccc, pairs, packets, seed
 ):
     pairs = [(s, d) for s, d in pairs if s != d] or [(0, 15)]
     src, dst = np.array(pairs).T
     flows = make_flows(src, dst, packets * MTU - seed % 100, 0.0)
     chosen = named_transport(transport)
-    params = replace(chosen.params, loss_recovery=recovery, ber=ber, fec_lane_gbps=fec)
+    params = replace(chosen.params, loss_recovery=recovery, ber=ber, fec_lane_gbps=fec, rccc=rccc)
     if chosen.lossless == Lossless.NONE:
         params = replace(params, buffer_bytes=8 * MTU)  # small enough to overflow (and trim)
     opts = RunOptions(chosen.cc, chosen.lossless, TOPOLOGY.line_rate_Bps, 0.0, seed)

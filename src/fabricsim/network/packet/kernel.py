@@ -34,6 +34,7 @@ from fabricsim.network.packet.layout import (
     EV_BITS,
     EV_TXDONE,
     EV_WAKE,
+    FF_CREDIT,
     FF_FIRST_TX,
     FF_HIGH,
     FF_INFLIGHT,
@@ -71,6 +72,7 @@ from fabricsim.network.packet.layout import (
     P_LOSSLESS,
     P_MTU,
     P_PMAX,
+    P_RCCC,
     PF_SENT_T,
     PI_ECN,
     PI_ENT,
@@ -177,6 +179,8 @@ def _eligible_at(FF, FI, P, f, t):
     """Earliest time flow ``f`` may send its next packet (inf: blocked until an ACK)."""
     if FF[f, FF_RETX] <= 0.0 and FF[f, FF_SENT] >= FF[f, FF_SIZE]:
         return np.inf
+    if P[P_RCCC] > 0.0 and FF[f, FF_CREDIT] <= 0.0:
+        return np.inf  # waits for the receiver's credit
     cc = P[P_CC]
     if (cc == _CC_HPCC or cc == _CC_NSCC) and FF[f, FF_INFLIGHT] >= FF[f, FF_WIN]:  # noqa: SIM109 (numba, float cc)
         return np.inf
@@ -195,7 +199,7 @@ def _eligible_at(FF, FI, P, f, t):
 @njit(cache=True, inline="always")
 def _pick_flow(FI, FF, P, hosts, h, t):
     """Round-robin choice of host ``h``'s next sendable flow; (-1, earliest wake) if none now."""
-    act_ptr, act_n, act, rr = hosts
+    act_ptr, act_n, act, rr = hosts[0], hosts[1], hosts[2], hosts[3]
     n = act_n[h]
     base = act_ptr[h]
     earliest = np.inf
@@ -253,6 +257,8 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
             heap.push(H[0], H[1], H[2], H[3], when, _key(EV_WAKE, h))
         return
     size, off = _next_payload(FI, FF, PI, P, f, meta)
+    if P[P_RCCC] > 0.0:
+        FF[f, FF_CREDIT] -= size
     if off < FF[f, FF_HIGH]:
         meta[M_RETX_BYTES] += int(size)  # sent before: a retransmission (selective, trimmed or go-back-N)
     FF[f, FF_HIGH] = max(FF[f, FF_HIGH], off + size)

@@ -21,6 +21,8 @@ EV_RETX = 9  # the dropped packet arg is declared lost at its sender (retransmis
 EV_SAMPLE = 10  # time-series sample
 EV_NACK = 11  # go-back-N: the receiver's NACK (an out-of-sequence packet arrived) for flow arg reaches its sender
 EV_TRIM_NACK = 12  # trimming: the NACK of trimmed packet arg (its header reached the receiver) reaches the sender
+EV_PULL = 13  # RCCC: receiver host arg's credit pacer grants its next MTU of credit
+EV_GRANT = 14  # RCCC: one MTU of credit reaches flow arg's sender
 EV_BITS = 4
 
 # --- link integer table LI[links, :] ---
@@ -108,7 +110,9 @@ FF_GAP = 26  # go-back-N receiver: offset of the lowest lost packet not yet rece
 FF_HIGH = 27  # sender: highest byte offset sent so far (a packet below it is a retransmission)
 FF_NACK_OFF = 28  # go-back-N: the offset the last NACK asks to resend from
 FF_LAST_MD = 29  # NSCC: time of the last multiplicative decrease
-FF_COLS = 30
+FF_CREDIT = 30  # RCCC: bytes the sender may still send (it sends while this is > 0)
+FF_CREDIT_FLY = 31  # RCCC: credit granted by the receiver, not yet at the sender
+FF_COLS = 32
 
 # --- packet integer table PI[pool, :] ---
 PI_FLOW = 0
@@ -170,4 +174,5 @@ P_BER = 35  # post-FEC bit-error rate of every link: a packet of b bits is lost 
 P_ENTROPIES = 36  # spraying: entropy values per flow, hashed at each switch (0: round robin)
 P_NSCC_TARGET = 37  # NSCC target queueing delay as a fraction of the base RTT
 P_NSCC_MAXWIN = 38  # NSCC window cap as a multiple of the BDP
-P_COLS = 39
+P_RCCC = 39  # 1: receiver credits (RCCC) gate every sender
+P_COLS = 40

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabricsim.network.packet import heap
+from fabricsim.network.packet.credit import granted, pull, start_pacer
 from fabricsim.network.packet.jit import njit
 from fabricsim.network.packet.kernel import (
     _CC_DCQCN,
@@ -49,9 +50,11 @@ from fabricsim.network.packet.layout import (
     EV_BITS,
     EV_CNP,
     EV_CREDIT,
+    EV_GRANT,
     EV_NACK,
     EV_PAUSE_OFF,
     EV_PAUSE_ON,
+    EV_PULL,
     EV_RETX,
     EV_SAMPLE,
     EV_START,
@@ -64,6 +67,7 @@ from fabricsim.network.packet.layout import (
     FF_RET_LAT,
     FF_SIZE,
     FI_DONE,
+    FI_DST,
     FI_SRC,
     LF_HDRM,
     LF_HEADROOM,
@@ -94,6 +98,7 @@ from fabricsim.network.packet.layout import (
     P_PFC_ALPHA,
     P_PFC_RESUME,
     P_PFC_XOFF,
+    P_RCCC,
     P_RTO,
     P_SEED,
     PI_ECN,
@@ -116,7 +121,7 @@ from fabricsim.network.packet.recovery import (
 @njit(cache=True, inline="always")
 def _kick_link(S, lk, t):
     """Restart whatever feeds link ``lk``: its host NIC or its switch egress queue."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, _rcvd = S
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, _rcvd, _rx = S
     h = LI[lk, LI_SRC_HOST]
     if h >= 0:
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta)
@@ -135,7 +140,7 @@ def _xoff(P, shared, node):
 @njit(cache=True, inline="always")
 def _tx_done(S, shared, lk, t):
     """Link ``lk`` finished a packet: free its switch buffer (XON/credit upstream), send it on."""
-    LI, LF, _FI, _FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
+    LI, LF, _FI, _FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd, _rx = S
     p = LI[lk, LI_TXPKT]
     LI[lk, LI_BUSY] = 0
     size = PI[p, PI_SIZE]
@@ -161,7 +166,7 @@ def _tx_done(S, shared, lk, t):
 def _deliver(S, stats, p, lk, t):
     """Packet ``p`` reached its receiver: count its new bytes, answer with a CNP / an ACK as the CC
     needs, or a NACK (a trimmed header; go-back-N: a packet beyond the flow's gap)."""
-    _LI, LF, FI, FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd = S
+    _LI, LF, FI, FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd, _rx = S
     f = PI[p, PI_FLOW]
     if P[P_LOSSLESS] == _CREDIT:
         heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
@@ -196,7 +201,7 @@ def _deliver(S, stats, p, lk, t):
 @njit(cache=True, inline="always")
 def _arrive(S, shared, stats, route, hist, p, t):
     """Packet ``p`` fully received at its link's far end; returns 1 if that finished its flow."""
-    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
+    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd, _rx = S
     lk = PI[p, PI_LINK]
     if P[P_BER] > 0.0 and PI[p, PI_TRIM] == 0 and _corrupted(P, PI[p, PI_SIZE]):
         if P[P_LOSSLESS] == _CREDIT:  # the receiver discards it: its buffer slot is free again
@@ -242,8 +247,9 @@ def _arrive(S, shared, stats, route, hist, p, t):
 
 @njit(cache=True)
 def _control(S, kind, arg, t):
-    """Pause, resume, credit, CNP, ACK, wake-up and start events; loss recovery's go to _recover."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, _rcvd = S
+    """Pause, resume, credit, CNP, ACK, wake-up, start and receiver-credit events; loss recovery's go
+    to _recover."""
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, _rcvd, rx = S
     if kind == EV_PAUSE_ON:
         LI[arg, LI_PAUSED] = 1
         LF[arg, LF_PAUSE_START] = t
@@ -274,6 +280,13 @@ def _control(S, kind, arg, t):
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, arg, t, H, meta)
     elif kind == EV_START:
         _activate(FI, hosts, arg)
+        if P[P_RCCC] > 0.0:
+            start_pacer(rx, H, FI[arg, FI_DST], t)
+        _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, FI[arg, FI_SRC], t, H, meta)
+    elif kind == EV_PULL:
+        pull(FI, FF, P, rx, H, arg, t)
+    elif kind == EV_GRANT:
+        granted(FF, P, arg)
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, FI[arg, FI_SRC], t, H, meta)
     else:
         _recover(S, kind, arg, t)
@@ -284,14 +297,16 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     """Simulate until every flow of finite size is delivered (or nothing is left to happen); flows
     of infinite size (background) keep sending until then.
 
-    ``tables`` = (LI, LF, FI, FF, LINT); ``route`` = (flow_ptr, flow_links, spray_rr): each
-    flow's links (its routing DAG) and the spraying counters; ``hosts`` = (act_ptr, act_n, act,
-    rr): per host, room for its flows' ids and round-robin state; ``uplink[h]`` the link out of
-    host h; ``shared[0]`` the bytes used and ``shared[1]`` the shared pool of every node; ``P``
-    the parameter vector; ``samples`` the length of the time series. Returns (stats, queue
+    ``tables`` = (LI, LF, FI, FF, LINT, rcvd, rx): the state tables, the receive map and the
+    receivers (rx_ptr, rx_flows, rx_rr, rx_on: per host its flows and its credit pacer, see
+    :mod:`credit`); ``route`` = (flow_ptr, flow_links, spray_rr): each flow's links (its routing
+    DAG) and the spraying counters; ``hosts`` = (act_ptr, act_n, act, rr): per host, room for its
+    flows' ids and round-robin state; ``uplink[h]`` the link out of host h; ``shared[0]`` the
+    bytes used and ``shared[1]`` the shared pool of every node; ``P`` the parameter vector;
+    ``samples`` the length of the time series. Returns (stats, queue
     histogram, (delivered, rate, queue) series, rows sampled).
     """
-    LI, LF, FI, FF, LINT, rcvd = tables
+    LI, LF, FI, FF, LINT, rcvd, rx = tables
     np.random.seed(int(P[P_SEED]))
     flows = FI.shape[0]
     PI, PF, meta = _new_pool(1024)
@@ -304,17 +319,17 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     finished, finite = _schedule_starts(FI, FF, H)
     if samples > 0:
         heap.push(H[0], H[1], H[2], meta, 0.0, _key(EV_SAMPLE, 0))
-    S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
+    S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd, rx)
     t = 0.0
     events = 0
     while finished < finite and meta[0] > 0:
         if meta[0] + 16 >= H[0].size:
             ht, hk, hs = heap.grown(H[0], H[1], H[2])
             H = (ht, hk, hs, meta)
-            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
+            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd, rx)
         if meta[3] < 4:
             PI, PF = _grown_pool(PI, PF, meta)
-            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
+            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd, rx)
         t, key = heap.pop(H[0], H[1], H[2], meta)
         kind = key & ((1 << EV_BITS) - 1)
         arg = key >> EV_BITS

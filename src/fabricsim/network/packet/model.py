@@ -132,7 +132,7 @@ class PacketNetwork:
         rcvd = _receive_map(FI, flows, params.mtu_bytes)
         P = kernel_vector(self.params, self.opts)
         stats, hist, series, rows = run_kernel(
-            (LI, LF, FI, FF, LINT, rcvd),
+            (LI, LF, FI, FF, LINT, rcvd, _receivers(flows, topo.hosts)),
             (routes.indptr.astype(np.int64), routes.indices.astype(np.int64), _spray_offsets(routes, self.opts.seed)),
             hosts,
             uplink,
@@ -146,6 +146,14 @@ class PacketNetwork:
         FF[~finite, L.FF_FINISH] = np.inf
         ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps)
         return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), (ideal, hops, params, self.opts))
+
+
+def _receivers(flows: FlowSet, hosts: int):
+    """Per receiving host, its flows (CSR: pointers, flow ids) and its credit pacer's round-robin
+    position and running flag (:mod:`fabricsim.network.packet.credit`)."""
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(flows.dst, minlength=hosts))]).astype(np.int64)
+    order = np.argsort(flows.dst, kind="stable").astype(np.int64)
+    return ptr, order, np.zeros(hosts, dtype=np.int64), np.zeros(hosts, dtype=np.int64)
 
 
 def _with_fec(topo, params: PacketParams):
@@ -299,6 +307,7 @@ def _flow_tables(flows: FlowSet, params: PacketParams, opts: RunOptions, latency
     rtt = 2 * latency + hops * params.mtu_bytes / opts.line_Bps
     FF[:, L.FF_BASE_RTT] = rtt
     FF[:, L.FF_WIN] = FF[:, L.FF_WINC] = FF[:, L.FF_RC] * rtt
+    FF[:, L.FF_CREDIT] = FF[:, L.FF_RC] * rtt  # RCCC: the first round trip is sent unscheduled
     FF[:, L.FF_FIRST_TX] = FF[:, L.FF_LAST_TX] = -1.0
     FF[:, L.FF_FINISH] = np.nan
     FF[:, L.FF_GAP] = np.inf

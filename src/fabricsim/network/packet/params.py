@@ -111,6 +111,7 @@ class PacketParams:
     # NSCC (Ultra Ethernet; see reaction.py) [chosen: target delay half the base RTT, window cap 1.5 BDP]
     nscc_target: float = 0.5
     nscc_max_window: float = 1.5
+    rccc: float = 0.0  # 1: receiver credits (UEC RCCC, simplified; see credit.py)
     # DCQCN (NVIDIA ConnectX defaults)
     cnp_interval_s: float = 4e-6
     rate_reduce_period_s: float = 4e-6
@@ -146,6 +147,7 @@ class PacketParams:
 _CHOICES: dict[str, dict[str, float]] = {
     "loss_recovery": {"go-back-n": 0.0, "selective": 1.0},
     "trimming": {"0": 0.0, "1": 1.0},
+    "rccc": {"0": 0.0, "1": 1.0},
     "fec_lane_gbps": {"0": 0.0, "50": 50.0, "100": 100.0, "200": 200.0},
 }
 
@@ -257,5 +259,6 @@ def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     P[L.P_LOSS_RECOVERY], P[L.P_TRIM], P[L.P_TRIM_BYTES] = p.loss_recovery, p.trimming, p.trim_bytes
     P[L.P_BER], P[L.P_ENTROPIES] = p.ber, p.entropies
     P[L.P_NSCC_TARGET], P[L.P_NSCC_MAXWIN] = p.nscc_target, p.nscc_max_window
+    P[L.P_RCCC] = p.rccc
     P[L.P_SAMPLE_DT], P[L.P_SEED] = opts.sample_dt_s, float(opts.seed % (2**31))
     return P
