@@ -280,7 +280,8 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     if P[P_ENTROPIES] > 0:  # the sender cycles through its entropy values, one per packet
         PI[p, PI_ENT] = FI[f, FI_ENT_NEXT] % int(P[P_ENTROPIES])
         FI[f, FI_ENT_NEXT] += 1
-    PF[p, PF_SENT_T] = t
+    if P[P_CC] == _CC_NSCC:
+        PF[p, PF_SENT_T] = t  # NSCC's RTT sample
     FF[f, FF_INFLIGHT] += size
     FF[f, FF_LAST_TX] = t
     FF[f, FF_LAST_SIZE] = size

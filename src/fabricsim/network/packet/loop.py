@@ -121,7 +121,7 @@ from fabricsim.network.packet.recovery import (
 @njit(cache=True, inline="always")
 def _kick_link(S, lk, t):
     """Restart whatever feeds link ``lk``: its host NIC or its switch egress queue."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, _rcvd, _rx = S
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, _rcvd = S
     h = LI[lk, LI_SRC_HOST]
     if h >= 0:
         _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta)
@@ -140,7 +140,7 @@ def _xoff(P, shared, node):
 @njit(cache=True, inline="always")
 def _tx_done(S, shared, lk, t):
     """Link ``lk`` finished a packet: free its switch buffer (XON/credit upstream), send it on."""
-    LI, LF, _FI, _FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd, _rx = S
+    LI, LF, _FI, _FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
     p = LI[lk, LI_TXPKT]
     LI[lk, LI_BUSY] = 0
     size = PI[p, PI_SIZE]
@@ -166,7 +166,7 @@ def _tx_done(S, shared, lk, t):
 def _deliver(S, stats, p, lk, t):
     """Packet ``p`` reached its receiver: count its new bytes, answer with a CNP / an ACK as the CC
     needs, or a NACK (a trimmed header; go-back-N: a packet beyond the flow's gap)."""
-    _LI, LF, FI, FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd, _rx = S
+    _LI, LF, FI, FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd = S
     f = PI[p, PI_FLOW]
     if P[P_LOSSLESS] == _CREDIT:
         heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
@@ -175,7 +175,7 @@ def _deliver(S, stats, p, lk, t):
         return 0
     got = receive(FI, FF, PI, P, rcvd, p)
     if got < 0:
-        if nack_due(FI, FF, PI, P, p):
+        if nack_due(FI, FF, PI, P, rcvd, p):
             heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(EV_NACK, f))
         heap.push(H[0], H[1], H[2], H[3], t + P[P_RTO], _key(EV_RETX, p))  # its own timeout, should it be needed
         return 0
@@ -201,7 +201,7 @@ def _deliver(S, stats, p, lk, t):
 @njit(cache=True, inline="always")
 def _arrive(S, shared, stats, route, hist, p, t):
     """Packet ``p`` fully received at its link's far end; returns 1 if that finished its flow."""
-    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd, _rx = S
+    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
     lk = PI[p, PI_LINK]
     if P[P_BER] > 0.0 and PI[p, PI_TRIM] == 0 and _corrupted(P, PI[p, PI_SIZE]):
         if P[P_LOSSLESS] == _CREDIT:  # the receiver discards it: its buffer slot is free again
@@ -246,10 +246,10 @@ def _arrive(S, shared, stats, route, hist, p, t):
 
 
 @njit(cache=True)
-def _control(S, kind, arg, t):
-    """Pause, resume, credit, CNP, ACK, wake-up, start and receiver-credit events; loss recovery's go
-    to _recover."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, _rcvd, rx = S
+def _control(S, rx, kind, arg, t):
+    """Pause, resume, credit, CNP, ACK, wake-up, start and receiver-credit events (``rx``: the
+    receivers, :mod:`credit`); loss recovery's go to _recover."""
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, _rcvd = S
     if kind == EV_PAUSE_ON:
         LI[arg, LI_PAUSED] = 1
         LF[arg, LF_PAUSE_START] = t
@@ -319,17 +319,17 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     finished, finite = _schedule_starts(FI, FF, H)
     if samples > 0:
         heap.push(H[0], H[1], H[2], meta, 0.0, _key(EV_SAMPLE, 0))
-    S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd, rx)
+    S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
     t = 0.0
     events = 0
     while finished < finite and meta[0] > 0:
         if meta[0] + 16 >= H[0].size:
             ht, hk, hs = heap.grown(H[0], H[1], H[2])
             H = (ht, hk, hs, meta)
-            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd, rx)
+            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
         if meta[3] < 4:
             PI, PF = _grown_pool(PI, PF, meta)
-            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd, rx)
+            S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
         t, key = heap.pop(H[0], H[1], H[2], meta)
         kind = key & ((1 << EV_BITS) - 1)
         arg = key >> EV_BITS
@@ -341,7 +341,7 @@ def run(tables, route, hosts, uplink, shared, P, samples):
         elif kind == EV_SAMPLE:
             _sample(S, series, t)
         else:
-            _control(S, kind, arg, t)
+            _control(S, rx, kind, arg, t)
     for lk in range(LI.shape[0]):  # close pauses still open at the end
         if LI[lk, LI_PAUSED]:
             LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START]

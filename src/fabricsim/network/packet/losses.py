@@ -83,7 +83,7 @@ def _enqueue(LI, LF, PI, nl, p, front):
 @njit(cache=True, inline="always")
 def _forward_header(S, route, p, lk, node, t):
     """A trimmed header crosses switch ``node`` ahead of the queued packets, holding no buffer."""
-    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd, _rx = S
+    LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
     nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
     if nl < 0:
         raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
@@ -121,7 +121,7 @@ def _drop(S, stats, p, t):
 @njit(cache=True)
 def _recover(S, kind, arg, t):
     """Loss recovery at the sender (:mod:`recovery`): a timeout, a go-back-N NACK, a trim NACK."""
-    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, rcvd, _rx = S
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, rcvd = S
     if kind == EV_RETX:
         f = PI[arg, PI_FLOW]
         _resend, keep = on_timeout(FI, FF, PI, P, rcvd, arg)

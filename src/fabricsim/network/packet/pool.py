@@ -48,7 +48,7 @@ def _grown_pool(PI, PF, meta):
 @njit(cache=True)
 def _sample(S, series, t):
     """Record every flow's delivered bytes and rate and every link's queue at ``t``."""
-    _LI, LF, _FI, FF, _PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, _rcvd, _rx = S
+    _LI, LF, _FI, FF, _PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, _rcvd = S
     delivered, rate, queue = series
     k = meta[M_SAMPLES]
     if k >= delivered.shape[0]:

@@ -85,28 +85,30 @@ def receive(FI, FF, PI, P, rcvd, p):
     if rcvd[k]:
         return 0
     rcvd[k] = 1
-    while FI[f, FI_CUM] < FI[f, FI_SLOTS] and rcvd[FI[f, FI_SLOT0] + FI[f, FI_CUM]]:
-        FI[f, FI_CUM] += 1
     return 1
 
 
-@njit(cache=True, inline="always")
-def _first_missing(FI, P, f, off):
-    """The flow's first byte not yet received (``off`` for a flow without a receive map)."""
+@njit(cache=True)
+def _first_missing(FI, P, rcvd, f, off):
+    """The flow's first byte not yet received (``off`` for a flow without a receive map). The
+    cumulative point only moves forward, so it is advanced here, when a loss needs it, not on every
+    delivery."""
     if FI[f, FI_SLOTS] == 0:
         return off
+    while FI[f, FI_CUM] < FI[f, FI_SLOTS] and rcvd[FI[f, FI_SLOT0] + FI[f, FI_CUM]]:
+        FI[f, FI_CUM] += 1
     return FI[f, FI_CUM] * P[P_MTU]
 
 
 @njit(cache=True, inline="always")
-def nack_due(FI, FF, PI, P, p):
+def nack_due(FI, FF, PI, P, rcvd, p):
     """True once per gap: the arrival of packet ``p`` beyond the gap makes the receiver NACK it (the
     NACK carries the first missing byte and ``p``'s send epoch)."""
     f = PI[p, PI_FLOW]
     if FI[f, FI_NACKED]:
         return False
     FI[f, FI_NACKED] = 1
-    FF[f, FF_NACK_OFF] = _first_missing(FI, P, f, FF[f, FF_GAP])
+    FF[f, FF_NACK_OFF] = _first_missing(FI, P, rcvd, f, FF[f, FF_GAP])
     FI[f, FI_NACK_EPOCH] = PI[p, PI_EPOCH]
     return True
 
@@ -170,7 +172,7 @@ def on_timeout(FI, FF, PI, P, rcvd, p):
         return 1, 1
     if PI[p, PI_EPOCH] != FI[f, FI_EPOCH]:
         return 0, 0  # the sender went back since p left: its resend is under way
-    return _rewind(FI, FF, f, _first_missing(FI, P, f, PI[p, PI_OFF])), 0
+    return _rewind(FI, FF, f, _first_missing(FI, P, rcvd, f, PI[p, PI_OFF])), 0
 
 
 @njit(cache=True)
