@@ -10,8 +10,9 @@ from packet_helpers import simulate, star
 from fabricsim.api.topologies import build_topology
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import make_flows
-from fabricsim.network.packet.params import PacketParams
+from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams
 from fabricsim.network.patterns import Pattern, pattern_flows
+from fabricsim.network.phase import named_transport
 from fabricsim.topology.routing import Routing
 
 TOPOLOGY = "fat-tree:k=4,gbps=400"  # 16 hosts, 4 core paths between pods
@@ -85,3 +86,23 @@ def test_receiver_credits_pace_an_incast_to_the_last_hop():
     assert credit.drops < plain.drops / 100
     ideal = flows.size_bytes.sum() / topo.line_rate_Bps
     assert ideal < credit.end_s < 1.05 * ideal < plain.end_s
+
+
+def test_the_uet_transport_and_its_sources():
+    uet = named_transport("uet")
+    assert (uet.lossless, uet.cc, uet.routing) == (Lossless.NONE, CongestionControl.NSCC, Routing.SPRAY)
+    assert (uet.params.loss_recovery, uet.params.trimming, uet.params.entropies) == (1.0, 1.0, 256.0)
+    assert set(dict(uet.sources)) == {"lossless", "cc", "routing"}
+    assert named_transport("roce").cc == CongestionControl.DCQCN and named_transport("ib").lossless == Lossless.CREDIT
+    with pytest.raises(FabricsimError, match="transport"):
+        named_transport("tcp")
+
+
+def test_entropy_hashing_is_seeded():
+    """The same seed sprays the same way; another seed hashes the entropies onto other links."""
+    topo = build_topology(TOPOLOGY)
+    flows = make_flows([0, 1, 2], [15, 14, 13], 2e5, 0.0)
+    one, again = _uet(topo, flows, seed=3, entropies=4.0), _uet(topo, flows, seed=3, entropies=4.0)
+    other = _uet(topo, flows, seed=4, entropies=4.0)
+    np.testing.assert_array_equal(one.link_tx_bytes, again.link_tx_bytes)
+    assert not np.array_equal(one.link_tx_bytes, other.link_tx_bytes)
