@@ -269,6 +269,12 @@ class ServeResult:
     longest_request_tokens: int = 0
     pools: tuple[tuple[str, dict[str, object]], ...] = field(default=(), metadata=EMPTY_AS_NULL)
     energy: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)  # power_W, ... (cost.energy)
+    prefix_hit_rate: float = 0.0
+    """Requests that found their whole shared prefix cached / requests (``--shared-prefix``)."""
+    prefill_tokens_computed: int = 0
+    """Prompt tokens the replicas computed (cached prefixes skipped, recomputation counted)."""
+    tokens_per_step: float = float("nan")
+    """Tokens decoded per decode step per sequence, measured (1 without ``--speculative``)."""
 
     def to_json(self) -> dict[str, object]:
         return contract_json(self)

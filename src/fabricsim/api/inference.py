@@ -10,7 +10,14 @@ from fabricsim import catalog
 from fabricsim.api.cost import attach_infer, attach_serve
 from fabricsim.cost.energy import retime_infer_energy
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, KvSpill, infer_estimate
-from fabricsim.engine.inference.serving import PoolFit, ServeScenario, pool_fits, simulate_serving
+from fabricsim.engine.inference.scheduler import Policy, Router
+from fabricsim.engine.inference.serving import (
+    PoolFit,
+    ServeScenario,
+    ServingFeatures,
+    pool_fits,
+    simulate_serving,
+)
 from fabricsim.engine.inference.simulate import simulate_inference
 from fabricsim.engine.inference.step import InferenceLayout, LayoutRequest, check_lengths, resolve_layout
 from fabricsim.engine.simulate import comm_summary
@@ -25,11 +32,15 @@ from fabricsim.specs import ModelSpec, SystemSpec
 from fabricsim.specs.inputs import (
     Batch,
     BatchOrMax,
+    Choice,
+    Count,
     Degree,
     Duration,
     Fidelity,
+    Fraction,
     Gpus,
     PositiveFloat,
+    Probability,
     Requests,
     Seed,
     SimFidelity,
@@ -41,6 +52,10 @@ from fabricsim.transformer.parameters import check_cluster_can_hold
 from fabricsim.units import parse_size
 from fabricsim.workload import requests as request_streams
 from fabricsim.workload.requests import RequestStream
+
+PolicyChoice = Choice(Policy)
+RouterChoice = Choice(Router)
+DraftTokens = Count("DRAFT_TOKENS")
 
 
 def inference_specs(
@@ -165,12 +180,20 @@ def serve(
     slo_ttft_s: Duration = 2.0,
     slo_tpot_s: Duration = 0.1,
     admission: str = "on-demand",
+    scheduler: PolicyChoice = Policy.CHUNKED,
+    router: RouterChoice = Router.LEAST_WORK,
+    shared_prefix: Fraction = 0.0,
+    speculative: DraftTokens | None = None,
+    acceptance: Probability | None = None,
 ) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
     :mod:`fabricsim.engine.inference.scheduler`. ``gpus`` is the whole deployment; each replica gets the
     layout; ``disaggregate="P:D"`` splits the replicas into P prefill and D decode replicas.
     ``admission`` is ``on-demand`` (vLLM: KV blocks as needed, preempt the newest on overflow) or
     ``reserve`` (TensorRT-LLM GUARANTEED_NO_EVICT: KV for input + output reserved at admission).
+    ``scheduler`` (chunked | orca | static), ``router`` (least-work | round-robin | random, seeded by
+    ``seed``), ``shared_prefix`` (fraction of each prompt cached once per replica) and
+    ``speculative`` K draft tokens at ``acceptance`` A: :mod:`fabricsim.engine.inference.scheduler`.
     A deployment whose replica KV cache (per pool) cannot hold the longest request, weights that do
     not fit included, is a result with ``fits`` False, its memory figures and nothing served.
     Returns :class:`metrics.ServeResult`."""
@@ -181,8 +204,9 @@ def serve(
                              f"{layout.replica_gpus} GPUs, {gpus} GPUs make {layout.replicas}", "match --gpus")
     if admission not in ("on-demand", "reserve"):
         raise FabricsimError("admission", f"unknown policy {admission!r}", "use on-demand or reserve")
+    features = ServingFeatures(scheduler, shared_prefix, _speculative(speculative, acceptance), router, seed)
     scenario = ServeScenario(model_spec, system_spec, layout, token_budget, max_batch,
-                             reserve_full=admission == "reserve", disaggregate=split)
+                             reserve_full=admission == "reserve", disaggregate=split, features=features)
     stream = request_stream(model_spec, {"trace": request_trace, "arrival_rate": arrival_rate, "input_len": input_len,
                                           "output_len": output_len, "requests": requests, "seed": seed})
     fits = pool_fits(scenario, stream)
@@ -200,8 +224,20 @@ def serve(
         requests_per_s=summary.requests_per_s, ttft_s=tuple(summary.ttft.to_json().items()),
         tpot_s=tuple(summary.tpot.to_json().items()), e2e_s=tuple(summary.e2e.to_json().items()),
         slo_attainment=summary.slo_attainment, preemptions=summary.preemptions, steps=summary.steps,
-        duration_s=summary.duration_s,
+        duration_s=summary.duration_s, prefix_hit_rate=summary.prefix_hit_rate,
+        prefill_tokens_computed=summary.prefill_tokens_computed, tokens_per_step=summary.tokens_per_step,
     ), system_spec)
+
+
+def _speculative(draft_tokens: int | None, acceptance: float | None) -> tuple[int, float] | None:
+    """(K, A) of speculative decoding; the two options come together."""
+    if draft_tokens is None and acceptance is None:
+        return None
+    if draft_tokens is None:
+        raise FabricsimError("acceptance", "applies to speculative decoding only", "add --speculative K")
+    if acceptance is None:
+        raise FabricsimError("speculative", "needs the draft acceptance rate", "add --acceptance A, e.g. 0.7")
+    return draft_tokens, acceptance
 
 
 _NO_PERCENTILES = (("p50", float("nan")), ("p90", float("nan")), ("p99", float("nan")))

@@ -39,6 +39,15 @@ def serve(
     admission: str = typer.Option(
         "on-demand", "--admission",
         help="on-demand (vLLM: allocate KV as needed, preempt on overflow) | reserve (TensorRT-LLM no-evict)"),
+    scheduler: str = typer.Option(
+        "chunked", "--scheduler",
+        help="chunked (vLLM chunked prefill) | orca (iteration-level, whole prompts) | static (request-level batches)"),
+    router: str = typer.Option("least-work", "--router",
+                               help="least-work (fewest outstanding requests) | round-robin | random (--seed)"),
+    shared_prefix: float = typer.Option(0.0, "--shared-prefix",
+                                        help="fraction 0..1 of each prompt that is one cached, shared prefix"),
+    speculative: int | None = typer.Option(None, "--speculative", help="K draft tokens per step (with --acceptance)"),
+    acceptance: float | None = typer.Option(None, "--acceptance", help="draft token acceptance rate A in [0, 1)"),
     slo_ttft: str = o.SLO_TTFT_SERVE,
     slo_tpot: str = o.SLO_TPOT_SERVE,
     as_json: bool = o.JSON,
