@@ -477,8 +477,21 @@ def serve_table(result: dict[str, Any]) -> Table:
             ("E2E p50/p90/p99", triple(result["e2e_s"])),
             ("SLO attainment", f"{result['slo_attainment'] * 100:.1f}%{_slo_text(result.get('slo') or {})}"),
             ("preemptions", str(result["preemptions"])),
+            *_serve_feature_rows(result),
         ],
     )
+
+
+def _serve_feature_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """Prefix-cache and speculative-decoding rows, only when those features ran."""
+    rows = []
+    if result.get("prefix_hit_rate"):
+        rows.append(("prefix cache", f"{result['prefix_hit_rate'] * 100:.1f}% hits, "
+                                     f"{result['prefill_tokens_computed']:,} prompt tokens computed"))
+    per_step = result.get("tokens_per_step")
+    if per_step is not None and per_step == per_step and per_step != 1.0:
+        rows.append(("tokens per decode step", f"{per_step:.3f}"))
+    return rows
 
 
 def _slo_text(slo: dict[str, float]) -> str:

@@ -25,8 +25,9 @@ Serving features (all off by default; the defaults reproduce the behaviour above
   never chunked -- a step takes whole remaining prompts while they fit in the token budget, and at
   least one prompt when no other prompt is in the step (so a prompt longer than the budget runs,
   that step exceeding the budget by it). ``static`` is request-level batching (FasterTransformer):
-  a replica admits up to ``max_batch`` waiting requests only when it is empty, prefills them in
-  whole prompts as ``orca`` does, and decodes until the last of them finishes; arrivals wait.
+  a replica admits up to ``max_batch`` waiting requests only when it is empty, prefills all of
+  them in one step (the context phase; the token budget does not apply) and decodes until the last
+  of them finishes; arrivals wait.
 * **Prefix caching** (``shared_prefix`` = f): the first ``floor(f x prompt)`` tokens of every prompt
   (at most ``prompt - 1``: the last token is always computed for its logits, as vLLM does) are a
   prefix of one system prompt shared by all requests. A mixed or prefill replica caches, when a
@@ -209,6 +210,7 @@ class Replica:
         self._plan: list[tuple[list[int], int]] = []
         self.received = 0  # requests routed here
         self.chunked = self.cfg.policy == Policy.CHUNKED
+        self.limited = self.cfg.policy != Policy.STATIC  # prompts within the token budget
         self.sharing = self.cfg.shared_prefix > 0 and role != Role.DECODE
         self.cached = 0  # shared-prefix tokens this replica holds
         self.prefill_tokens = 0  # prompt tokens computed (recomputation after preemption included)
@@ -323,14 +325,15 @@ class Replica:
             self._admit_waiting(budget - sum(prompt[e[0]] - e[1] for e in self.prefilling))
         plan: list[tuple[list[int], int]] = []
         tokens = pairs = prior = done_prompts = 0
+        limited = self.limited
         for entry in self.prefilling:
-            if budget <= 0 and (self.chunked or plan):
+            if budget <= 0 and (self.chunked or plan) and limited:
                 break
             done = entry[1]
             chunk = prompt[entry[0]] - done
             if self.chunked:
                 chunk = min(chunk, budget)
-            elif plan and chunk > budget:
+            elif plan and chunk > budget and limited:
                 break
             plan.append((entry, chunk))
             budget -= chunk
