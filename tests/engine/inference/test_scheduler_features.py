@@ -4,6 +4,7 @@ batching (issue 24, item 4). A toy step timer keeps most runs fast; the Done-whe
 
 import math
 
+import numpy as np
 import pytest
 
 from fabricsim import api
@@ -223,3 +224,26 @@ def test_static_and_orca_against_chunked_on_llama3_8b():
     assert results["static"] > 3 * results["chunked"]
     assert results["orca"] == pytest.approx(results["chunked"], rel=0.10)
     assert results["orca"] != results["chunked"]
+
+
+# --- speed: steps booked without the event loop -----------------------------------------------
+@pytest.mark.parametrize("scheduler", [{}, {"shared_prefix": 0.3, "speculation": Speculation(2, 0.6, 0.1)},
+                                       {"policy": Policy.ORCA}, {"policy": Policy.STATIC}])
+def test_run_ahead_matches_one_event_per_step(scheduler):
+    """Independent mixed replicas book the steps that end before the next arrival without the event
+    loop; every per-request time, preemption and step count equals the event-per-step run (run
+    ahead disabled), with far fewer events."""
+
+    def run(ahead):
+        cfg = ClusterConfig(SchedulerConfig(3000, token_budget=2048, max_batch=64, **scheduler), timer, mixed=3,
+                            router=Router.RANDOM, seed=2)
+        sim = ServingSimulation(stream(100.0, count=600, out=80), cfg)
+        sim._independent = ahead
+        return sim.run()
+
+    fast, slow = run(True), run(False)
+    assert slow.preemptions > 0 or scheduler.get("policy") is Policy.STATIC
+    for name in ("arrival_s", "first_token_s", "finish_s"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name))
+    assert (fast.preemptions, fast.steps, fast.prefill_tokens) == (slow.preemptions, slow.steps, slow.prefill_tokens)
+    assert fast.events < slow.events * 0.75

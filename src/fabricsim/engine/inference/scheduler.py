@@ -16,7 +16,9 @@ timed on the fabric by a :class:`StepNetwork`) to the decode replica least loade
 
 Per step the work is O(running prefills + admissions + completions): decode contexts are not
 walked token by token -- a running sum of contexts grows by the number of decode sequences each
-step, and each sequence's finish step is known when it starts decoding (a heap).
+step, and each sequence's finish step is known when it starts decoding (a heap). Mixed replicas
+timed on their own touch each other only through arrivals, so a replica books the steps that end
+before the next arrival in one event (same results as one event per step, a third of the events).
 
 Serving features (all off by default; the defaults reproduce the behaviour above exactly):
 
@@ -208,6 +210,7 @@ class Replica:
         self.busy = False
         self.incoming = 0  # KV hand-offs on their way here (a decode replica)
         self._plan: list[tuple[list[int], int]] = []
+        self._ahead: float | None = None  # the end of a step booked without the event loop
         self.received = 0  # requests routed here
         self.chunked = self.cfg.policy == Policy.CHUNKED
         self.limited = self.cfg.policy != Policy.STATIC  # prompts within the token budget
@@ -231,7 +234,11 @@ class Replica:
         """Start a step once the events of this instant are in (so simultaneous arrivals batch)."""
         if not self.busy:
             self.busy = True
-            self.loop.schedule(0.0, self._start_step, priority=1)
+            self.loop.schedule(0.0, self._begin, priority=1)
+
+    def _begin(self) -> None:
+        self._start_step()
+        self._run_ahead()
 
     def _kv_need(self, rid: int) -> int:
         t = self.table
@@ -319,6 +326,32 @@ class Replica:
         return self.spec.k * self.spec.draft_fraction * self.timer(plain)
 
     def _start_step(self) -> None:
+        n_dec = self.n_dec
+        if self.waiting or self.prefilling or self.spec:
+            work = self._planned_work()
+        elif n_dec:  # decode only (most steps): nothing to admit or plan
+            self._plan = []
+            ctx = self.sum_ctx
+            work = StepWork(tokens=n_dec, prefill_pairs=0, decode_pairs=ctx, logits_tokens=n_dec, kv_tokens_read=ctx)
+        else:
+            work = None
+        if work is None:
+            self.busy = False
+            return
+        self.busy = True
+        network = self.network
+        duration = self.timer(work) if network is None else network.step_s(self.index, work, self.loop.now_s)
+        end_s = self.loop.now_s + (duration + self._draft_s() if self.spec else duration)
+        # the step ends in :meth:`_end_step`'s loop when no other event can touch this replica
+        # before then (:attr:`ServingSimulation.quiet_until_s`), else through the event loop
+        if end_s < self.sim.quiet_until_s:
+            self._ahead = end_s
+        else:
+            self.loop.schedule_at(end_s, self._end_step)
+
+    def _planned_work(self) -> StepWork | None:
+        """Admit waiting requests, plan the step's prompt chunks (``self._plan``); the step's work, or
+        None when there is nothing to run."""
         prompt = self.table.prompt
         budget = self.cfg.token_budget - self.n_dec * self.verify
         if self.waiting and (self.chunked or self.cfg.policy == Policy.ORCA or not self.n_running):
@@ -342,21 +375,28 @@ class Replica:
             pairs += chunk * done + chunk * (chunk + 1) // 2
             done_prompts += done + chunk == prompt[entry[0]]
         if not plan and not self.n_dec:
-            self.busy = False
-            return
-        self.busy = True
+            return None
         self._plan = plan
         self.prefill_tokens += tokens
         if self.spec:
-            work = self._decode_work(tokens, pairs, prior, done_prompts)
-        else:
-            work = StepWork(tokens=self.n_dec + tokens, prefill_pairs=pairs, decode_pairs=self.sum_ctx,
-                            logits_tokens=self.n_dec + done_prompts, kv_tokens_read=self.sum_ctx + prior)
-        network = self.network
-        duration = self.timer(work) if network is None else network.step_s(self.index, work, self.loop.now_s)
-        self.loop.schedule(duration + self._draft_s() if self.spec else duration, self._end_step)
+            return self._decode_work(tokens, pairs, prior, done_prompts)
+        return StepWork(tokens=self.n_dec + tokens, prefill_pairs=pairs, decode_pairs=self.sum_ctx,
+                        logits_tokens=self.n_dec + done_prompts, kv_tokens_read=self.sum_ctx + prior)
 
     def _end_step(self) -> None:
+        """A step ended: book it and start the next. Steps that end before any other event could
+        touch this replica are booked here in turn, the loop's clock set to each one's end (the
+        loop sets it back to its next event's time), so the results are those of one event per step."""
+        self._book_step()
+        self._run_ahead()
+
+    def _run_ahead(self) -> None:
+        loop = self.loop
+        while self._ahead is not None:
+            loop.now_s, self._ahead = self._ahead, None
+            self._book_step()
+
+    def _book_step(self) -> None:
         t, step, now = self.table, self.step_no, self.loop.now_s
         grown = self.n_dec * (self._credit(step) - self._credit(step - 1)) if self.spec else self.n_dec
         self.sum_ctx += grown
@@ -484,6 +524,13 @@ class ServingSimulation:
         self.decoders = self._replicas(Role.DECODE, config.decode, len(self.front))
         self._next = 0
         self._turns = [0, 0]  # round-robin turns: prefill arrivals, KV hand-offs
+        # mixed replicas timed on their own interact only through arrivals (routing reads and
+        # changes their queues); hand-offs and a shared network make every event a possible contact
+        self._independent = config.prefill == 0 and config.decode == 0 and config.network is None
+        self._arrivals = stream.arrival_s.tolist()
+        self.quiet_until_s = -math.inf
+        """Before when no event but a replica's own steps can touch it: the next arrival for
+        independent mixed replicas, else never (-inf); see :meth:`Replica._end_step`."""
         self._random = random.Random(config.seed)
 
     def _replicas(self, role: Role, count: int, first: int) -> list[Replica]:
@@ -517,6 +564,8 @@ class ServingSimulation:
             self.route_prefill(i)
             i += 1
         self._next = i
+        if self._independent:
+            self.quiet_until_s = self._arrivals[i] if i < n else math.inf
         if i < n:
             self.loop.schedule_at(float(arrival[i]), self._arrive)
 
