@@ -213,16 +213,19 @@ def test_static_batches_wait_for_the_whole_batch():
 
 
 def test_static_and_orca_against_chunked_on_llama3_8b():
-    """Under load (llama3-8b, one H100, 6 requests/s of 500..12,000-token prompts; measured on 300
-    requests): static TTFT P50 is several times chunked's (it waits for whole batches); Orca stays within
-    10% of chunked at P50 (whole prompts instead of chunks: a long prompt runs in one step, a shorter
-    one cannot fill the budget's remainder)."""
+    """Under load (llama3-8b, one H100, 6 requests/s of 500..12,000-token prompts, 300 requests).
+    Measured here: TTFT P50 chunked 0.611 s, Orca 0.567 s, static 16.2 s; TPOT P50 83.7 / 86.4 /
+    13.2 ms; output 736 / 734 / 577 tokens/s. Static waits for whole batches (TTFT many times
+    chunked's, throughput lower, but its decode steps carry no prompts); Orca differs from chunked
+    by a few percent (a long prompt runs whole in one step instead of chunks over several, a short
+    one cannot fill the budget's remainder); at 2 requests/s its TTFT P99 is lower (0.504 vs 0.565 s).
+    Bounds are loose so that the step-cost model can move without breaking the ordering."""
     base = dict(model="llama3-8b", system="dgx-h100", gpus=1, arrival_rate=6.0, requests=300,
                 input_len="uniform:500,12000", output_len="lognormal:200,0.5", seed=1)
     policies = ("chunked", "orca", "static")
     results = {policy: dict(api.serve(**base, scheduler=policy).ttft_s)["p50"] for policy in policies}
-    assert results["static"] > 3 * results["chunked"]
-    assert results["orca"] == pytest.approx(results["chunked"], rel=0.10)
+    assert results["static"] > 5 * results["chunked"]
+    assert results["orca"] == pytest.approx(results["chunked"], rel=0.25)
     assert results["orca"] != results["chunked"]
 
 
