@@ -124,7 +124,8 @@ PositiveFloat = Annotated[float, BeforeValidator(_number), AfterValidator(_posit
 NonNegativeFloat = Annotated[float, BeforeValidator(_number), AfterValidator(_non_negative)]
 Fraction = Annotated[float, BeforeValidator(_number), AfterValidator(_fraction)]
 Probability = Annotated[float, BeforeValidator(_number), AfterValidator(_probability_below_one)]
-"""A probability in [0, 1) (an acceptance rate: 1 would make speculation free of rejections)."""
+"""A probability in [0, 1): a draft acceptance rate (at 1 every draft token is accepted and the
+expected-yield formula (1 - A^(K+1)) / (1 - A) divides by zero)."""
 Gpus = Count("GPUS")
 Degree = Count("GPUS")  # a parallel degree (tp, pp, dp, cp, ep) never exceeds the GPU count cap
 Tokens = Count("TOKENS")

@@ -250,3 +250,20 @@ def test_run_ahead_matches_one_event_per_step(scheduler):
         assert np.array_equal(getattr(fast, name), getattr(slow, name))
     assert (fast.preemptions, fast.steps, fast.prefill_tokens) == (slow.preemptions, slow.steps, slow.prefill_tokens)
     assert fast.events < slow.events * 0.75
+
+
+@pytest.mark.parametrize("policy", list(Policy))
+@pytest.mark.parametrize("cluster", [{"mixed": 2}, {"mixed": 0, "prefill": 1, "decode": 2,
+                                                    "transfer_s": lambda tokens: 1e-6 * tokens}])
+@pytest.mark.parametrize("reserve", [False, True])
+def test_every_feature_combination_completes_and_drains(policy, cluster, reserve):
+    """Policies x deployments x admission, with prefix caching, speculation and the random router on
+    a KV cache small enough to preempt: every request finishes, and every replica ends empty."""
+    requests = poisson_stream(300.0, 300, (LengthDist("uniform", 50, 600), LengthDist("uniform", 2, 120)),
+                              (10**6, 10**6), 9)
+    sim, outcome = simulate(requests, kv=2500, budget=1024, cluster={**cluster, "router": Router.RANDOM, "seed": 1},
+                            policy=policy, reserve_full=reserve, shared_prefix=0.4, max_batch=32,
+                            speculation=Speculation(3, 0.6, 0.05))
+    assert np.isfinite(outcome.finish_s).all()
+    assert (outcome.finish_s >= outcome.first_token_s).all()
+    assert_drained(sim)
