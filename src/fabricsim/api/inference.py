@@ -70,13 +70,15 @@ def infer(
     kv_dtype: str | None = None,
     kv_spill: str | None = None,
     kv_spill_capacity: str | int | None = None,
+    cuda_graphs: bool = True,
 ) -> InferResult:
     """Static-batch inference estimate (analytic): TTFT, TPOT, end-to-end latency, throughput, memory.
 
     ``batch`` is sequences per model replica, or ``"max"`` for the largest whose KV fits. A model or
     batch that does not fit is a result with ``fits`` False. ``kv_spill`` names a catalog link
     (``pcie-gen5`` for host memory, ``cxl2``/``cxl3`` for a CXL pool) holding the KV that HBM cannot,
-    up to ``kv_spill_capacity`` per GPU. Returns :class:`metrics.InferResult`.
+    up to ``kv_spill_capacity`` per GPU. ``cuda_graphs``: decode steps replay CUDA graphs (the
+    engines' default) or launch every kernel. Returns :class:`metrics.InferResult`.
     """
     request = LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype)
     model_spec, system_spec, layout = inference_specs(model, system, request)
@@ -89,7 +91,8 @@ def infer(
         if kv_spill_capacity is not None:
             capacity = float(parse_size(kv_spill_capacity, "kv-spill-capacity"))
             spill = dataclasses.replace(spill, capacity_bytes=capacity)
-    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, size, spill=spill)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, size, spill=spill,
+                             cuda_graphs=cuda_graphs)
     est = infer_estimate(scenario)
     return attach_infer(infer_result((model_spec.name, system_spec.name), gpus, layout, est), system_spec)
 
@@ -165,12 +168,14 @@ def serve(
     slo_ttft_s: Duration = 2.0,
     slo_tpot_s: Duration = 0.1,
     admission: str = "on-demand",
+    cuda_graphs: bool = True,
 ) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
     :mod:`fabricsim.engine.inference.scheduler`. ``gpus`` is the whole deployment; each replica gets the
     layout; ``disaggregate="P:D"`` splits the replicas into P prefill and D decode replicas.
     ``admission`` is ``on-demand`` (vLLM: KV blocks as needed, preempt the newest on overflow) or
     ``reserve`` (TensorRT-LLM GUARANTEED_NO_EVICT: KV for input + output reserved at admission).
+    ``cuda_graphs``: decode steps replay CUDA graphs (the engines' default) or launch every kernel.
     A deployment whose replica KV cache (per pool) cannot hold the longest request, weights that do
     not fit included, is a result with ``fits`` False, its memory figures and nothing served.
     Returns :class:`metrics.ServeResult`."""
@@ -182,7 +187,7 @@ def serve(
     if admission not in ("on-demand", "reserve"):
         raise FabricsimError("admission", f"unknown policy {admission!r}", "use on-demand or reserve")
     scenario = ServeScenario(model_spec, system_spec, layout, token_budget, max_batch,
-                             reserve_full=admission == "reserve", disaggregate=split)
+                             reserve_full=admission == "reserve", disaggregate=split, cuda_graphs=cuda_graphs)
     stream = request_stream(model_spec, {"trace": request_trace, "arrival_rate": arrival_rate, "input_len": input_len,
                                           "output_len": output_len, "requests": requests, "seed": seed})
     fits = pool_fits(scenario, stream)
@@ -260,7 +265,8 @@ def simulate_infer(
     request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
     model_spec, system_spec, layout = inference_specs(model, system, request)
     system_spec = with_nic(system_spec, choices.nic)
-    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch,
+                             cuda_graphs=bool(get("cuda_graphs", True)))
     placed = on_fabric = None
     if fidelity.on_fabric:
         placed, on_fabric = seat(system_spec, gpus, fidelity, choices, variability)

@@ -31,12 +31,11 @@ from fabricsim.engine.inference.step import (
     CommunicationModel,
     InferenceLayout,
     KvBudgetPolicy,
+    StepTimer,
     kv_budget_per_gpu,
     step_coefficients,
-    step_time,
 )
 from fabricsim.specs import ModelSpec, SystemSpec
-from fabricsim.transformer.inference import StepWork
 from fabricsim.transformer.kv_cache import capacity_tokens, kv_bytes_per_token_per_gpu
 from fabricsim.workload.requests import RequestStream
 
@@ -53,6 +52,7 @@ class ServeScenario:
     reserve_full: bool = False
     kv_free_fraction: float = 0.90
     disaggregate: tuple[int, int] | None = None
+    cuda_graphs: bool = True
 
 
 def replica_kv_tokens(scenario: ServeScenario) -> int:
@@ -111,14 +111,11 @@ def pool_fits(scenario: ServeScenario, stream: RequestStream) -> tuple[PoolFit, 
 
 
 def make_timer(scenario: ServeScenario):
-    """Step time (s) of one replica as a function of a step's :class:`StepWork`."""
-    coeffs = step_coefficients(scenario.model, scenario.system, scenario.layout)
-    comm = CommunicationModel(scenario.system, scenario.layout, scenario.model)
-
-    def timer(work: StepWork) -> float:
-        return step_time(coeffs, comm, work).total_s
-
-    return timer
+    """Step time (s) of one replica as a function of a step's :class:`StepWork`:
+    :func:`fabricsim.engine.inference.step.step_time`, with its token-count parts kept per count
+    (:class:`fabricsim.engine.inference.step.StepTimer`; the same floats)."""
+    coeffs = step_coefficients(scenario.model, scenario.system, scenario.layout, scenario.cuda_graphs)
+    return StepTimer(coeffs, CommunicationModel(scenario.system, scenario.layout, scenario.model))
 
 
 def make_transfer(scenario: ServeScenario):
