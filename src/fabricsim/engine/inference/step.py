@@ -10,11 +10,18 @@ ways). One step (a micro-batch per stage when ``pp > 1``) costs, per GPU, the su
   (:mod:`fabricsim.transformer.kernels`: the device's kernel-level GEMM rates for the weight
   format, tile/wave quantisation at the step's tokens per GPU);
 * attention: ``max(FLOPs / (bf16 peak x fused-attention efficiency), KV bytes / achieved HBM)``
-  (the device's attention-kernel benchmark; decode is bandwidth bound, MLA included);
+  (the device's attention-kernel benchmark; decode is bandwidth bound, MLA included), plus the
+  KV-cache write of the step's new tokens, its own memory-bound kernel (:func:`kv_write_s`);
+* kernel floors: :data:`KERNELS_PER_LAYER` per layer and :data:`STEP_KERNELS` per step, each
+  ``KERNEL_OVERHEAD_S`` when launched eagerly; decode steps replayed as CUDA graphs (the engines'
+  default, :func:`graph_captured`) keep the GEMMs' GPU-side fixed time and a small gap per other kernel;
 * communication, not overlapped with compute (as in TensorRT-LLM and vLLM decode): 2 TP all-reduces
   per dense layer (1 per MoE layer with EP), the MoE all-to-all dispatch and combine over the EP
   group, and the activation send/recv between pipeline stages, each timed on the actual fabric
-  (NVLink domain or scale-out) by :mod:`fabricsim.collectives`.
+  (NVLink domain or scale-out) by :mod:`fabricsim.collectives`. A decode step's small TP all-reduce
+  costs ~8-15 µs on NVLink (NCCL's LL protocol; nccl-tests measure 13.7 µs for 8 B on 8 x H100, the
+  model 15.0); the engines' custom all-reduce kernels reach 4-12 µs (sglang PR 2904, H100), which is
+  not modelled separately.
 
 With ``pp`` stages the batch runs as ``pp`` micro-batches in flight, so one step of the whole batch
 takes ``pp x`` the time of one micro-batch on the slowest stage, the one with ``ceil(layers / pp)``
@@ -347,6 +354,7 @@ def compute_parts(c: StepCoefficients, micro: StepWork, terms: TokenTerms | None
     linear_s = max(flops / t.gemm_Fps, t.weight_s) + (
         t.elementwise_bytes + micro.logits_tokens / c.dp * c.logit_bytes_per_token
     ) / c.hbm_Bps + kernels
+    # attention reads the cached context and the new tokens' K/V; their write is t.kv_write_s
     kv_bytes = (micro.kv_tokens_read + micro.tokens) / c.dp * c.kv_bytes_per_token_gpu
     memory_s = (1.0 - c.spill_fraction) * kv_bytes / c.hbm_Bps
     if c.spill_fraction > 0.0:  # spilled KV streams over its link, overlapped with the HBM part
