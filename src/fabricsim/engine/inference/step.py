@@ -349,11 +349,22 @@ def compute_parts(c: StepCoefficients, micro: StepWork, terms: TokenTerms | None
     hold copies; the LM head on the last stage). ``terms``: :func:`token_terms` of ``micro.tokens``
     when the caller keeps them."""
     t = token_terms(c, micro.tokens) if terms is None else terms
+    return linear_part(c, micro, t), attention_part(c, micro, t)
+
+
+def linear_part(c: StepCoefficients, micro: StepWork, t: TokenTerms) -> float:
+    """linear_s of :func:`compute_parts`: GEMMs (LM head included), element-wise bytes, kernel
+    floors; it depends on the micro-batch's tokens, logits tokens and whether it is a graph."""
     flops = (t.layer_flops + micro.logits_tokens * c.costs.lm_head_flops_per_token) / c.stage_gpus
     kernels = t.graph_kernel_s if graph_captured(c, micro) else t.kernel_s
-    linear_s = max(flops / t.gemm_Fps, t.weight_s) + (
+    return max(flops / t.gemm_Fps, t.weight_s) + (
         t.elementwise_bytes + micro.logits_tokens / c.dp * c.logit_bytes_per_token
     ) / c.hbm_Bps + kernels
+
+
+def attention_part(c: StepCoefficients, micro: StepWork, t: TokenTerms) -> float:
+    """attention_s of :func:`compute_parts`: the fused attention kernel (compute or KV reads) plus
+    the KV-cache write of the new tokens."""
     # attention reads the cached context and the new tokens' K/V; their write is t.kv_write_s
     kv_bytes = (micro.kv_tokens_read + micro.tokens) / c.dp * c.kv_bytes_per_token_gpu
     memory_s = (1.0 - c.spill_fraction) * kv_bytes / c.hbm_Bps
@@ -363,8 +374,7 @@ def compute_parts(c: StepCoefficients, micro: StepWork, terms: TokenTerms | None
         micro.prefill_pairs * c.costs.prefill_attention_flops_per_pair
         + micro.decode_pairs * c.costs.decode_attention_flops_per_pair
     ) * c.stage_share / c.stage_gpus
-    attention_s = max(attention_flops / (c.attention_peak_flops * c.attention_efficiency), memory_s) + t.kv_write_s
-    return linear_s, attention_s
+    return max(attention_flops / (c.attention_peak_flops * c.attention_efficiency), memory_s) + t.kv_write_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,18 +456,25 @@ def step_time(c: StepCoefficients, comm: CommunicationModel, work: StepWork) -> 
     return StepParts(pp * linear_s, pp * attention_s, pp * communication_s)
 
 
+LINEAR_TABLE_MAX = 1 << 18
+"""Most (tokens, logits tokens, graph) entries a :class:`StepTimer` keeps (~40 MB); then it starts
+over. 100,000 Llama 3 8B requests fill ~55,000 per replica."""
+
+
 class StepTimer:
     """``step_time(c, comm, work).total_s`` of one replica, fast: the :class:`TokenTerms` and the
     collectives of a micro-batch depend on its token count only, which never exceeds the scheduler's
-    token budget, so they are computed once per distinct count and kept; the pair, logit and KV
-    parts stay the linear formula of :func:`compute_parts`. Same operations in the same order as
-    :func:`step_time`, so the same floats. State: the per-count table (no I/O)."""
+    token budget, so they are computed once per distinct count and kept, and so is the linear part
+    per (tokens, logits tokens, graph or not); the attention part stays the linear formula of
+    :func:`attention_part`. Same operations in the same order as :func:`step_time`, so the same
+    floats. State: the two tables (no I/O)."""
 
-    __slots__ = ("_c", "_comm", "_table")
+    __slots__ = ("_c", "_comm", "_linear", "_table")
 
     def __init__(self, c: StepCoefficients, comm: CommunicationModel) -> None:
         self._c, self._comm = c, comm
         self._table: dict[float, tuple[TokenTerms, float]] = {}
+        self._linear: dict[tuple[float, float, bool], float] = {}
 
     def __call__(self, work: StepWork) -> float:
         c, pp = self._c, self._c.pp
@@ -470,5 +487,10 @@ class StepTimer:
             comm = self._comm
             entry = (token_terms(c, micro.tokens), comm.time_s(micro.tokens) + comm.p2p_s(micro.tokens))
             self._table[micro.tokens] = entry
-        linear_s, attention_s = compute_parts(c, micro, entry[0])
-        return pp * linear_s + pp * attention_s + pp * entry[1]
+        key = (micro.tokens, micro.logits_tokens, micro.prefill_pairs == 0.0)
+        linear_s = self._linear.get(key)
+        if linear_s is None:
+            if len(self._linear) >= LINEAR_TABLE_MAX:  # bounded memory; the values are exact either way
+                self._linear.clear()
+            linear_s = self._linear[key] = linear_part(c, micro, entry[0])
+        return pp * linear_s + pp * attention_part(c, micro, entry[0]) + pp * entry[1]
