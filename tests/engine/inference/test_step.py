@@ -269,3 +269,15 @@ def test_fast_timer_equals_the_step_formula(name, works):
                         kv_tokens_read=float(context + prior))
         for _ in range(2):
             assert timer(work) == pytest.approx(step_time(c, comm, work).total_s, rel=1e-9)
+
+
+def test_fast_timer_starts_over_when_its_table_is_full(monkeypatch):
+    from fabricsim.engine.inference import step as step_module
+
+    monkeypatch.setattr(step_module, "LINEAR_TABLE_MAX", 2)
+    c, comm = _TIMERS["llama3-8b tp1"]
+    timer = StepTimer(c, comm)
+    works = [StepWork(tokens=n, decode_pairs=n * 500.0, logits_tokens=n, kv_tokens_read=n * 500.0)
+             for n in (1, 2, 3, 1)]
+    for work in works:
+        assert timer(work) == step_time(c, comm, work).total_s
