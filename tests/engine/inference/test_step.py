@@ -144,9 +144,11 @@ def test_launch_overhead_is_one_per_kernel_of_each_layer_on_the_slowest_stage(mo
 
     model = load_model(model_name)
     c = step_coefficients(model, H100, InferenceLayout(tensor_parallel=8, pipeline_parallel=pp))
-    # plus the step's own kernels (embedding, final norm, LM head, two sampler kernels)
-    expected = (layers_on_slowest_stage * len(LLAMA_LAYER_KERNELS) + STEP_KERNELS) * KERNEL_OVERHEAD_S
+    # plus the step's own kernels (embedding, final norm, LM head, two sampler kernels); the attention
+    # kernel's fixed time is charged with attention
+    expected = (layers_on_slowest_stage * (len(LLAMA_LAYER_KERNELS) - 1) + STEP_KERNELS) * KERNEL_OVERHEAD_S
     assert c.kernel_overhead_s == pytest.approx(expected, rel=1e-12)
+    assert c.attention_fixed_s == pytest.approx(layers_on_slowest_stage * ATTENTION_KERNEL_FIXED_S, rel=1e-12)
 
 
 @pytest.mark.parametrize(("tp", "expected_bytes"), [
@@ -195,7 +197,7 @@ from fabricsim.engine.inference.step import (  # noqa: E402
 )
 from fabricsim.transformer.constants import CUDA_GRAPH_KERNEL_OVERHEAD_S, KERNEL_OVERHEAD_S  # noqa: E402
 from fabricsim.transformer.inference import prefill_attention_pairs  # noqa: E402
-from fabricsim.transformer.kernels import KERNEL_FIXED_S, hbm_achieved_Bps  # noqa: E402
+from fabricsim.transformer.kernels import ATTENTION_KERNEL_FIXED_S, KERNEL_FIXED_S, hbm_achieved_Bps  # noqa: E402
 
 LLAMA8 = load_model("llama3-8b")
 
@@ -220,7 +222,16 @@ def test_prefill_pays_the_kv_write_beside_a_compute_bound_attention():
     compute_s = work.prefill_pairs * c.costs.prefill_attention_flops_per_pair / (
         c.attention_peak_flops * c.attention_efficiency)
     assert compute_s > tokens * c.kv_bytes_per_token_gpu / c.hbm_Bps  # the old max() hid the write
-    assert attention_s == pytest.approx(compute_s + tokens * 32 * 4096 / c.hbm_Bps, rel=1e-12)
+    write_s = tokens * 32 * 4096 / c.hbm_Bps
+    assert attention_s == pytest.approx(compute_s + 32 * ATTENTION_KERNEL_FIXED_S + write_s, rel=1e-12)
+
+
+def test_decode_attention_is_its_kv_reads_plus_a_fixed_time_per_layer():
+    c, _ = _tp1()
+    work = StepWork(tokens=64, decode_pairs=64 * 1000.0, logits_tokens=64, kv_tokens_read=64 * 1000.0)
+    _, attention_s = compute_parts(c, work)
+    reads_s = 64 * 1001 * 32 * 4096 / c.hbm_Bps
+    assert attention_s == pytest.approx(reads_s + 32 * ATTENTION_KERNEL_FIXED_S + 64 * 32 * 4096 / c.hbm_Bps)
 
 
 def test_cuda_graphs_remove_launch_floors_from_decode_steps_only():
@@ -228,12 +239,12 @@ def test_cuda_graphs_remove_launch_floors_from_decode_steps_only():
     eager, _ = _tp1(cuda_graphs=False)
     decode = StepWork(tokens=64, decode_pairs=64 * 1000.0, logits_tokens=64, kv_tokens_read=64 * 1000.0)
     saved = step_time(eager, comm, decode).total_s - step_time(graphs, comm, decode).total_s
-    others = KERNELS_PER_LAYER - GEMM_KERNELS_PER_LAYER
-    per_layer = KERNELS_PER_LAYER * KERNEL_OVERHEAD_S - (
+    others = KERNELS_PER_LAYER - GEMM_KERNELS_PER_LAYER - 1  # attention keeps its fixed time either way
+    per_layer = (KERNELS_PER_LAYER - 1) * KERNEL_OVERHEAD_S - (
         GEMM_KERNELS_PER_LAYER * KERNEL_FIXED_S + others * CUDA_GRAPH_KERNEL_OVERHEAD_S)
     per_step = STEP_KERNELS * KERNEL_OVERHEAD_S - (KERNEL_FIXED_S + (STEP_KERNELS - 1) * CUDA_GRAPH_KERNEL_OVERHEAD_S)
     assert saved == pytest.approx(32 * per_layer + per_step, rel=1e-9)
-    assert 32 * per_layer == pytest.approx(32 * (45.0 - 22.5) * 1e-6)
+    assert 32 * per_layer == pytest.approx(32 * (40.0 - 22.0) * 1e-6)
     prefill = StepWork(tokens=64, prefill_pairs=prefill_attention_pairs(64, 0.0), logits_tokens=1)
     assert step_time(eager, comm, prefill).total_s == step_time(graphs, comm, prefill).total_s
     big = StepWork(tokens=1024, decode_pairs=1024 * 100.0, logits_tokens=1024, kv_tokens_read=1024 * 100.0)

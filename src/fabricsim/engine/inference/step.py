@@ -14,7 +14,9 @@ ways). One step (a micro-batch per stage when ``pp > 1``) costs, per GPU, the su
   KV-cache write of the step's new tokens, its own memory-bound kernel (:func:`kv_write_s`);
 * kernel floors: :data:`KERNELS_PER_LAYER` per layer and :data:`STEP_KERNELS` per step, each
   ``KERNEL_OVERHEAD_S`` when launched eagerly; decode steps replayed as CUDA graphs (the engines'
-  default, :func:`graph_captured`) keep the GEMMs' GPU-side fixed time and a small gap per other kernel;
+  default, :func:`graph_captured`) keep the GEMMs' GPU-side fixed time and a small gap per other
+  kernel; the attention kernel's own fixed time (``ATTENTION_KERNEL_FIXED_S``, decode-attention
+  benchmarks) counts with attention, eager or not;
 * communication, not overlapped with compute (as in TensorRT-LLM and vLLM decode): 2 TP all-reduces
   per dense layer (1 per MoE layer with EP), the MoE all-to-all dispatch and combine over the EP
   group, and the activation send/recv between pipeline stages, each timed on the actual fabric
@@ -45,6 +47,7 @@ from fabricsim.transformer.constants import (
 )
 from fabricsim.transformer.inference import StepWork, TokenCosts, expected_distinct_experts, token_costs
 from fabricsim.transformer.kernels import (
+    ATTENTION_KERNEL_FIXED_S,
     KERNEL_FIXED_S,
     GemmRates,
     attention_head_factor,
@@ -98,13 +101,16 @@ them (2 + 2 B). Derived."""
 KERNELS_PER_LAYER = 9
 """Kernels one layer launches besides its collectives: norm, QKV GEMM, RoPE + KV write, attention,
 output GEMM, add + norm, gate/up GEMM, activation, down GEMM. Each costs the shared
-``KERNEL_OVERHEAD_S`` (transformer.constants), or ``CUDA_GRAPH_KERNEL_OVERHEAD_S`` in a step that
-runs as a CUDA graph. Counted from TensorRT-LLM's Llama layer. Derived."""
+``KERNEL_OVERHEAD_S`` (transformer.constants) launched eagerly, less in a step that runs as a CUDA
+graph (:data:`GEMM_KERNELS_PER_LAYER`); attention costs its own fixed time. Counted from
+TensorRT-LLM's Llama layer. Derived."""
 
 GEMM_KERNELS_PER_LAYER = 4
 """Of :data:`KERNELS_PER_LAYER`, the GEMMs (QKV, output, gate/up, down). Replayed in a CUDA graph
 they keep their GPU-side fixed time ``KERNEL_FIXED_S`` (transformer.kernels: pipeline ramp and tail,
-timed on the GPU); the other kernels keep only ``CUDA_GRAPH_KERNEL_OVERHEAD_S``. Derived."""
+timed on the GPU); the attention kernel keeps its own, ``ATTENTION_KERNEL_FIXED_S``, eager or not
+(it exceeds the launch cost; charged with attention); the other kernels keep only
+``CUDA_GRAPH_KERNEL_OVERHEAD_S``. Derived."""
 
 STEP_KERNELS = 5
 """Kernels a step launches once, outside its layers: embedding lookup, final norm, LM head GEMM and
@@ -205,6 +211,8 @@ class StepCoefficients:
     """The same in a step replayed as a CUDA graph (seconds); the LM head GEMM keeps its fixed time."""
     cuda_graphs: bool = True
     """Decode steps run as CUDA graphs (:func:`graph_captured`), as TensorRT-LLM and vLLM do by default."""
+    attention_fixed_s: float = 0.0
+    """Fixed GPU time of the stage's attention kernels, one per layer (``ATTENTION_KERNEL_FIXED_S``)."""
     spill_fraction: float = 0.0
     spill_Bps: float = 1.0
     spill_latency_s: float = 0.0
@@ -243,17 +251,19 @@ def step_coefficients(model: ModelSpec, system: SystemSpec, layout: InferenceLay
         kv_bytes_per_token_gpu=kv_bytes_per_token_per_gpu(model, layout.kv_dtype, tp, 1) * share,
         elementwise_bytes_per_token=_elementwise_bytes_per_token(model, layout) * share,
         logit_bytes_per_token=model.vocab_size / tp * LOGIT_BYTES,
-        kernel_overhead_s=(model.num_hidden_layers * share * KERNELS_PER_LAYER + STEP_KERNELS) * KERNEL_OVERHEAD_S,
+        kernel_overhead_s=(model.num_hidden_layers * share * (KERNELS_PER_LAYER - 1) + STEP_KERNELS)
+        * KERNEL_OVERHEAD_S,
         graph_kernel_overhead_s=model.num_hidden_layers * share * graph_kernel_floor_s()
         + KERNEL_FIXED_S + (STEP_KERNELS - 1) * CUDA_GRAPH_KERNEL_OVERHEAD_S,
         cuda_graphs=cuda_graphs,
+        attention_fixed_s=model.num_hidden_layers * share * ATTENTION_KERNEL_FIXED_S,
     )
 
 
 def graph_kernel_floor_s() -> float:
     """Kernel floors of one layer in a step replayed as a CUDA graph (seconds): the GEMMs' GPU-side
     fixed time plus the inter-kernel gap of the other kernels (:data:`GEMM_KERNELS_PER_LAYER`)."""
-    others = KERNELS_PER_LAYER - GEMM_KERNELS_PER_LAYER
+    others = KERNELS_PER_LAYER - GEMM_KERNELS_PER_LAYER - 1  # the attention kernel: attention_fixed_s
     return GEMM_KERNELS_PER_LAYER * KERNEL_FIXED_S + others * CUDA_GRAPH_KERNEL_OVERHEAD_S
 
 
@@ -298,8 +308,8 @@ class TokenTerms:
     kv_write_s: float
     """Seconds of the KV-cache write of the tokens (:func:`kv_write_s`)."""
     kernel_s: float
-    """Kernel launch floors of the step without CUDA graphs (:data:`KERNELS_PER_LAYER` per layer
-    and :data:`STEP_KERNELS`)."""
+    """Kernel launch floors of the step without CUDA graphs (:data:`KERNELS_PER_LAYER` per layer but
+    the attention kernel, whose fixed time is ``attention_fixed_s``, and :data:`STEP_KERNELS`)."""
     graph_kernel_s: float
     """The same under CUDA graphs (:func:`graph_captured` steps)."""
 
@@ -363,8 +373,8 @@ def linear_part(c: StepCoefficients, micro: StepWork, t: TokenTerms) -> float:
 
 
 def attention_part(c: StepCoefficients, micro: StepWork, t: TokenTerms) -> float:
-    """attention_s of :func:`compute_parts`: the fused attention kernel (compute or KV reads) plus
-    the KV-cache write of the new tokens."""
+    """attention_s of :func:`compute_parts`: the fused attention kernel (compute or KV reads, plus
+    its fixed time per layer) and the KV-cache write of the new tokens."""
     # attention reads the cached context and the new tokens' K/V; their write is t.kv_write_s
     kv_bytes = (micro.kv_tokens_read + micro.tokens) / c.dp * c.kv_bytes_per_token_gpu
     memory_s = (1.0 - c.spill_fraction) * kv_bytes / c.hbm_Bps
@@ -374,7 +384,8 @@ def attention_part(c: StepCoefficients, micro: StepWork, t: TokenTerms) -> float
         micro.prefill_pairs * c.costs.prefill_attention_flops_per_pair
         + micro.decode_pairs * c.costs.decode_attention_flops_per_pair
     ) * c.stage_share / c.stage_gpus
-    return max(attention_flops / (c.attention_peak_flops * c.attention_efficiency), memory_s) + t.kv_write_s
+    return max(attention_flops / (c.attention_peak_flops * c.attention_efficiency), memory_s) + (
+        c.attention_fixed_s + t.kv_write_s)
 
 
 @dataclass(frozen=True, slots=True)
