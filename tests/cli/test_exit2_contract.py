@@ -196,6 +196,8 @@ NO_BAD_VALUE: dict[str, dict[str, str]] = {
     "train": {"sequence_parallel": "an on/off flag pair: takes no value", "ecmp_rehash": "a flag", **SWITCHES},
     "traffic": {"spray": "a flag: takes no value"},
     "collective": {"spray": "a flag: takes no value"},
+    "infer": {"cuda_graphs": "an on/off flag pair: takes no value"},
+    "serve": {"cuda_graphs": "an on/off flag pair: takes no value"},
     "report": {"title": "any text is a title (it is escaped in the page)"},
     "sweep": {"address": "read only by --executor ray (ray is optional and absent in CI)"},
 }

@@ -93,13 +93,15 @@ def infer(
     kv_dtype: str | None = None,
     kv_spill: str | None = None,
     kv_spill_capacity: str | int | None = None,
+    cuda_graphs: bool = True,
 ) -> InferResult:
     """Static-batch inference estimate (analytic): TTFT, TPOT, end-to-end latency, throughput, memory.
 
     ``batch`` is sequences per model replica, or ``"max"`` for the largest whose KV fits. A model or
     batch that does not fit is a result with ``fits`` False. ``kv_spill`` names a catalog link
     (``pcie-gen5`` for host memory, ``cxl2``/``cxl3`` for a CXL pool) holding the KV that HBM cannot,
-    up to ``kv_spill_capacity`` per GPU. Returns :class:`metrics.InferResult`.
+    up to ``kv_spill_capacity`` per GPU. ``cuda_graphs``: decode steps replay CUDA graphs (the
+    engines' default) or launch every kernel. Returns :class:`metrics.InferResult`.
     """
     request = LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype)
     model_spec, system_spec, layout = inference_specs(model, system, request)
@@ -112,7 +114,8 @@ def infer(
         if kv_spill_capacity is not None:
             capacity = float(parse_size(kv_spill_capacity, "kv-spill-capacity"))
             spill = dataclasses.replace(spill, capacity_bytes=capacity)
-    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, size, spill=spill)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, size, spill=spill,
+                             cuda_graphs=cuda_graphs)
     est = infer_estimate(scenario)
     return attach_infer(infer_result((model_spec.name, system_spec.name), gpus, layout, est), system_spec)
 
@@ -207,6 +210,7 @@ def serve(
     shared_prefix: Fraction = 0.0,
     speculative: DraftTokens | None = None,
     acceptance: Probability | None = None,
+    cuda_graphs: bool = True,
 ) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
     :mod:`fabricsim.engine.inference.scheduler`. ``gpus`` is the whole deployment; each replica gets the
@@ -217,6 +221,7 @@ def serve(
     ``scheduler`` (chunked | orca | static), ``router`` (least-work | round-robin | random, seeded by
     ``seed``), ``shared_prefix`` (fraction of each prompt cached once per replica) and
     ``speculative`` K draft tokens at ``acceptance`` A: :mod:`fabricsim.engine.inference.scheduler`.
+    ``cuda_graphs``: decode steps replay CUDA graphs (the engines' default) or launch every kernel.
     A deployment whose replica KV cache (per pool) cannot hold the longest request, weights that do
     not fit included, is a result with ``fits`` False, its memory figures and nothing served.
     ``fidelity``: ``analytic``/``simulate`` time steps and KV hand-offs by the analytic model;
@@ -244,7 +249,7 @@ def serve(
     features = ServingFeatures(scheduler, shared_prefix, _speculative(speculative, acceptance), router, seed)
     scenario = ServeScenario(model_spec, system_spec, layout, token_budget, max_batch,
                              reserve_full=admission == "reserve", disaggregate=split, kv_pool=pool,
-                             pool_sharing_gpus=sharing, features=features)
+                             pool_sharing_gpus=sharing, features=features, cuda_graphs=cuda_graphs)
     stream = request_stream(model_spec, {"trace": request_trace, "arrival_rate": arrival_rate, "input_len": input_len,
                                           "output_len": output_len, "requests": requests, "seed": seed,
                                           "arrival": arrival})
@@ -399,7 +404,8 @@ def simulate_infer(
     request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
     model_spec, system_spec, layout = inference_specs(model, system, request)
     system_spec = with_nic(system_spec, choices.nic)
-    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch,
+                             cuda_graphs=bool(get("cuda_graphs", True)))
     placed = on_fabric = None
     if fidelity.on_fabric:
         placed, on_fabric = seat(system_spec, gpus, fidelity, choices, variability)

@@ -34,6 +34,7 @@ def serve(
     ep: int | None = o.EP,
     dtype: str | None = o.INFER_DTYPE,
     kv_dtype: str | None = o.KV_DTYPE,
+    cuda_graphs: bool = o.CUDA_GRAPHS,
     token_budget: int = typer.Option(8192, "--token-budget", help="max tokens per step (chunked prefill)"),
     max_batch: int = typer.Option(1024, "--max-batch", help="max running sequences per replica"),
     admission: str = typer.Option(

@@ -82,6 +82,15 @@ KERNEL_FIXED_S = 5.0e-6
 memory-bound DeepGEMM rows at M=64/128 (G2, G4) take ~6 µs more than their bytes at achieved
 bandwidth. It replaces the launch overhead the layer model charged per GEMM."""
 
+ATTENTION_KERNEL_FIXED_S = 13.0e-6
+"""Fixed GPU time of one fused decode-attention kernel, seconds, on top of its KV bytes at achieved
+HBM bandwidth: FlashInfer's batch decode on H100 reaches only ~41 % of HBM bandwidth at 64
+sequences x 32 tokens and ~21 % at 1 x 1k, but ~88 % at 64 x 1k (kernel-efficiency.md A26, MHA 32
+heads, d=128, fp16): at 3.0 TB/s achieved the two short cases take 13 and 18 µs more than their
+bytes; an alpha-beta fit of all four points gives ~16 µs at 3.1 TB/s. 13 µs (the lower) keeps the
+single-request points (A24: 47 / 74 / 88 % at 4k / 16k / 64k) within 10 points. Calibrated low on
+H100 kernel data, used for every device (A100's A26 points imply more)."""
+
 ATTENTION_SEQ_HALF = 220.0
 """Sequence length at which a fused non-causal attention kernel runs at half its long-sequence
 efficiency: the least-squares fit of ``F x s/(s + S0)`` to FA3 H100 forward, d=128

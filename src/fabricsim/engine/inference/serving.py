@@ -40,13 +40,12 @@ from fabricsim.engine.inference.step import (
     CommunicationModel,
     InferenceLayout,
     KvBudgetPolicy,
+    StepTimer,
     kv_budget_per_gpu,
     step_coefficients,
-    step_time,
 )
 from fabricsim.specs import ModelSpec, SystemSpec
 from fabricsim.specs.memory_tier import KvPoolSpec
-from fabricsim.transformer.inference import StepWork
 from fabricsim.transformer.kv_cache import capacity_tokens, kv_bytes_per_token_per_gpu
 from fabricsim.workload.requests import RequestStream
 
@@ -70,6 +69,7 @@ class ServeScenario:
     kv_pool: KvPoolSpec | None = None  # a shared CXL pool for evicted KV ...
     pool_sharing_gpus: int = 0  # ... and the GPUs sharing it (>= the deployment's)
     features: ServingFeatures | None = None
+    cuda_graphs: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,14 +141,11 @@ def pool_fits(scenario: ServeScenario, stream: RequestStream) -> tuple[PoolFit, 
 
 
 def make_timer(scenario: ServeScenario):
-    """Step time (s) of one replica as a function of a step's :class:`StepWork`."""
-    coeffs = step_coefficients(scenario.model, scenario.system, scenario.layout)
-    comm = CommunicationModel(scenario.system, scenario.layout, scenario.model)
-
-    def timer(work: StepWork) -> float:
-        return step_time(coeffs, comm, work).total_s
-
-    return timer
+    """Step time (s) of one replica as a function of a step's :class:`StepWork`:
+    :func:`fabricsim.engine.inference.step.step_time`, with its token-count parts kept per count
+    (:class:`fabricsim.engine.inference.step.StepTimer`; the same floats)."""
+    coeffs = step_coefficients(scenario.model, scenario.system, scenario.layout, scenario.cuda_graphs)
+    return StepTimer(coeffs, CommunicationModel(scenario.system, scenario.layout, scenario.model))
 
 
 def make_transfer(scenario: ServeScenario):
