@@ -292,3 +292,20 @@ def test_fast_timer_starts_over_when_its_table_is_full(monkeypatch):
              for n in (1, 2, 3, 1)]
     for work in works:
         assert timer(work) == step_time(c, comm, work).total_s
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(sorted(_TIMERS)),
+    steps=st.lists(st.tuples(st.integers(1, 1024), st.integers(0, 4_000_000)), min_size=1, max_size=6),
+)
+def test_decode_fast_path_is_the_timer_to_the_bit(name, steps):
+    # StepTimer.decode_s skips building the StepWork of a decode-only step: the same float as the
+    # general call, first call (fills the tables) and later ones (reads them) alike
+    c, comm = _TIMERS[name]
+    fast, general = StepTimer(c, comm), StepTimer(c, comm)
+    for sequences, context in steps:
+        work = StepWork(tokens=sequences, prefill_pairs=0, decode_pairs=context, logits_tokens=sequences,
+                        kv_tokens_read=context)
+        for _ in range(2):
+            assert fast.decode_s(sequences, context) == general(work)

@@ -207,6 +207,7 @@ class Replica:
 
     def __init__(self, role: Role, config: ClusterConfig, table: _Table, sim: ServingSimulation, index: int) -> None:
         self.role, self.cfg, self.timer, self.index = role, config.scheduler, config.timer, index
+        self._decode_s = getattr(config.timer, "decode_s", None)  # a StepTimer's decode-only fast path
         self.network = config.network
         self.table, self.sim, self.loop = table, sim, sim.loop
         self.waiting: deque[int] = deque()
@@ -344,6 +345,10 @@ class Replica:
         elif n_dec:  # decode only (most steps): nothing to admit or plan
             self._plan = []
             ctx = self.sum_ctx
+            if self._decode_s is not None and self.network is None:
+                self.busy = True
+                self._schedule_end(self._decode_s(n_dec, ctx))
+                return
             work = StepWork(tokens=n_dec, prefill_pairs=0, decode_pairs=ctx, logits_tokens=n_dec, kv_tokens_read=ctx)
         else:
             work = None
@@ -352,7 +357,10 @@ class Replica:
             return
         self.busy = True
         network = self.network
-        duration = self.timer(work) if network is None else network.step_s(self.index, work, self.loop.now_s)
+        self._schedule_end(self.timer(work) if network is None else network.step_s(self.index, work, self.loop.now_s))
+
+    def _schedule_end(self, duration: float) -> None:
+        """The step started now takes ``duration`` seconds (plus pool transfers and drafts)."""
         if self._pool_wait_s:  # KV moving to or from the shared pool holds the step back
             duration, self._pool_wait_s = duration + self._pool_wait_s, 0.0
         end_s = self.loop.now_s + (duration + self._draft_s() if self.spec else duration)

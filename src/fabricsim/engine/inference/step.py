@@ -375,14 +375,19 @@ def linear_part(c: StepCoefficients, micro: StepWork, t: TokenTerms) -> float:
 def attention_part(c: StepCoefficients, micro: StepWork, t: TokenTerms) -> float:
     """attention_s of :func:`compute_parts`: the fused attention kernel (compute or KV reads, plus
     its fixed time per layer) and the KV-cache write of the new tokens."""
+    return _attention_s(c, micro.tokens, micro.kv_tokens_read, micro.prefill_pairs, micro.decode_pairs, t)
+
+
+def _attention_s(c: StepCoefficients, tokens: float, kv_tokens_read: float, prefill_pairs: float,
+                 decode_pairs: float, t: TokenTerms) -> float:
     # attention reads the cached context and the new tokens' K/V; their write is t.kv_write_s
-    kv_bytes = (micro.kv_tokens_read + micro.tokens) / c.dp * c.kv_bytes_per_token_gpu
+    kv_bytes = (kv_tokens_read + tokens) / c.dp * c.kv_bytes_per_token_gpu
     memory_s = (1.0 - c.spill_fraction) * kv_bytes / c.hbm_Bps
     if c.spill_fraction > 0.0:  # spilled KV streams over its link, overlapped with the HBM part
         memory_s = max(memory_s, c.spill_fraction * kv_bytes / c.spill_Bps + c.spill_latency_s)
     attention_flops = (
-        micro.prefill_pairs * c.costs.prefill_attention_flops_per_pair
-        + micro.decode_pairs * c.costs.decode_attention_flops_per_pair
+        prefill_pairs * c.costs.prefill_attention_flops_per_pair
+        + decode_pairs * c.costs.decode_attention_flops_per_pair
     ) * c.stage_share / c.stage_gpus
     return max(attention_flops / (c.attention_peak_flops * c.attention_efficiency), memory_s) + (
         c.attention_fixed_s + t.kv_write_s)
@@ -505,3 +510,18 @@ class StepTimer:
                 self._linear.clear()
             linear_s = self._linear[key] = linear_part(c, micro, entry[0])
         return pp * linear_s + pp * attention_part(c, micro, entry[0]) + pp * entry[1]
+
+    def decode_s(self, sequences: int, context: int) -> float:
+        """The time of a decode-only step, ``self(StepWork(sequences, 0, context, sequences,
+        context))`` without building the work (the serving loop's most frequent call; same floats)."""
+        c = self._c
+        if c.pp != 1:
+            return self(StepWork(tokens=sequences, prefill_pairs=0, decode_pairs=context, logits_tokens=sequences,
+                                 kv_tokens_read=context))
+        entry = self._table.get(sequences)
+        key = (sequences, sequences, True)
+        linear_s = self._linear.get(key) if entry is not None else None
+        if linear_s is None:  # the first step of this size: the general path fills both tables
+            return self(StepWork(tokens=sequences, prefill_pairs=0, decode_pairs=context, logits_tokens=sequences,
+                                 kv_tokens_read=context))
+        return linear_s + _attention_s(c, sequences, context, 0, context, entry[0]) + entry[1]
