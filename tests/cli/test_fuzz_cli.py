@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabricsim.cli.app import main
+from fabricsim.network.packet.params import RULES
 
 EXAMPLES = int(os.environ.get("FABRICSIM_FUZZ_EXAMPLES", "600"))  # ~3,400 cases, ~20-30 s on 2 cores
 LOW_CAPS = {
@@ -49,6 +50,10 @@ TOPOLOGIES = ["fat-tree:k=4", "fat-tree:k=4,gbps=nan", "fat-tree:k=4,gbps=inf", 
               "dragonfly:a=2,p=2,h=1", "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,oversubscription=nan",
               "rail-optimized:nodes=16,oversubscription=inf", "nvswitch:gpus=0", "dgx-h100:gpus=16",
               "dgx-h100:gpus=99999999", "nvl72", "fat-tree:", "fat-tree:k", "bogus"]
+
+# every --cc-param key with edge values, in range and out of it (issue 26: mtu_bytes=1.5 was a traceback)
+CC_PARAMS = [f"{name}={value}" for name in sorted(RULES)
+             for value in ("nan", "-1", "0", "1e-9", "0.5", "1", "1.5", "2", "64", "4096", "1e400", "1e300")]
 
 
 def _paths(root: Path) -> list[str]:
@@ -93,7 +98,7 @@ OPTIONS: dict[str, dict[str, str]] = {
                 "--fail-fraction": "n", "--routing": "w"},
     "collective": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--system": "p", "--html": "p"},
     "collective-net": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--fidelity": "w", "--topology": "t",
-                       "--routing": "w", "--seed": "n", "--cc": "w", "--lossless": "w", "--cc-param": "w",
+                       "--routing": "w", "--seed": "n", "--cc": "w", "--lossless": "w", "--cc-param": "c",
                        "--buffer": "w", "--trace": "p"},
     "plan-train": {"--gpus": "n", "--global-batch": "n", "--seq-len": "n", "--top": "n", "--tp": "w", "--pp": "w",
                    "--vpp": "w", "--zero": "w", "--recompute": "w", "--dtype": "w", "--refine": "n",
@@ -130,7 +135,8 @@ def _snapshot(folder: Path) -> set[str]:
 
 def _pool(kind: str, root: Path) -> st.SearchStrategy[str]:
     return {"n": st.sampled_from(NUMBERS), "w": st.sampled_from(WORDS), "t": st.sampled_from(TOPOLOGIES),
-            "p": st.sampled_from(_paths(root))}[kind] | st.text(max_size=12).filter(lambda s: not s.startswith("-"))
+            "p": st.sampled_from(_paths(root)), "c": st.sampled_from(CC_PARAMS + WORDS),
+            }[kind] | st.text(max_size=12).filter(lambda s: not s.startswith("-"))
 
 
 @st.composite

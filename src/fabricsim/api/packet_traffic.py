@@ -20,7 +20,14 @@ from fabricsim.metrics import TrafficResult
 from fabricsim.network.base import FlowSet
 from fabricsim.network.flowsizes import FlowSizeCdf, parse_cdf, poisson_flows
 from fabricsim.network.packet.model import PacketNetwork, PacketRun
-from fabricsim.network.packet.params import PacketParams, RunOptions, parse_cc, parse_cc_params, parse_lossless
+from fabricsim.network.packet.params import (
+    Lossless,
+    PacketParams,
+    RunOptions,
+    parse_cc,
+    parse_cc_params,
+    parse_lossless,
+)
 from fabricsim.network.packet.summary import summarize
 from fabricsim.network.patterns import flow_count, host_throughput_fraction, parse_pattern, pattern_flows
 from fabricsim.specs.inputs import SEED_LIMIT
@@ -84,10 +91,20 @@ def _flows(spec: PacketTrafficSpec, topo: Topology, count: int) -> tuple[FlowSet
     return pattern_flows(kind, count, float(size_bytes), spec.seed), kind.value, size_bytes
 
 
-def packet_params(cc_params: tuple[str, ...], buffer: str | None) -> PacketParams:
+def packet_params(cc_params: tuple[str, ...], buffer: str | None, lossless: Lossless = Lossless.PFC) -> PacketParams:
     """Packet parameters with the ``--cc-param NAME=VALUE`` overrides and the ``--buffer`` size
-    (shared by ``traffic`` and ``collective`` at packet fidelity)."""
+    (shared by ``traffic`` and ``collective`` at packet fidelity).
+
+    With credit flow control (InfiniBand) a switch buffers per input port, as many bytes as the
+    credits it grants (``credit_bytes``), not in a shared pool: ``--buffer`` is refused there rather
+    than ignored."""
     overrides = parse_cc_params(cc_params)
+    if buffer is not None and lossless == Lossless.CREDIT:
+        raise FabricsimError(
+            "buffer",
+            "does not apply with --lossless credit (a switch buffers per input port, as much as its credits)",
+            "size that buffer with --cc-param credit_bytes=N (bytes per input port), or use --lossless pfc",
+        )
     if buffer is not None:
         buffer_bytes = parse_size(buffer, "buffer")
         if buffer_bytes <= 0:
@@ -140,7 +157,7 @@ def packet_traffic(spec: PacketTrafficSpec) -> PacketTraffic:
     _check_numbers(spec)
     cc, lossless = parse_cc(spec.cc), parse_lossless(spec.lossless)
     policy = Routing.SPRAY if spec.spray else parse_routing(spec.routing)
-    params = packet_params(spec.cc_params, spec.buffer)
+    params = packet_params(spec.cc_params, spec.buffer, lossless)
     topo = build_topology(spec.topology)
     count = topo.hosts if spec.hosts is None else spec.hosts
     if not 2 <= count <= topo.hosts:
