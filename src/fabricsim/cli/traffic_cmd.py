@@ -23,7 +23,10 @@ def traffic(
     topology: str = typer.Option(
         ...,
         "--topology",
-        help="builder string (fat-tree:k=8, leaf-spine:..., dragonfly:a=8,p=4,h=4, torus:dims=8x8x8) or system",
+        help="builder string (fat-tree:k=8, leaf-spine:..., dragonfly:a=8,p=4,h=4, torus:dims=8x8x8) or system;"
+        " links per tier: gbps= (or leaf_gbps=: host links, Gb/s), spine_gbps= (switch-switch links),"
+        " core_gbps= (3-tier Clos aggregation-core), global_gbps= (dragonfly global links),"
+        " latency= (every link: 1us, 500ns; default the catalog switch's hop)",
     ),
     routing: str = typer.Option("ecmp", "--routing", help="ecmp | spray | adaptive"),
     seed: int = typer.Option(0, "--seed", help="seed of the pattern and the ECMP hash"),
