@@ -194,6 +194,7 @@ KINDS: dict[str, dict[str, str]] = {
     "sweep": {"spec": "input", "db": "output", "executor": "enum", "workers": "count", "export": "output"},
     "traffic": {"pattern": "enum", "topology": "topology", "routing": "enum", "seed": "natural", "size": "size",
                 "hosts": "count", "fail_links": "natural", "fail_fraction": "fraction", "fidelity": "enum",
+                "matrix": "input",
                 "cc": "enum", "lossless": "enum", "cc_param": "cc_param", "buffer": "size", "load": "open_fraction",
                 "duration": "positive", "trace": "output"},
     "train": {**MODEL_SYSTEM, **LAYOUT, **VARIABILITY, "global_batch": "count", "seq_len": "count",
