@@ -52,6 +52,8 @@ def test_a_pattern_or_a_matrix_not_both_nor_neither(capsys, tmp_path):
     assert "matrix: a matrix file replaces PATTERN" in capsys.readouterr().err
     assert main(["traffic", "--topology", TOPO]) == 2
     assert "pattern: is missing" in capsys.readouterr().err
+    assert main(["traffic", "--topology", TOPO, "--matrix", str(path), "--size", "1MB"]) == 2  # not ignored
+    assert "size: a matrix file gives every flow's bytes" in capsys.readouterr().err
 
 
 def test_fail_links_at_packet_fidelity_fails_the_cables_the_flow_fidelity_fails(capsys):

@@ -10,6 +10,8 @@ from fabricsim.cli.common import JSON_OPTION, emit
 from fabricsim.cli.progress import PACKET_LABEL, progress_bar, working
 from fabricsim.errors import FabricsimError, parse_choice
 
+DEFAULT_SIZE = "64MiB"  # bytes per flow of a pattern
+
 
 class TrafficFidelity(StrEnum):
     FLOW = "flow"
@@ -32,7 +34,7 @@ def traffic(
     ),
     routing: str = typer.Option("ecmp", "--routing", help="ecmp | spray | adaptive"),
     seed: int = typer.Option(0, "--seed", help="seed of the pattern and the ECMP hash"),
-    size: str = typer.Option("64MiB", "--size", help="bytes per flow, e.g. 64MiB"),
+    size: str = typer.Option(None, "--size", help="bytes per flow, e.g. 64MiB (default 64MiB; not with --matrix)"),
     hosts: int = typer.Option(None, "--hosts", help="use only the first N hosts (default: all)"),
     fail_links: int = typer.Option(
         0, "--fail-links", help="fail N random fabric cables (switch-switch, both directions), drawn with --seed"
@@ -65,6 +67,9 @@ def traffic(
     from fabricsim import api
 
     kind = parse_choice("fidelity", fidelity, TrafficFidelity)
+    if matrix is not None and size is not None:
+        raise FabricsimError("size", "a matrix file gives every flow's bytes", "drop --size or --matrix")
+    size = DEFAULT_SIZE if size is None else size
     if kind == TrafficFidelity.PACKET:
         _packet(pattern, topology, routing, seed, size, hosts, (cc, lossless, spray, tuple(cc_param), buffer),
                 (load, duration, trace, (fail_links, fail_fraction, matrix), as_json))  # fmt: skip
