@@ -42,7 +42,7 @@ from fabricsim.network.base import FlowSet, make_flows
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.packet.model import PacketNetwork, PacketRun, _sample_rows
 from fabricsim.network.packet.params import RunOptions, parse_cc, parse_lossless
-from fabricsim.network.packet.summary import LINK_CLASSES
+from fabricsim.network.packet.summary import LINK_CLASSES, queue_percentile
 from fabricsim.specs.inputs import SEED_LIMIT
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table
@@ -247,14 +247,13 @@ def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> d
     marked = sum(r.ecn_marked * w for r, w in runs)
     delivered = sum(r.delivered_packets * w for r, w in runs)
     hist = sum(r.queue_hist * w for r, w in runs)
-    mtu = runs[0][0].mtu_bytes
+    bin_bytes = runs[0][0].queue_bin_bytes  # the same params (buffer, MTU) in every run
     queues: dict[str, dict[str, float]] = {}
     for c, name in enumerate(LINK_CLASSES):
         if hist[c].sum() == 0:
             continue
-        k = int(np.searchsorted(np.cumsum(hist[c]), 0.99 * hist[c].sum()))  # as summary.queue_bytes: bin's upper edge
         top = max(float(r.queue_max_bytes[r.link_class == c].max(initial=0.0)) for r, _ in runs)
-        queues[name] = {"p99": float((k + 1) * mtu), "max": top}
+        queues[name] = {"p99": queue_percentile(hist[c], bin_bytes, 0.99, top), "max": top}  # as summary.queue_bytes
     return {
         "cc": cc,
         "lossless": lossless,
@@ -280,7 +279,7 @@ def network_collective(spec: NetworkCollectiveSpec) -> NetworkCollective:
     if packet:
         cc = parse_cc("none" if spec.cc is None else spec.cc)
         lossless = parse_lossless("pfc" if spec.lossless is None else spec.lossless)
-        params = packet_params(spec.cc_params, spec.buffer)
+        params = packet_params(spec.cc_params, spec.buffer, lossless)
     placed = _placed(spec)
     request = ScheduleRequest(op, algo, spec.gpus, float(size_bytes), placed.ranks_per_node)
     schedule = schedule_on(request, placed.topology, np.arange(spec.gpus))

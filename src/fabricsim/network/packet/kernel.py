@@ -79,7 +79,7 @@ from fabricsim.network.packet.reaction import dcqcn_sent, dcqcn_timer, max_rate
 # stats vector indices (returned to Python)
 S_EVENTS, S_DROPS, S_MARKED, S_DELIVERED_PKTS, S_SENT_PKTS, S_END = 0, 1, 2, 3, 4, 5
 S_COLS = 6
-HIST_BINS = 4096  # queue-length histogram bins per link class (bin width = MTU)
+HIST_BINS = 4096  # queue-length histogram bins per link class (bin width P_HIST_BIN: params.hist_bin_bytes)
 _CC_DCQCN, _CC_HPCC = 1, 2
 _PFC, _CREDIT = 1, 2
 

@@ -142,4 +142,5 @@ P_SEED = 28
 P_CLAMP = 29  # DCQCN: Rt <- Rc on every cut
 P_CLAMP_ATI = 30  # DCQCN: Rt <- Rc on a cut if the timer raised the rate since the last one
 P_PFC_XOFF = 31  # static PFC Xoff per ingress (bytes); 0: the dynamic threshold
-P_COLS = 32
+P_HIST_BIN = 32  # width of a queue-histogram bin, bytes (covers the switch buffer; params.hist_bin_bytes)
+P_COLS = 33

@@ -16,9 +16,18 @@ import numpy as np
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import FlowSet, NetworkResult
 from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
+from fabricsim.network.packet.jit import announce_compile
 from fabricsim.network.packet.kernel import S_DELIVERED_PKTS, S_DROPS, S_EVENTS, S_MARKED, S_SENT_PKTS
 from fabricsim.network.packet.loop import run as run_kernel
-from fabricsim.network.packet.params import Lossless, PacketParams, RunOptions, kernel_vector, resolved
+from fabricsim.network.packet.params import (
+    Lossless,
+    PacketParams,
+    RunOptions,
+    check_static_xoff,
+    hist_bin_bytes,
+    kernel_vector,
+    resolved,
+)
 from fabricsim.topology.graph import NodeKind
 from fabricsim.topology.routing import FlowEnds, Routes, RouteTable, Routing, route
 
@@ -46,8 +55,9 @@ class PacketRun:
     pause_frames: np.ndarray  # per link: XOFF frames received by its upstream end
     credit_stall_s: np.ndarray  # per link: time a queued packet waited for a credit
     queue_max_bytes: np.ndarray  # per link
-    queue_hist: np.ndarray  # [3 classes, bins] queue seen by arriving packets, bin = MTU
+    queue_hist: np.ndarray  # [3 classes, bins] queue seen by arriving packets, bin = queue_bin_bytes
     mtu_bytes: float
+    queue_bin_bytes: float  # params.hist_bin_bytes: an MTU, or the buffer / HIST_BINS if wider
     drops: int
     ecn_marked: int
     delivered_packets: int
@@ -112,6 +122,7 @@ class PacketNetwork:
         samples = _sample_rows(self.opts.sample_dt_s, flows, self.opts.line_Bps)
         LINT = np.zeros((flows.count, L.PF_COLS))
         P = kernel_vector(self.params, self.opts)
+        announce_compile(run_kernel)
         stats, hist, series, rows = run_kernel(
             (LI, LF, FI, FF, LINT),
             (routes.indptr.astype(np.int64), routes.indices.astype(np.int64), _spray_offsets(routes, self.opts.seed)),
@@ -126,7 +137,8 @@ class PacketNetwork:
             raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
         FF[~finite, L.FF_FINISH] = np.inf
         ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps)
-        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), (ideal, hops, params.mtu_bytes, self.opts))
+        extra = (ideal, hops, params.mtu_bytes, self.opts, hist_bin_bytes(params))
+        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), extra)
 
 
 def _rate_caps(flows: FlowSet) -> np.ndarray:
@@ -147,7 +159,7 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
     """Copy the kernel's tables and outputs into a :class:`PacketRun`."""
     LI, LF, FF = tables
     stats, hist, series, rows = outputs
-    ideal, hops, mtu_bytes, opts = extra
+    ideal, hops, mtu_bytes, opts, bin_bytes = extra
     return PacketRun(
         flows=flows,
         finish_s=FF[:, L.FF_FINISH].copy(),
@@ -162,6 +174,7 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
         queue_max_bytes=LF[:, L.LF_QMAX].copy(),
         queue_hist=hist,
         mtu_bytes=mtu_bytes,
+        queue_bin_bytes=bin_bytes,
         drops=int(stats[S_DROPS]),
         ecn_marked=int(stats[S_MARKED]),
         delivered_packets=int(stats[S_DELIVERED_PKTS]),
@@ -239,6 +252,7 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
                 f"{params.buffer_bytes:.0f} B per switch cannot hold the PFC headroom of its ports ({need:.0f} B)",
                 f"use --buffer larger than {need:.0f}",
             )
+        check_static_xoff(params, np.bincount(dst, minlength=topo.nodes)[switches], shared[1][switches])
     return LI, LF, uplink, shared
 
 
