@@ -1,4 +1,4 @@
-"""Issue 25: train, infer and plan infer run on HGX B300 and GB300 NVL72 with a small model."""
+"""Issue 25: train, plan train, infer and plan infer run on HGX B300 and GB300 NVL72 with a small model."""
 
 from __future__ import annotations
 
@@ -20,6 +20,13 @@ def test_train(capsys, system: str, gpus: int) -> None:
             "--seq-len", "4096"]
     result = _json(capsys, argv)
     assert result["fits"] and result["step_time_s"] > 0 and 0 < result["mfu"] < 1
+
+
+@pytest.mark.parametrize("system", ["hgx-b300", "gb300-nvl72"])
+def test_plan_train(capsys, system: str) -> None:
+    plan = _json(capsys, ["plan", "train", "--model", "llama3-8b", "--system", system, "--gpus", "16",
+                          "--global-batch", "64", "--seq-len", "4096", "--top", "1"])
+    assert plan["feasible"] > 0 and plan["plans"][0]["fits"] and 0 < plan["plans"][0]["mfu"] < 1
 
 
 @pytest.mark.parametrize("system", ["hgx-b300", "gb300-nvl72"])
