@@ -53,6 +53,8 @@ def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
             if key == "sources":
                 continue
             _flatten(f"{prefix}.{key}" if prefix else str(key), child, out)
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        out.append((prefix, ", ".join(value) or "-"))  # e.g. kernel_figures.defaults
     else:
         out.append((prefix, f"{value:.6g}" if isinstance(value, float) else str(value)))
 

@@ -47,6 +47,12 @@ class SwitchSpec(FrozenSpec):
     port_bandwidth_Bps: PositiveFloat
     latency_s: NonNegativeFloat
     in_network_reduction: bool = Field(description="SHARP (IB) or NVLS (NVSwitch) capable")
+    buffer_bytes: PositiveFloat | None = Field(
+        default=None,
+        description="packet buffer of one box (on-chip shared SRAM, or on-chip + HBM for deep-buffer VOQ "
+        "switches); None: not published. Catalog data only: the packet model takes its buffer from its own "
+        "parameters (network/packet/params.py)",
+    )
     sources: dict[str, str] = Field(default_factory=dict)
 
 

@@ -255,6 +255,44 @@ def gemm_rates(device: DeviceSpec, fmt: str, sustained: bool = False) -> GemmRat
     return GemmRates(peak, fraction, sm_count, k0, k_ref, hbm_achieved_Bps(device), FORMAT_BYTES.get(fmt, 2.0))
 
 
+PROVENANCE_GEMM_FORMATS = ("bf16", "fp8", "fp8_block", "mxfp8", "nvfp4")
+"""GEMM formats :func:`kernel_provenance` reports (the training and serving formats)."""
+
+
+def kernel_provenance(device: DeviceSpec) -> dict[str, object]:
+    """Which kernel figures of ``device`` the compute model takes from its catalog ``kernels`` block
+    (``measured``: a cited kernel-level figure), which it borrows from another measured figure of
+    the device (``borrowed``: GEMM format -> the format whose fraction it uses, along
+    :data:`FORMAT_FALLBACK`) and which fall back to the generation defaults of this module
+    (``defaults``), for ``fabricsim catalog show``. ``summary`` says the same in one line."""
+    kernels = device.kernels
+    measured: list[str] = []
+    borrowed: dict[str, str] = {}
+    defaults: list[str] = []
+    if kernels is None:
+        defaults = ["sm count", *(f"gemm {fmt}" for fmt in PROVENANCE_GEMM_FORMATS), "attention", "hbm achieved",
+                    "sustained clock"]
+    else:
+        measured = ["sm count", "tensor clock"]
+        for fmt in PROVENANCE_GEMM_FORMATS:
+            found, bench = gemm_benchmark(device, fmt)
+            if fmt in kernels.gemm:
+                measured.append(f"gemm {fmt}")
+            elif bench is not None:  # the end of the fallback chain, else the bf16 figure
+                borrowed[f"gemm {fmt}"] = f"gemm {found if found in kernels.gemm else 'bf16'}"
+            else:
+                defaults.append(f"gemm {fmt}")
+        measured += ["attention", "hbm achieved"]
+        (measured if kernels.sustained_clock_hz is not None else defaults).append("sustained clock")
+    generation = device.generation.value
+    parts = [f"measured: {', '.join(measured)}"] if measured else []
+    parts += [f"{fmt} as {src}" for fmt, src in borrowed.items()]
+    if defaults:
+        parts.append(f"defaults (generation {generation}): {', '.join(defaults)}")
+    return {"generation": generation, "measured": measured, "borrowed": borrowed, "defaults": defaults,
+            "summary": "; ".join(parts)}
+
+
 def hbm_achieved_Bps(device: DeviceSpec) -> float:
     """Achieved HBM bandwidth of streaming kernels (B/s): the device's benchmark, else a default fraction."""
     if device.kernels is not None:
