@@ -9,6 +9,8 @@ import pytest
 from fabricsim import catalog
 from fabricsim.specs import ScaleUpSpec
 from fabricsim.topology.graph import NodeKind
+from fabricsim.topology.inventory import count_inventory
+from fabricsim.topology.placement import tier_map
 from fabricsim.topology.system import build_system_topology
 
 MI300X = catalog.load_system("mi300x-8")
@@ -46,3 +48,14 @@ def test_a_full_mesh_has_no_switch() -> None:
     switch = catalog.load_switch("nvswitch-gen3")
     with pytest.raises(ValueError, match="no switch"):
         ScaleUpSpec(domain_gpus=8, link=link, bandwidth_Bps=448e9, switch=switch, topology="full-mesh")
+
+
+def test_gpus_of_one_mesh_node_talk_over_the_scale_up_tier() -> None:
+    """Without a switch a node's GPUs are still one scale-up domain for the tier map (traffic
+    accounting of the network in the loop) and their cables count as scale-up cables."""
+    topo = build_system_topology(MI300X, 16)
+    tiers = tier_map(topo)
+    src, dst = np.divmod(np.arange(256), 16)
+    tier = tiers(src, dst)
+    assert np.all((tier == 0) == (src // 8 == dst // 8))
+    assert dict(count_inventory(topo).cables)["scale-up"] == 2 * 28
