@@ -4,17 +4,17 @@ links, as RCCL runs them on an 8-GPU AMD Instinct node (layer L4).
 On a full mesh of r ranks every rank has r - 1 peers, each behind its own point-to-point links of
 ``b = Group.scale_up_Bps / (r - 1)`` bytes/s per direction (:func:`~fabricsim.collectives.placement.mesh_rank_Bps`).
 
-* all-to-all: every rank sends S/r to each peer over that peer's links, all peers at once (RCCL
-  issues the exchange as one grouped send/recv per peer, ``src/collectives/all_to_all.cc``
-  ``ncclAllToAll``; on single-node gfx942 its default is the one-kernel "pivot" all-to-all,
-  ``RCCL_ALL_TO_ALL_PIVOT_ENABLE``, ROCm/rccl docs "Environment variables"):
-  time = alpha + (S/r) / b.
+* all-to-all: every rank sends S/r to each peer over that peer's links, all peers at once (RCCL's
+  ``ncclAllToAll`` is one grouped send/recv per peer, ``src/collectives.cc``; its ring-pair
+  "pivot" variant is opt-in, ``RCCL_ALL_TO_ALL_PIVOT_ENABLE`` default 0): time = alpha + (S/r)/b.
 * reduce-scatter / all-gather: each rank sends its S/r block for (from) each peer over that peer's
   links: the same traffic as an all-to-all of S, time = alpha + (S/r) / b.
-* all-reduce: a direct reduce-scatter then a direct all-gather ("two-shot" all-pairs all-reduce of
-  MSCCL++, which RCCL uses for single-node MI300X all-reduce when built with it,
-  ``RCCL_MSCCLPP_ENABLE``): each rank moves 2(r - 1)/r S over its r - 1 pair links in parallel,
-  time = 2 alpha + 2 (S/r) / b.
+* all-reduce: a direct reduce-scatter then a direct all-gather, the "two-shot" all-pairs
+  all-reduce of MSCCL++ that RCCL runs inside one xGMI node (``RCCL_MSCCLPP_ENABLE``, messages up
+  to ``RCCL_MSCCLPP_THRESHOLD``; ROCm RCCL docs 6.3-7.0 "RCCL usage tips: MSCCL/MSCCL++"; later
+  RCCL replaces it with a symmetric-memory path for all-reduce, all-gather and reduce-scatter
+  among peer-to-peer (xGMI) ranks, RCCL docs 7.14 "Symmetric memory"): each rank moves
+  2(r - 1)/r S over its r - 1 pair links in parallel, time = 2 alpha + 2 (S/r) / b.
 
 Bandwidths are nominal (no protocol derating): the mesh moves exactly the alpha-beta lower bound's
 bytes over every link of the group, so these forms meet :mod:`fabricsim.collectives.bounds` with
