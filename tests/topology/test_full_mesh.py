@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fabricsim import catalog
-from fabricsim.specs import ScaleUpSpec
+from fabricsim.specs import ScaleUpSpec, SystemSpec
 from fabricsim.topology.graph import NodeKind
 from fabricsim.topology.inventory import count_inventory
 from fabricsim.topology.placement import tier_map
@@ -59,3 +59,11 @@ def test_gpus_of_one_mesh_node_talk_over_the_scale_up_tier() -> None:
     tier = tiers(src, dst)
     assert np.all((tier == 0) == (src // 8 == dst // 8))
     assert dict(count_inventory(topo).cables)["scale-up"] == 2 * 28
+
+
+def test_rail_only_is_refused_on_a_mesh() -> None:
+    """rail-only forwards cross-rail traffic through the node's scale-up switch; a mesh has none."""
+    data = MI300X.model_dump()
+    data["scale_out"]["topology"] = "rail-only"
+    with pytest.raises(ValueError, match="rail-only"):
+        SystemSpec.model_validate(data)
