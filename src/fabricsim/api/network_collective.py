@@ -34,6 +34,7 @@ from fabricsim import catalog
 from fabricsim.api.communication import message_size
 from fabricsim.api.packet_traffic import MAX_PACKETS, packet_params
 from fabricsim.api.topologies import build_topology
+from fabricsim.collectives.mesh import MESH_OPS
 from fabricsim.collectives.ops import Algorithm, CollectiveOp, bus_factor, parse_algorithm, parse_op
 from fabricsim.collectives.schedules import ScheduleRequest, Step, schedule_on
 from fabricsim.errors import FabricsimError, parse_choice
@@ -194,10 +195,17 @@ def _placed(spec: NetworkCollectiveSpec) -> _Placed:
 
 
 def _algorithm(spec: NetworkCollectiveSpec, op: CollectiveOp) -> tuple[Algorithm, str]:
+    """The algorithm to schedule; ``auto``: :data:`AUTO_ALGORITHM`, or the mesh (direct exchanges
+    over every pair link, :mod:`fabricsim.collectives.mesh`) inside one full-mesh scale-up domain
+    of the system's own fabric, where one ring would use a single link of each GPU."""
     algo = parse_algorithm(spec.algorithm)
-    if algo is Algorithm.AUTO:
-        return AUTO_ALGORITHM[op], "auto"
-    return algo, "given"
+    if algo is not Algorithm.AUTO:
+        return algo, "given"
+    if spec.topology is None and op in MESH_OPS:
+        up = catalog.load_system(spec.system).scale_up
+        if up.full_mesh and spec.gpus <= up.domain_gpus:
+            return Algorithm.MESH, "auto"
+    return AUTO_ALGORITHM[op], "auto"
 
 
 def _step_flows(steps: tuple[Step, ...], placement: np.ndarray) -> list[tuple[FlowSet, int]]:

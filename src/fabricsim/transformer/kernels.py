@@ -119,7 +119,15 @@ DEFAULT_GEMM_K = 8192.0
 # divided by their device's sustained fraction; achieved HBM 0.888 of the datasheet), rounded;
 # tests/transformer/test_kernel_defaults.py keeps them within 5%. Fractions of the datasheet peak /
 # HBM bandwidth.
-DEFAULT_SM_COUNT = {Generation.VOLTA: 80, Generation.AMPERE: 108, Generation.HOPPER: 132, Generation.BLACKWELL: 148}
+DEFAULT_SM_COUNT = {
+    Generation.VOLTA: 80,
+    Generation.AMPERE: 108,
+    Generation.HOPPER: 132,
+    Generation.BLACKWELL: 148,
+    Generation.CDNA3: 304,  # compute units, AMD Instinct MI300X / MI325X data sheets
+    Generation.CDNA4: 256,  # compute units, AMD Instinct MI355X product page (8 XCDs x 32 CUs)
+    Generation.GAUDI3: 8,  # matrix engines (MME), Intel Gaudi 3, Hot Chips 2024 (Kaplan): GEMMs run on the 8 MMEs
+}
 DEFAULT_GEMM_FRACTION = 0.80
 DEFAULT_ATTENTION_FRACTION = (0.81, 0.81)
 DEFAULT_HBM_FRACTION = 0.85
