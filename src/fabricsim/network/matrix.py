@@ -8,9 +8,6 @@ line; each flow gets its own ECMP label (its row), so two flows of one pair are 
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 
 import numpy as np
@@ -18,33 +15,12 @@ import numpy as np
 from fabricsim.errors import FabricsimError
 from fabricsim.limits import cap, cap_hint, check_cap
 from fabricsim.network.base import FlowSet, make_flows
-from fabricsim.textfile import unreadable_value
+from fabricsim.textfile import table_rows
 
 FIELD = "matrix"  # the option that names the file, in every error
 KEYS = ("src", "dst", "bytes", "start_s")
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 HINT = "one row per flow: src,dst,bytes,start_s (hosts 0-based, bytes > 0, start_s >= 0 seconds)"
-
-
-def _records(text: str, jsonl: bool) -> list[tuple[int, object]]:
-    """(line number, record) per non-empty line (JSON Lines) or CSV row after the header."""
-    if jsonl:
-        rows: list[tuple[int, object]] = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((number, json.loads(line)))
-            except (json.JSONDecodeError, RecursionError):
-                raise FabricsimError(FIELD, f"line {number}: not valid JSON", HINT) from None
-            except ValueError as exc:  # an integer over Python's int-str digit limit
-                raise FabricsimError(FIELD, unreadable_value(exc, f"line {number}"), HINT) from None
-        return rows
-    reader = csv.DictReader(io.StringIO(text), skipinitialspace=True)
-    try:
-        return [(reader.line_num, {str(k).strip(): v for k, v in row.items() if k}) for row in reader]
-    except csv.Error as exc:
-        raise FabricsimError(FIELD, f"line {reader.line_num}: not CSV ({exc})", HINT) from None
 
 
 def _number(record: dict, key: str, line: int) -> float:
@@ -87,7 +63,7 @@ def _row(record: object, line: int, hosts: int) -> tuple[int, int, float, float]
 def parse_matrix(text: str, jsonl: bool, hosts: int) -> FlowSet:
     """The flows of a traffic matrix (see the module doc) over ``hosts`` hosts. A leading UTF-8
     byte-order mark (spreadsheets write one) is dropped. Sizes are whole bytes (rounded up)."""
-    records = _records(text.removeprefix("\ufeff"), jsonl)
+    records = table_rows(text, jsonl, FIELD, (HINT, HINT, HINT))
     check_cap(f"{FIELD} rows", len(records), "FLOWS")
     rows = [_row(record, line, hosts) for line, record in records]
     if not rows:
