@@ -1,9 +1,12 @@
 """Simulated serving requests per wall-clock second of ``fabricsim serve`` (targets: 100,000 requests
 in under 30 s at simulate fidelity; 10,000 requests on 64 GPUs in under 60 s with the fabric in the
-loop, ``FLOW_CASES``). Plain script, not run in CI: ``python benchmarks/bench_serve.py``."""
+loop, ``FLOW_CASES``). Plain script, not run in CI: ``python benchmarks/bench_serve.py``;
+``python benchmarks/bench_serve.py --million`` times issue 24's case instead: 1,000,000 requests of
+Llama 3 8B on 2 replicas (goal: under 30 s on one core)."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 from fabricsim import api
@@ -21,19 +24,21 @@ FLOW_CASES = (  # (model, system, gpus, options, rate): the steps' crossing coll
                                      "topology": "leaf-spine:leaves=4,spines=4,hosts_per_leaf=16,oversubscription=4"},
      20.0),
 )
+MILLION = (("llama3-8b", "dgx-h100", 2, {"tp": 1}, 30.0),)
 
 
 def main() -> None:
-    for model, system, gpus, layout, rate in CASES:
+    cases, requests = (MILLION, 1_000_000) if "--million" in sys.argv else (CASES, REQUESTS)
+    for model, system, gpus, layout, rate in cases:
         start = time.perf_counter()
-        result = api.serve(model, system, gpus, arrival_rate=rate, requests=REQUESTS, input_len="uniform:100,2000",
+        result = api.serve(model, system, gpus, arrival_rate=rate, requests=requests, input_len="uniform:100,2000",
                            output_len="lognormal:256,0.5", seed=1, **layout)
         wall = time.perf_counter() - start
         data = result.to_json()
-        print(f"{model} on {gpus}x{system} at {rate:g} req/s: {REQUESTS} requests, {data['steps']} steps in "
-              f"{wall:.1f} s wall = {REQUESTS / wall:,.0f} simulated requests/s "
+        print(f"{model} on {gpus}x{system} at {rate:g} req/s: {requests} requests, {data['steps']} steps in "
+              f"{wall:.1f} s wall = {requests / wall:,.0f} simulated requests/s "
               f"(P99 TTFT {data['ttft_s']['p99']:.3f} s, {data['output_tokens_per_s']:,.0f} output tok/s)")
-    for model, system, gpus, options, rate in FLOW_CASES:
+    for model, system, gpus, options, rate in () if "--million" in sys.argv else FLOW_CASES:
         start = time.perf_counter()
         result = api.serve(model, system, gpus, arrival_rate=rate, requests=FLOW_REQUESTS, input_len="uniform:100,4000",
                            output_len="lognormal:256,0.5", seed=1, fidelity="flow", **options)

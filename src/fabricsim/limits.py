@@ -19,6 +19,9 @@ CAPS: dict[str, int] = {
     "GLOBAL_BATCH": 2**24,  # sequences per step; published runs use <= 2^16
     "TOKENS": 2**24,  # sequence / prompt / output length in tokens (16M; the longest contexts are ~10M)
     "REQUESTS": 10**6,  # requests one serving simulation steps through (~1 s per 10^4 requests)
+    # speculative draft tokens per step: published drafters use K <= 8 (Leviathan et al. 2023 up to
+    # 10, EAGLE-2 up to 8, Medusa 5 heads); beyond 64 the verify work only grows (E <= 1/(1-A))
+    "DRAFT_TOKENS": 64,
     "TOP": 1000,  # ranked plans printed or returned
     "SEEDS": 10_000,  # Monte-Carlo runs of one simulated step
     "HOSTS": 2**17,  # 131,072 hosts of a built topology (graph arrays of ~10^6 links)

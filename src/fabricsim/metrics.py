@@ -279,6 +279,12 @@ class ServeResult:
     kv_transfer_s: tuple[tuple[str, float], ...] = field(default=(), metadata=EMPTY_AS_NULL)  # P -> D hand-offs
     network_stall_s: tuple[tuple[str, float], ...] = (("p50", 0.0), ("p99", 0.0))  # per step, fabric + jitter
     network: dict[str, Any] | None = field(default=None, compare=False, metadata=SKIP)  # flow/packet: the fabric
+    prefix_hit_rate: float = 0.0
+    """Requests that found their whole shared prefix cached / requests (``--shared-prefix``)."""
+    prefill_tokens_computed: int = 0
+    """Prompt tokens the replicas computed (cached prefixes skipped, recomputation counted)."""
+    tokens_per_step: float = float("nan")
+    """Tokens decoded per decode step per sequence, measured (1 without ``--speculative``)."""
 
     def to_json(self) -> dict[str, object]:
         out = contract_json(self)

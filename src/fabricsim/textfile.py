@@ -11,6 +11,8 @@ byte-order mark, as spreadsheets and some editors write, is dropped), and YAML a
 from __future__ import annotations
 
 import codecs
+import csv
+import io
 import json
 import os
 import stat
@@ -82,6 +84,36 @@ def unreadable_value(exc: ValueError, where: str) -> str:
     if "integer string conversion" in str(exc):
         return f"{where} holds an integer of more than {sys.get_int_max_str_digits()} digits"
     return f"{where} holds an unreadable value ({' '.join(str(exc).split())[:80]})"
+
+
+def table_rows(text: str, jsonl: bool, field: str, hints: tuple[str, str, str]) -> list[tuple[int, Any]]:
+    """(line number, record) of a table file: one JSON object per non-empty line (JSON Lines), or
+    CSV rows after a header (dicts of stripped header -> stripped cell text; a row longer than the
+    header puts its extra cells in a list, read as ""). A leading UTF-8 byte-order mark (spreadsheets
+    write one) is dropped. ``hints`` = the fixes for (not JSON, not a number, not CSV); one-line
+    errors name ``field`` and the line."""
+    text = text.removeprefix("\ufeff")
+    if jsonl:
+        rows: list[tuple[int, Any]] = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((number, json.loads(line)))
+            except (json.JSONDecodeError, RecursionError):
+                raise FabricsimError(field, f"line {number}: not valid JSON", hints[0]) from None
+            except ValueError as exc:  # an integer over Python's int-str digit limit
+                raise FabricsimError(field, unreadable_value(exc, f"line {number}"), hints[1]) from None
+        return rows
+    reader = csv.DictReader(io.StringIO(text), skipinitialspace=True)
+    try:
+        return [(reader.line_num, {str(k).strip(): _cell(v) for k, v in row.items() if k}) for row in reader]
+    except csv.Error as exc:
+        raise FabricsimError(field, f"line {reader.line_num}: not CSV ({exc})", hints[2]) from None
+
+
+def _cell(value: object) -> str:
+    return (value if isinstance(value, str) else "").strip()
 
 
 def parse_yaml(text: str, field: str, where: str = "the file") -> Any:

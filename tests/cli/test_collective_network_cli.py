@@ -103,6 +103,8 @@ def test_packet_options_are_refused_with_the_flow_fidelity(capsys, extra, tmp_pa
         (["--fidelity", "packet", "--topology", TOPO, "--cc", "tcp"], "cc"),
         (["--fidelity", "packet", "--topology", TOPO, "--cc-param", "nope=1"], "cc-param"),
         (["--fidelity", "packet", "--topology", TOPO, "--buffer", "10KB"], "buffer"),
+        (["--fidelity", "packet", "--topology", TOPO, "--lossless", "credit", "--buffer", "4MB"], "buffer"),
+        (["--fidelity", "packet", "--topology", TOPO, "--cc-param", "mtu_bytes=1.5"], "mtu_bytes"),
         (["--fidelity", "flow", "--topology", TOPO, "--routing", "random"], "routing"),
         (["--fidelity", "packet", "--topology", TOPO, "--size", "0"], "size"),
         (["--fidelity", "packet", "--topology", TOPO, "--size", "1TiB"], "size"),

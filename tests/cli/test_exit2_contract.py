@@ -30,11 +30,25 @@ from pathlib import Path
 import pytest
 
 from fabricsim.cli.app import _command, main
+from fabricsim.network.packet.params import RULES, Kind
 
 # ---------------------------------------------------------------------------------------------
 # The shared table: bad values per kind of option. ``{dir}``, ``{missing}``, ``{latin1}`` and
 # ``{out}`` are paths in the test's arena (see ``arena``).
 NUMBER_JUNK = ["nan", "NaN", "inf", "-inf", "1e400", "10**400", "abc", "", " ", "1\0"]
+
+
+def _cc_param_bad() -> list[str]:
+    """``NAME=VALUE`` outside each ``--cc-param`` key's rule (issue 26: every key, type and range)."""
+    out = ["x", "timer_s=nan", "bogus=1", "timer_s=-1", "", "timer_s", "mtu_bytes=abc"]
+    for name, rule in RULES.items():
+        values = ["nan", "inf", "-inf", "1e400", f"{rule.low - 1:g}"]
+        values += [f"{rule.low:g}"] if rule.open_low else []
+        values += [f"{rule.high * 2 + 1:g}"] if rule.high < float("inf") else []
+        values += [f"{rule.low + 0.5:g}"] if rule.kind != Kind.REAL else []
+        out += [f"{name}={value}" for value in values]
+    return out
+
 BAD: dict[str, list[str]] = {
     # counts (>= 1): GPUs, batch, lengths, parallel sizes, requests, runs, ...
     "count": ["-1", "0", "1.5", str(10**400), *NUMBER_JUNK],
@@ -83,7 +97,7 @@ BAD: dict[str, list[str]] = {
     "phases": ["detection=nan", "detection=-1", "detection=inf", "bogus=1", "x", "", "detection"],
     "interval": ["-1", "0", *NUMBER_JUNK],
     "batch": ["-1", "0", "maxx", str(10**400), *NUMBER_JUNK],
-    "cc_param": ["x", "timer_s=nan", "bogus=1", "timer_s=-1", "", "timer_s"],
+    "cc_param": _cc_param_bad(),
     "ber": ["x", "", "-1e-9", "1", "1e-3", "nan", "inf"],
     "address": ["", "x" * 300],
     "pipeline_layout": ["", " ", "x|y", "Et|tL", "(tt|)*", "E(t|)*99999999L"],
@@ -122,8 +136,9 @@ BASES: dict[str, dict[str, object]] = {
     "traffic": {"pattern": "permutation", "topology": "fat-tree:k=4", "seed": "1", "size": "1MiB", "as_json": True},
     "train": {**GPU8, "global_batch": "8", "seq_len": "1024", "trace": "{out}/train.json", "as_json": True},
     "validate": {"suite": "collectives", "as_json": True},
+    "warmup": {"as_json": True},
 }
-HTML_FREE = {"report", "measure collective"}  # they print no result payload: --html is refused (exit 2)
+HTML_FREE = {"report", "measure collective", "warmup"}  # they print no result payload: --html is refused (exit 2)
 
 LAYOUT = {"tp": "count", "pp": "count", "dp": "count", "cp": "count", "ep": "count", "vpp": "count",
           "micro_batch": "count", "zero": "zero_stage", "recompute": "enum", "dtype": "enum"}
@@ -177,16 +192,20 @@ KINDS: dict[str, dict[str, str]] = {
               "disaggregate": "ratio", "seed": "natural", "token_budget": "count", "max_batch": "count",
               "admission": "enum", "slo_ttft": "duration", "slo_tpot": "duration", "fidelity": "enum",
               "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background",
-              "link_jitter": "non_negative", "arrival": "arrival", "kv_pool": "catalog", "pool_sharing": "count"},
+              "link_jitter": "non_negative", "arrival": "arrival", "kv_pool": "catalog", "pool_sharing": "count",
+              "scheduler": "enum", "router": "enum", "shared_prefix": "fraction", "speculative": "count",
+              "acceptance": "fraction"},
     "sweep": {"spec": "input", "db": "output", "executor": "enum", "workers": "count", "export": "output"},
     "traffic": {"pattern": "enum", "topology": "topology", "routing": "enum", "seed": "natural", "size": "size",
                 "hosts": "count", "fail_links": "natural", "fail_fraction": "fraction", "fidelity": "enum",
+                "matrix": "input",
                 "cc": "enum", "lossless": "enum", "cc_param": "cc_param", "buffer": "size", "load": "open_fraction",
                 "duration": "positive", "trace": "output", "transport": "enum", "ber": "ber"},
     "train": {**MODEL_SYSTEM, **LAYOUT, **VARIABILITY, "global_batch": "count", "seq_len": "count",
               "expert_tp": "count", "offload": "enum_list", "offload_tier": "enum",
               **SETTINGS},
     "validate": {"suite": "enum", "system": "input"},
+    "warmup": {},
 }
 NO_BAD_VALUE: dict[str, dict[str, str]] = {
     "*": {"as_json": "a flag: takes no value"},
@@ -196,6 +215,8 @@ NO_BAD_VALUE: dict[str, dict[str, str]] = {
     "train": {"sequence_parallel": "an on/off flag pair: takes no value", "ecmp_rehash": "a flag", **SWITCHES},
     "traffic": {"spray": "a flag: takes no value"},
     "collective": {"spray": "a flag: takes no value"},
+    "infer": {"cuda_graphs": "an on/off flag pair: takes no value"},
+    "serve": {"cuda_graphs": "an on/off flag pair: takes no value"},
     "report": {"title": "any text is a title (it is escaped in the page)"},
     "sweep": {"address": "read only by --executor ray (ray is optional and absent in CI)"},
 }

@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabricsim.cli.app import main
+from fabricsim.network.packet.params import RULES
 
 EXAMPLES = int(os.environ.get("FABRICSIM_FUZZ_EXAMPLES", "600"))  # ~3,400 cases, ~20-30 s on 2 cores
 LOW_CAPS = {
@@ -50,6 +51,13 @@ TOPOLOGIES = ["fat-tree:k=4", "fat-tree:k=4,gbps=nan", "fat-tree:k=4,gbps=inf", 
               "rail-optimized:nodes=16,oversubscription=inf", "nvswitch:gpus=0", "dgx-h100:gpus=16",
               "dgx-h100:gpus=99999999", "nvl72", "fat-tree:", "fat-tree:k", "bogus"]
 
+# every --cc-param key with edge values, in range and out of it (issue 26: mtu_bytes=1.5 was a traceback)
+CC_PARAMS = [f"{name}={value}" for name in sorted(RULES)
+             for value in ("nan", "-1", "0", "1e-9", "0.5", "1", "1.5", "2", "64", "4096", "1e400", "1e300")]
+# packet-fidelity words and buffer sizes, valid and not (issue 26: --buffer with credits was ignored)
+PACKET_WORDS = ["pfc", "credit", "none", "dcqcn", "hpcc", "PFC", " credit", "ib", "uet", "roce"]
+BUFFERS = ["2MB", "64KiB", "4096", "4095", "1", "0", "-1", "nan", "1e400", "1PiB", "2PiB", "16MB", "x"]
+
 
 def _paths(root: Path) -> list[str]:
     out = root / "out"
@@ -67,6 +75,8 @@ BASES: dict[str, list[str]] = {
               "--arrival-rate", "5", "--requests", "20", "--input-len", "100", "--output-len", "8", "--seed", "1"],
     "traffic": ["traffic", "permutation", "--topology", "fat-tree:k=4", "--seed", "1", "--size", "1MiB"],
     "collective": ["collective", "all-reduce", "--system", "dgx-h100", "--gpus", "8", "--size", "1MiB"],
+    "traffic-packet": ["traffic", "incast", "--topology", "fat-tree:k=4", "--seed", "1", "--size", "64KiB",
+                       "--hosts", "4", "--fidelity", "packet"],
     "collective-net": ["collective", "all-reduce", "--system", "dgx-h100", "--gpus", "8", "--size", "1MiB",
                        "--fidelity", "packet", "--topology", "fat-tree:k=4"],
     "plan-train": ["plan", "train", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8",
@@ -88,12 +98,15 @@ OPTIONS: dict[str, dict[str, str]] = {
               "--fidelity": "w", "--seed": "n", "--model": "p"},
     "serve": {"--gpus": "n", "--arrival-rate": "n", "--requests": "n", "--input-len": "w", "--output-len": "w",
               "--seed": "n", "--slo-ttft": "w", "--slo-tpot": "w", "--token-budget": "n", "--max-batch": "n",
-              "--disaggregate": "w", "--admission": "w", "--request-trace": "p", "--trace": "p"},
+              "--disaggregate": "w", "--admission": "w", "--request-trace": "p", "--trace": "p",
+              "--scheduler": "w", "--router": "w", "--shared-prefix": "n", "--speculative": "n", "--acceptance": "n"},
     "traffic": {"--topology": "t", "--seed": "n", "--size": "n", "--hosts": "n", "--fail-links": "n",
                 "--fail-fraction": "n", "--routing": "w"},
     "collective": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--system": "p", "--html": "p"},
+    "traffic-packet": {"--cc-param": "c", "--buffer": "b", "--lossless": "k", "--cc": "k", "--size": "n",
+                       "--fail-links": "n"},
     "collective-net": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--fidelity": "w", "--topology": "t",
-                       "--routing": "w", "--seed": "n", "--cc": "w", "--lossless": "w", "--cc-param": "w",
+                       "--routing": "w", "--seed": "n", "--cc": "w", "--lossless": "w", "--cc-param": "c",
                        "--buffer": "w", "--trace": "p"},
     "plan-train": {"--gpus": "n", "--global-batch": "n", "--seq-len": "n", "--top": "n", "--tp": "w", "--pp": "w",
                    "--vpp": "w", "--zero": "w", "--recompute": "w", "--dtype": "w", "--refine": "n",
@@ -129,8 +142,9 @@ def _snapshot(folder: Path) -> set[str]:
 
 
 def _pool(kind: str, root: Path) -> st.SearchStrategy[str]:
-    return {"n": st.sampled_from(NUMBERS), "w": st.sampled_from(WORDS), "t": st.sampled_from(TOPOLOGIES),
-            "p": st.sampled_from(_paths(root))}[kind] | st.text(max_size=12).filter(lambda s: not s.startswith("-"))
+    pools = {"n": NUMBERS, "w": WORDS, "t": TOPOLOGIES, "p": _paths(root), "c": CC_PARAMS + WORDS,
+             "k": PACKET_WORDS, "b": BUFFERS}
+    return st.sampled_from(pools[kind]) | st.text(max_size=12).filter(lambda s: not s.startswith("-"))
 
 
 @st.composite
@@ -188,7 +202,9 @@ def test_fuzz_fast_commands(command: str, fuzz_env: Path, capsys: pytest.Capture
     case()
 
 
-@pytest.mark.parametrize("command", ["serve", "traffic", "collective-net", "plan-train", "plan-infer", "goodput"])
+@pytest.mark.parametrize(
+    "command", ["serve", "traffic", "traffic-packet", "collective-net", "plan-train", "plan-infer", "goodput"]
+)
 def test_fuzz_search_commands(command: str, fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     @SLOW
     @given(invocations(command, fuzz_env))

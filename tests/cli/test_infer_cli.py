@@ -70,3 +70,14 @@ def test_kv_spill_flags(capsys):
     assert data["fits"] and data["kv_spilled_bytes"] > 0
     assert main([*BASE, "--kv-spill", "usb2"]) == 2
     assert "link" in capsys.readouterr().err
+
+
+def test_no_cuda_graphs_pays_the_launch_floors_in_decode_only(capsys):
+    argv = [*BASE, "--batch", "16", "--tp", "8", "--json"]
+    assert main(argv) == 0
+    graphs = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--no-cuda-graphs"]) == 0
+    eager = json.loads(capsys.readouterr().out)
+    assert eager["ttft_s"] == graphs["ttft_s"]  # prefill runs eagerly either way
+    # 80 layers x (8 x 5 us - (4 x 5 + 4 x 0.5) us) + the step's own kernels (attention: 13 us both ways)
+    assert eager["tpot_s"] - graphs["tpot_s"] == pytest.approx(80 * 18e-6 + 18e-6, rel=1e-6)

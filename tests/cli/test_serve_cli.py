@@ -136,3 +136,13 @@ def test_console_script_unfit_exit_0():
     exe = str(Path(sys.executable).with_name("fabricsim"))  # the venv's script, not whatever is on PATH
     proc = subprocess.run([exe, *UNFIT, "--json"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stderr == "" and json.loads(proc.stdout)["fits"] is False
+
+
+def test_no_cuda_graphs_slows_decode(capsys):
+    argv = ["serve", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "2", "--tp", "1",
+            "--arrival-rate", "20", "--requests", "200", "--json"]
+    assert main(argv) == 0
+    graphs = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--no-cuda-graphs"]) == 0
+    eager = json.loads(capsys.readouterr().out)
+    assert eager["tpot_s"]["p50"] > graphs["tpot_s"]["p50"] * 1.05

@@ -78,6 +78,10 @@ def test_table_output(capsys):
         (["--buffer", "10KB"], "buffer"),
         (["--load", "nan"], "load"),
         (["--fidelity", "fluid"], "fidelity"),
+        # issue 26: a traceback ("deadlock?"), a silent 24 MB queue in a 2 MB switch, an ignored --buffer
+        (["--cc-param", "mtu_bytes=1.5"], "mtu_bytes"),
+        (["--buffer", "2MB", "--cc-param", "pfc_xoff_bytes=1e8"], "pfc_xoff_bytes"),
+        (["--lossless", "credit", "--buffer", "2MB"], "buffer"),
     ],
 )
 def test_bad_packet_options_are_one_line_errors(capsys, extra, field):
@@ -92,3 +96,15 @@ def test_bad_packet_options_are_one_line_errors(capsys, extra, field):
 def test_packet_only_options_need_packet_fidelity(capsys):
     assert main(["traffic", "incast", "--topology", TOPO, "--spray"]) == 2
     assert "--fidelity packet" in capsys.readouterr().err
+
+
+def test_a_static_xoff_that_fits_keeps_every_queue_within_the_buffer(capsys):
+    # issue 26: pfc_xoff_bytes=1e8 with --buffer 2MB gave a 23.96 MB queue, 0 drops, 0 pauses; the
+    # largest Xoff the refusal suggests pauses the senders and every queue stays within the buffer
+    argv = ["traffic", "incast", "--topology", "fat-tree:k=4", "--fidelity", "packet", "--size", "1MB"]
+    argv += ["--buffer", "2MB", "--json"]
+    assert main([*argv, "--cc-param", "pfc_xoff_bytes=1e8"]) == 2
+    fits = capsys.readouterr().err.split("use pfc_xoff_bytes <= ")[1].split(",")[0]
+    out = _json(capsys, [*argv, "--cc-param", f"pfc_xoff_bytes={fits}"])
+    assert out["drops"] == 0 and out["pause_frames"] > 0
+    assert max(q["max"] for q in out["queue_bytes"].values()) <= 2e6

@@ -70,3 +70,50 @@ def test_bad_latency_and_spine_values_name_the_key(text, field, message):
     with pytest.raises(FabricsimError, match=message) as info:
         build_topology(text)
     assert info.value.field == field and "\n" not in str(info.value)
+
+
+def _gbps(topo, links) -> set[float]:
+    return set((topo.capacity_Bps[links] * 8 / 1e9).round(6).tolist())
+
+
+def test_core_gbps_sets_a_three_tier_clos_apart_from_its_edge_aggregation_links():
+    # issue 26 item 5: per-tier rates; a fat-tree's tiers are host-edge, edge-aggregation, aggregation-core
+    topo = build_topology("fat-tree:k=4,leaf_gbps=100,spine_gbps=200,core_gbps=400,latency=1us")
+    host = _host_links(topo)
+    assert _gbps(topo, host) == {100.0} and topo.line_rate_Bps == 100e9 / 8
+    assert _gbps(topo, ~host) == {200.0, 400.0}
+    assert np.count_nonzero(topo.capacity_Bps == 400e9 / 8) == np.count_nonzero(topo.capacity_Bps == 200e9 / 8)
+    assert np.all(topo.latency_s == 1e-6)
+    assert _gbps(build_topology("fat-tree:k=4,spine_gbps=200"), ~host) == {200.0}  # core defaults to spine
+    rail = build_topology("rail-optimized:nodes=64,rails=2,radix=8,core_gbps=800")  # 3 tiers at this size
+    assert _gbps(rail, ~_host_links(rail)) == {400.0, 800.0}
+
+
+def test_global_gbps_sets_a_dragonflys_global_links_apart_from_its_local_ones():
+    topo = build_topology("dragonfly:a=2,p=2,h=1,spine_gbps=200,global_gbps=800")
+    routers = ~_host_links(topo)
+    # 3 groups: one local pair each and one global link per group pair, 2 directions each
+    assert np.count_nonzero(topo.capacity_Bps[routers] == 200e9 / 8) == 6
+    assert np.count_nonzero(topo.capacity_Bps[routers] == 800e9 / 8) == 6
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("leaf-spine:leaves=2,spines=2,hosts_per_leaf=4,core_gbps=800", "topology", "no parameter 'core_gbps'"),
+        ("rail-optimized:nodes=4,rails=2,radix=8,core_gbps=800", "core_gbps", "two tiers"),
+        ("fat-tree:k=4,gbps=100,leaf_gbps=200", "leaf_gbps", "another name of gbps"),
+        ("fat-tree:k=4,core_gbps=-1", "core_gbps", "positive"),
+        ("dragonfly:a=2,p=2,h=1,global_gbps=nan", "global_gbps", "finite"),
+        ("torus:dims=4x4,global_gbps=800", "topology", "no parameter 'global_gbps'"),
+    ],
+)
+def test_bad_tier_keys_name_the_key(text, field, message):
+    with pytest.raises(FabricsimError, match=message) as info:
+        build_topology(text)
+    assert info.value.field == field and "\n" not in str(info.value)
+
+
+def _host_links(topo) -> np.ndarray:
+    kinds = topo.node_kind
+    return (kinds[topo.link_src] == NodeKind.GPU) | (kinds[topo.link_dst] == NodeKind.GPU)

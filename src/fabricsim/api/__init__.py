@@ -51,6 +51,7 @@ _HOMES: dict[str, str] = {
     "simulate_train": "training_simulated",
     "train": "training",
     "Fidelity": "training",
+    "warm_up": "warmup",
 }
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "train",
     "validate",
     "variability",
+    "warm_up",
 ]
 
 
@@ -133,3 +135,4 @@ if TYPE_CHECKING:  # static checkers and IDEs see the real names
     from fabricsim.api.sweeping import sweep, sweep_runners
     from fabricsim.api.training import FIDELITIES, Fidelity, train
     from fabricsim.api.training_simulated import simulate_train
+    from fabricsim.api.warmup import warm_up

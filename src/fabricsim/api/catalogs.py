@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fabricsim import catalog, validation
 from fabricsim.errors import unknown_name
+from fabricsim.transformer.kernels import kernel_provenance
 from fabricsim.validation.calibration import run_system
 
 
@@ -17,8 +18,14 @@ def catalog_list(kind: str = "all") -> dict[str, list[str]]:
 
 
 def catalog_show(kind: str, name: str) -> dict[str, object]:
-    """One catalog item as plain data, with the source of each number."""
-    return catalog.describe(kind, name)
+    """One catalog item as plain data, with the source of each number; a device or system adds
+    ``kernel_figures``: which of the device's kernel figures are measured (its ``kernels`` block)
+    and which are generation defaults (:func:`fabricsim.transformer.kernels.kernel_provenance`)."""
+    item = catalog.describe(kind, name)
+    if kind in ("devices", "systems"):
+        device = catalog.load_device(name) if kind == "devices" else catalog.load_system(name).device
+        item["kernel_figures"] = kernel_provenance(device)
+    return item
 
 
 def validate(suite: str = "all", system: str | None = None) -> dict[str, object]:

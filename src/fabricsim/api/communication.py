@@ -9,6 +9,7 @@ import numpy as np
 
 from fabricsim import catalog, collectives
 from fabricsim.api.topologies import build_topology
+from fabricsim.api.traffic_inputs import failed_topology, failure_count, matrix_flows
 from fabricsim.errors import FabricsimError
 from fabricsim.limits import cap, cap_hint, check_cap
 from fabricsim.metrics import (
@@ -19,8 +20,8 @@ from fabricsim.network.base import FlowSet
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.patterns import flow_count, host_throughput_fraction, parse_pattern, pattern_flows
 from fabricsim.specs.inputs import Count, Fraction, Gpus, NonNegative, Seed, edge
-from fabricsim.topology.graph import Topology, fabric_cables, fail_cables
-from fabricsim.topology.routing import Routing, parse_routing, route_table, unroutable
+from fabricsim.topology.graph import Topology
+from fabricsim.topology.routing import Routing, parse_routing, route_table
 from fabricsim.units import parse_size, to_GBps
 
 Progress = Callable[[int, int], None] | None  # on_progress(done, total)
@@ -93,32 +94,25 @@ def _run_pattern(topo: Topology, flows: FlowSet, policy: Routing, seed: int, on_
     return _Run(fraction, result.completion_time_s, peak, result.events)
 
 
-def _failure_count(topo: Topology, fail_links: int, fail_fraction: float) -> int:
-    """Cables to fail: ``fail_links``, or ``fail_fraction`` of the fabric cables (rounded)."""
-    if fail_links and fail_fraction:
-        raise FabricsimError("fail-links", "give --fail-links or --fail-fraction, not both")
-    if fail_fraction:
-        return round(fail_fraction * fabric_cables(topo).shape[0])
-    return fail_links
-
-
-def _failed_topology(topo: Topology, flows: FlowSet, count: int, seed: int) -> Topology:
-    """``topo`` less ``count`` random fabric cables (seeded); every flow must still have a path."""
-    failed, _ = fail_cables(topo, count, seed)
-    lost = unroutable(route_table(failed), flows.src, flows.dst)
-    if lost.any():
-        raise FabricsimError(
-            "fail-links",
-            f"{int(lost.sum())} of {flows.count} flows have no path left after failing {count} fabric cables"
-            f" (--fail-links / --fail-fraction, seed {seed})",
-            "fail fewer cables or try another --seed",
-        )
-    return failed
+def traffic_flows(pattern: str | None, matrix: str | None, hosts: int, size: str | int, seed: int):
+    """(flows, pattern name, bytes per flow) of a synthetic ``pattern`` over ``hosts`` hosts, or of
+    the traffic-matrix file ``matrix`` (its name ``matrix``, its mean flow size); exactly one of them."""
+    if matrix is not None:
+        flows = matrix_flows(matrix, hosts)
+        if pattern is not None:
+            raise FabricsimError("matrix", "a matrix file replaces PATTERN", "give PATTERN or --matrix FILE, not both")
+        return flows, "matrix", int(np.ceil(flows.size_bytes.mean()))
+    if pattern is None:
+        raise FabricsimError("pattern", "is missing", "give PATTERN (e.g. permutation) or --matrix FILE")
+    kind = parse_pattern(pattern)
+    size_bytes = message_size(size)
+    check_cap(f"{kind.value} flows", flow_count(kind, hosts), "FLOWS")
+    return pattern_flows(kind, hosts, float(size_bytes), seed), kind.value, size_bytes
 
 
 @edge
 def traffic(
-    pattern: str,
+    pattern: str | None,
     *,
     topology: str,
     routing: str = "ecmp",
@@ -127,6 +121,7 @@ def traffic(
     hosts: Count("HOSTS") | None = None,
     fail_links: NonNegative("FLOWS") = 0,
     fail_fraction: Fraction = 0.0,
+    matrix: str | None = None,
     on_progress: Progress = None,
 ) -> TrafficResult:
     """Run a synthetic traffic ``pattern`` (permutation | all-to-all | incast | ring) on ``topology``
@@ -138,24 +133,23 @@ def traffic(
     ``seed``, are removed; routing uses the remaining equal-cost shortest paths, and the healthy
     run is reported alongside. A flow left without a path is an error (field ``fail-links``).
     ``on_progress(done, total)`` reports the flows finished (per run: healthy, then failed).
+    ``matrix``: a traffic-matrix file (CSV or JSON Lines: src, dst, bytes, start_s) instead of
+    ``pattern`` and ``size`` (:mod:`fabricsim.network.matrix`); its hosts are the first ``hosts``.
     """
-    kind = parse_pattern(pattern)
     policy = parse_routing(routing)
-    size_bytes = message_size(size)
     topo = build_topology(topology)
     count = topo.hosts if hosts is None else hosts
     if count > topo.hosts:
         problem = f"pattern needs {count} hosts, {topology} has {topo.hosts}"
         raise FabricsimError("hosts", problem, f"use --hosts <= {topo.hosts}")
-    check_cap(f"{kind.value} flows", flow_count(kind, count), "FLOWS")
-    check_simulated_flows(kind.value, flow_count(kind, count), count)
-    failures = _failure_count(topo, fail_links, fail_fraction)
-    flows = pattern_flows(kind, count, float(size_bytes), seed)
-    failed = _failed_topology(topo, flows, failures, seed) if failures else topo
+    flows, name, size_bytes = traffic_flows(pattern, matrix, count, size, seed)
+    check_simulated_flows(name, flows.count, count)
+    failures = failure_count(topo, fail_links, fail_fraction)
+    failed = failed_topology(topo, flows, failures, seed) if failures else topo
     healthy = _run_pattern(topo, flows, policy, seed, on_progress)
     run = _run_pattern(failed, flows, policy, seed, on_progress) if failures else healthy
     return TrafficResult(
-        pattern=kind.value,
+        pattern=name,
         topology=topology,
         routing=policy.value,
         seed=seed,

@@ -317,5 +317,6 @@ def _infer_job(kw: dict[str, Any], host_of_gpu: np.ndarray) -> FabricJob:
     get = kw.get
     request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
     model_spec, system_spec, layout = inference_specs(model, system, request)
-    scenario = InferScenario(model_spec, system_spec, layout, kw["input_len"], kw["output_len"], base.batch)
+    scenario = InferScenario(model_spec, system_spec, layout, kw["input_len"], kw["output_len"], base.batch,
+                             cuda_graphs=bool(get("cuda_graphs", True)))
     return inference_job(scenario, host_of_gpu)

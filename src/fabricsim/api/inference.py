@@ -12,8 +12,15 @@ from fabricsim import catalog
 from fabricsim.api.cost import attach_infer, attach_serve
 from fabricsim.cost.energy import retime_infer_energy
 from fabricsim.engine.inference.analytic import InferEstimate, InferScenario, KvSpill, infer_estimate
-from fabricsim.engine.inference.scheduler import percentiles
-from fabricsim.engine.inference.serving import PoolFit, ServeScenario, pool_fits, serving_network, simulate_serving
+from fabricsim.engine.inference.scheduler import Policy, Router, percentiles
+from fabricsim.engine.inference.serving import (
+    PoolFit,
+    ServeScenario,
+    ServingFeatures,
+    pool_fits,
+    serving_network,
+    simulate_serving,
+)
 from fabricsim.engine.inference.simulate import simulate_inference
 from fabricsim.engine.inference.step import InferenceLayout, LayoutRequest, check_lengths, resolve_layout
 from fabricsim.engine.simulate import comm_summary
@@ -28,13 +35,17 @@ from fabricsim.specs import ModelSpec, SystemSpec
 from fabricsim.specs.inputs import (
     Batch,
     BatchOrMax,
+    Choice,
+    Count,
     Degree,
     Duration,
     Fidelity,
     FidelityChoice,
+    Fraction,
     Gpus,
     NonNegativeFloat,
     PositiveFloat,
+    Probability,
     Requests,
     Seed,
     SimFidelity,
@@ -50,6 +61,9 @@ from fabricsim.workload.requests import RequestStream
 
 if TYPE_CHECKING:
     from fabricsim.engine.inference.serving_fabric import ServingFabric
+PolicyChoice = Choice(Policy)
+RouterChoice = Choice(Router)
+DraftTokens = Count("DRAFT_TOKENS")
 
 
 def inference_specs(
@@ -79,13 +93,15 @@ def infer(
     kv_dtype: str | None = None,
     kv_spill: str | None = None,
     kv_spill_capacity: str | int | None = None,
+    cuda_graphs: bool = True,
 ) -> InferResult:
     """Static-batch inference estimate (analytic): TTFT, TPOT, end-to-end latency, throughput, memory.
 
     ``batch`` is sequences per model replica, or ``"max"`` for the largest whose KV fits. A model or
     batch that does not fit is a result with ``fits`` False. ``kv_spill`` names a catalog link
     (``pcie-gen5`` for host memory, ``cxl2``/``cxl3`` for a CXL pool) holding the KV that HBM cannot,
-    up to ``kv_spill_capacity`` per GPU. Returns :class:`metrics.InferResult`.
+    up to ``kv_spill_capacity`` per GPU. ``cuda_graphs``: decode steps replay CUDA graphs (the
+    engines' default) or launch every kernel. Returns :class:`metrics.InferResult`.
     """
     request = LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype)
     model_spec, system_spec, layout = inference_specs(model, system, request)
@@ -98,7 +114,8 @@ def infer(
         if kv_spill_capacity is not None:
             capacity = float(parse_size(kv_spill_capacity, "kv-spill-capacity"))
             spill = dataclasses.replace(spill, capacity_bytes=capacity)
-    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, size, spill=spill)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, size, spill=spill,
+                             cuda_graphs=cuda_graphs)
     est = infer_estimate(scenario)
     return attach_infer(infer_result((model_spec.name, system_spec.name), gpus, layout, est), system_spec)
 
@@ -188,6 +205,12 @@ def serve(
     arrival: str = "poisson",
     kv_pool: str | None = None,
     pool_sharing: Gpus | None = None,
+    scheduler: PolicyChoice = Policy.CHUNKED,
+    router: RouterChoice = Router.LEAST_WORK,
+    shared_prefix: Fraction = 0.0,
+    speculative: DraftTokens | None = None,
+    acceptance: Probability | None = None,
+    cuda_graphs: bool = True,
 ) -> ServeResult:
     """Simulate serving a request stream (Poisson or trace) with continuous batching; see
     :mod:`fabricsim.engine.inference.scheduler`. ``gpus`` is the whole deployment; each replica gets the
@@ -195,6 +218,10 @@ def serve(
     ``admission`` is ``on-demand`` (vLLM: KV blocks as needed, preempt the newest on overflow) or
     ``reserve`` (TensorRT-LLM GUARANTEED_NO_EVICT: KV for input + output reserved at admission).
     ``arrival`` is ``poisson`` or ``gamma:CV`` (bursty gaps for CV > 1; see :mod:`fabricsim.workload.requests`).
+    ``scheduler`` (chunked | orca | static), ``router`` (least-work | round-robin | random, seeded by
+    ``seed``), ``shared_prefix`` (fraction of each prompt cached once per replica) and
+    ``speculative`` K draft tokens at ``acceptance`` A: :mod:`fabricsim.engine.inference.scheduler`.
+    ``cuda_graphs``: decode steps replay CUDA graphs (the engines' default) or launch every kernel.
     A deployment whose replica KV cache (per pool) cannot hold the longest request, weights that do
     not fit included, is a result with ``fits`` False, its memory figures and nothing served.
     ``fidelity``: ``analytic``/``simulate`` time steps and KV hand-offs by the analytic model;
@@ -219,9 +246,10 @@ def serve(
     if admission not in ("on-demand", "reserve"):
         raise FabricsimError("admission", f"unknown policy {admission!r}", "use on-demand or reserve")
     pool, sharing = _kv_pool_choice(kv_pool, pool_sharing, system_spec, layout.replicas * layout.replica_gpus)
+    features = ServingFeatures(scheduler, shared_prefix, _speculative(speculative, acceptance), router, seed)
     scenario = ServeScenario(model_spec, system_spec, layout, token_budget, max_batch,
                              reserve_full=admission == "reserve", disaggregate=split, kv_pool=pool,
-                             pool_sharing_gpus=sharing)
+                             pool_sharing_gpus=sharing, features=features, cuda_graphs=cuda_graphs)
     stream = request_stream(model_spec, {"trace": request_trace, "arrival_rate": arrival_rate, "input_len": input_len,
                                           "output_len": output_len, "requests": requests, "seed": seed,
                                           "arrival": arrival})
@@ -255,7 +283,8 @@ def serve(
         tpot_s=tuple(summary.tpot.to_json().items()), e2e_s=tuple(summary.e2e.to_json().items()),
         slo_attainment=summary.slo_attainment, preemptions=summary.preemptions, steps=summary.steps,
         duration_s=summary.duration_s, fidelity=fidelity.value, kv_pool=_kv_pool_block(pool, sharing, summary.kv_pool),
-        **extra,
+        prefix_hit_rate=summary.prefix_hit_rate, prefill_tokens_computed=summary.prefill_tokens_computed,
+        tokens_per_step=summary.tokens_per_step, **extra,
     ), system_spec)
 
 
@@ -306,6 +335,17 @@ def _kv_pool_block(
     if pool is None or report is None:
         return ()
     return (("name", pool.name), ("sharing_gpus", sharing), *report.items())
+
+
+def _speculative(draft_tokens: int | None, acceptance: float | None) -> tuple[int, float] | None:
+    """(K, A) of speculative decoding; the two options come together."""
+    if draft_tokens is None and acceptance is None:
+        return None
+    if draft_tokens is None:
+        raise FabricsimError("acceptance", "applies to speculative decoding only", "add --speculative K")
+    if acceptance is None:
+        raise FabricsimError("speculative", "needs the draft acceptance rate", "add --acceptance A, e.g. 0.7")
+    return draft_tokens, acceptance
 
 
 _NO_PERCENTILES = (("p50", float("nan")), ("p90", float("nan")), ("p99", float("nan")))
@@ -364,7 +404,8 @@ def simulate_infer(
     request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
     model_spec, system_spec, layout = inference_specs(model, system, request)
     system_spec = with_nic(system_spec, choices.nic)
-    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch)
+    scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch,
+                             cuda_graphs=bool(get("cuda_graphs", True)))
     placed = on_fabric = None
     if fidelity.on_fabric:
         placed, on_fabric = seat(system_spec, gpus, fidelity, choices, variability)

@@ -34,6 +34,7 @@ from fabricsim import catalog
 from fabricsim.api.communication import message_size
 from fabricsim.api.packet_traffic import MAX_PACKETS, packet_params
 from fabricsim.api.topologies import build_topology
+from fabricsim.collectives.mesh import MESH_OPS
 from fabricsim.collectives.ops import Algorithm, CollectiveOp, bus_factor, parse_algorithm, parse_op
 from fabricsim.collectives.schedules import ScheduleRequest, Step, schedule_on
 from fabricsim.errors import FabricsimError, parse_choice
@@ -42,7 +43,7 @@ from fabricsim.network.base import FlowSet, make_flows
 from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.packet.model import PacketNetwork, PacketRun, _sample_rows
 from fabricsim.network.packet.params import RunOptions, parse_cc, parse_lossless
-from fabricsim.network.packet.summary import LINK_CLASSES
+from fabricsim.network.packet.summary import LINK_CLASSES, queue_percentile
 from fabricsim.specs.inputs import SEED_LIMIT
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table
@@ -194,10 +195,17 @@ def _placed(spec: NetworkCollectiveSpec) -> _Placed:
 
 
 def _algorithm(spec: NetworkCollectiveSpec, op: CollectiveOp) -> tuple[Algorithm, str]:
+    """The algorithm to schedule; ``auto``: :data:`AUTO_ALGORITHM`, or the mesh (direct exchanges
+    over every pair link, :mod:`fabricsim.collectives.mesh`) inside one full-mesh scale-up domain
+    of the system's own fabric, where one ring would use a single link of each GPU."""
     algo = parse_algorithm(spec.algorithm)
-    if algo is Algorithm.AUTO:
-        return AUTO_ALGORITHM[op], "auto"
-    return algo, "given"
+    if algo is not Algorithm.AUTO:
+        return algo, "given"
+    if spec.topology is None and op in MESH_OPS:
+        up = catalog.load_system(spec.system).scale_up
+        if up.full_mesh and spec.gpus <= up.domain_gpus:
+            return Algorithm.MESH, "auto"
+    return AUTO_ALGORITHM[op], "auto"
 
 
 def _step_flows(steps: tuple[Step, ...], placement: np.ndarray) -> list[tuple[FlowSet, int]]:
@@ -247,14 +255,13 @@ def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> d
     marked = sum(r.ecn_marked * w for r, w in runs)
     delivered = sum(r.delivered_packets * w for r, w in runs)
     hist = sum(r.queue_hist * w for r, w in runs)
-    mtu = runs[0][0].mtu_bytes
+    bin_bytes = runs[0][0].queue_bin_bytes  # the same params (buffer, MTU) in every run
     queues: dict[str, dict[str, float]] = {}
     for c, name in enumerate(LINK_CLASSES):
         if hist[c].sum() == 0:
             continue
-        k = int(np.searchsorted(np.cumsum(hist[c]), 0.99 * hist[c].sum()))  # as summary.queue_bytes: bin's upper edge
         top = max(float(r.queue_max_bytes[r.link_class == c].max(initial=0.0)) for r, _ in runs)
-        queues[name] = {"p99": float((k + 1) * mtu), "max": top}
+        queues[name] = {"p99": queue_percentile(hist[c], bin_bytes, 0.99, top), "max": top}  # as summary.queue_bytes
     return {
         "cc": cc,
         "lossless": lossless,
@@ -280,7 +287,7 @@ def network_collective(spec: NetworkCollectiveSpec) -> NetworkCollective:
     if packet:
         cc = parse_cc("none" if spec.cc is None else spec.cc)
         lossless = parse_lossless("pfc" if spec.lossless is None else spec.lossless)
-        params = packet_params(spec.cc_params, spec.buffer)
+        params = packet_params(spec.cc_params, spec.buffer, lossless)
     placed = _placed(spec)
     request = ScheduleRequest(op, algo, spec.gpus, float(size_bytes), placed.ranks_per_node)
     schedule = schedule_on(request, placed.topology, np.arange(spec.gpus))

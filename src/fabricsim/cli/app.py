@@ -76,6 +76,7 @@ SUBCOMMANDS: tuple[tuple[str, str, str, bool], ...] = (
     ("report", "report_cmd", "report", True),
     ("replay", "replay_cmd", "replay", True),
     ("cost", "cost_cmd", "cost", True),
+    ("warmup", "warmup_cmd", "warmup", False),
     ("catalog", "catalog_cmd", "app", False),  # groups last, as typer lists them
     ("plan", "plan_cmd", "app", False),
     ("calibrate", "calibrate_cmd", "app", False),
@@ -161,6 +162,7 @@ PROCESS_GC_THRESHOLD = 100_000
 HTML_FREE = {
     "report": "report writes its HTML with --out PATH",
     "measure": "measure writes its nccl-tests text with --out PATH; turn it into a result with 'calibrate nccl-tests'",
+    "warmup": "warmup prints what it compiled, not a result",
 }
 
 

@@ -34,7 +34,10 @@ def collective(
         "analytic", "--fidelity", help="analytic (NCCL cost model) | flow (max-min flows) | packet (queues, PFC, CC)"
     ),
     topology: str = typer.Option(
-        None, "--topology", help="flow/packet: builder string (fat-tree:k=8, ...) instead of the system's fabric"
+        None,
+        "--topology",
+        help="flow/packet: builder string (fat-tree:k=8,latency=1us,spine_gbps=800, ...; see traffic --help)"
+        " instead of the system's fabric",
     ),
     routing: str = typer.Option(None, "--routing", help="flow/packet: ecmp (default) | spray | adaptive"),
     seed: int = typer.Option(None, "--seed", help="flow/packet: seed of the ECMP hash and spraying (default 0)"),

@@ -26,6 +26,7 @@ def infer(
     ep: int | None = o.EP,
     dtype: str | None = o.INFER_DTYPE,
     kv_dtype: str | None = o.KV_DTYPE,
+    cuda_graphs: bool = o.CUDA_GRAPHS,
     kv_spill: str | None = typer.Option(
         None, "--kv-spill", help="spill tier link for KV that HBM cannot hold: pcie-gen5 (host memory), cxl2, cxl3"),
     kv_spill_capacity: str | None = typer.Option(

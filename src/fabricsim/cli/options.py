@@ -46,6 +46,9 @@ SEQUENCE_PARALLEL = typer.Option(
 TRAIN_DTYPE = typer.Option(None, "--dtype", help="bf16 | fp16 | fp8 | fp4 (NVFP4; default bf16)")
 INFER_DTYPE = typer.Option(None, "--dtype", help="weights: bf16 | fp16 | fp8 | fp4 (default bf16)")
 KV_DTYPE = typer.Option(None, "--kv-dtype", help="KV cache dtype (default fp8 for fp8/fp4 weights)")
+CUDA_GRAPHS = typer.Option(
+    True, "--cuda-graphs/--no-cuda-graphs",
+    help="decode steps replay CUDA graphs (the TensorRT-LLM/vLLM default) or launch every kernel")
 
 # serving
 REQUEST_TRACE = typer.Option(

@@ -34,6 +34,7 @@ def serve(
     ep: int | None = o.EP,
     dtype: str | None = o.INFER_DTYPE,
     kv_dtype: str | None = o.KV_DTYPE,
+    cuda_graphs: bool = o.CUDA_GRAPHS,
     token_budget: int = typer.Option(8192, "--token-budget", help="max tokens per step (chunked prefill)"),
     max_batch: int = typer.Option(1024, "--max-batch", help="max running sequences per replica"),
     admission: str = typer.Option(
@@ -46,6 +47,15 @@ def serve(
         None, "--kv-pool", help="shared CXL pool for preempted requests' KV: a catalog pool (cxl-pool-cmm-b) or YAML"),
     pool_sharing: int | None = typer.Option(
         None, "--pool-sharing", help="GPUs sharing the pool, the deployment's included (default: its hosts' GPUs)"),
+    scheduler: str = typer.Option(
+        "chunked", "--scheduler",
+        help="chunked (vLLM chunked prefill) | orca (iteration-level, whole prompts) | static (request-level batches)"),
+    router: str = typer.Option("least-work", "--router",
+                               help="least-work (fewest outstanding requests) | round-robin | random (--seed)"),
+    shared_prefix: float = typer.Option(0.0, "--shared-prefix",
+                                        help="fraction 0..1 of each prompt that is one cached, shared prefix"),
+    speculative: int | None = typer.Option(None, "--speculative", help="K draft tokens per step (with --acceptance)"),
+    acceptance: float | None = typer.Option(None, "--acceptance", help="draft token acceptance rate A in [0, 1)"),
     slo_ttft: str = o.SLO_TTFT_SERVE,
     slo_tpot: str = o.SLO_TPOT_SERVE,
     fidelity: str = typer.Option(

@@ -32,9 +32,10 @@ def protocols(group: Group, with_ll128: bool = True) -> tuple[Protocol, ...]:
 
 
 def ll_cap_Bps(group: Group, nccl: NcclConstants) -> float:
-    """llMaxBws: by GPU generation inside one domain, by CPU vendor and node count across domains."""
+    """llMaxBws: by GPU generation inside one domain, by CPU vendor and node count across domains.
+    NCCL's table has no row for a non-NVIDIA generation (AMD CDNA, Intel Gaudi): no cap there."""
     if group.domains == 1:
-        return nccl.ll_max_single_node_Bps[group.generation]
+        return nccl.ll_max_single_node_Bps.get(group.generation, math.inf)
     row = nccl.ll_max_multi_node_Bps[group.cpu_vendor]
     return row["two_nodes"] if group.domains == 2 else row["more_nodes"]
 

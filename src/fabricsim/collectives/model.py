@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fabricsim.collectives import algorithms, innetwork
+from fabricsim.collectives import algorithms, innetwork, mesh
 from fabricsim.collectives.candidate import Candidate
 from fabricsim.collectives.nccl import NcclConstants, constants
 from fabricsim.collectives.ops import Algorithm, CollectiveOp, Protocol
@@ -32,16 +32,18 @@ BUILDERS: dict[Algorithm, Builder] = {
     Algorithm.DIRECT: algorithms.direct,
     Algorithm.NVLS: innetwork.nvls,
     Algorithm.SHARP: innetwork.sharp,
+    Algorithm.MESH: mesh.mesh,
 }
 
-# What NCCL itself considers for each op (reference 1.5/1.7); the others run only when forced.
+# What NCCL itself considers for each op (reference 1.5/1.7), plus the mesh forms RCCL runs on a
+# full-mesh domain (collectives/mesh.py; unavailable behind a switch); the others run only when forced.
 AUTO_ALGORITHMS: dict[CollectiveOp, tuple[Algorithm, ...]] = {
-    AR: (Algorithm.RING, Algorithm.TREE, Algorithm.NVLS, Algorithm.SHARP),
-    AG: (Algorithm.RING, Algorithm.NVLS, Algorithm.SHARP),
-    RS: (Algorithm.RING, Algorithm.NVLS, Algorithm.SHARP),
+    AR: (Algorithm.RING, Algorithm.TREE, Algorithm.NVLS, Algorithm.SHARP, Algorithm.MESH),
+    AG: (Algorithm.RING, Algorithm.NVLS, Algorithm.SHARP, Algorithm.MESH),
+    RS: (Algorithm.RING, Algorithm.NVLS, Algorithm.SHARP, Algorithm.MESH),
     CollectiveOp.BROADCAST: (Algorithm.RING,),
     CollectiveOp.REDUCE: (Algorithm.RING,),
-    CollectiveOp.ALL_TO_ALL: (Algorithm.DIRECT,),
+    CollectiveOp.ALL_TO_ALL: (Algorithm.DIRECT, Algorithm.MESH),
     CollectiveOp.SEND_RECV: (Algorithm.DIRECT,),
 }
 
@@ -65,6 +67,8 @@ def unavailable_reason(algorithm: Algorithm, op: CollectiveOp, group: Group) -> 
         return f"halving-doubling does not implement {op.value}"
     if algorithm in (Algorithm.NVLS, Algorithm.SHARP, Algorithm.HIERARCHICAL) and op not in REDUCING:
         return f"{algorithm.value} implements all-reduce, all-gather and reduce-scatter only"
+    if algorithm is Algorithm.MESH:
+        return mesh.unavailable_reason(op, group)
     if algorithm is Algorithm.NVLS:
         return _nvls_reason(op, group)
     if algorithm is Algorithm.SHARP:

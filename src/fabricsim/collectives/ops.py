@@ -35,6 +35,7 @@ class Algorithm(StrEnum):
     SHARP = "sharp"
     HIERARCHICAL = "hierarchical"
     DIRECT = "direct"
+    MESH = "mesh"  # direct exchanges over a full-mesh scale-up domain (collectives/mesh.py)
 
 
 class Protocol(StrEnum):

@@ -26,6 +26,10 @@ class Group:
     per-link rate); ``scale_out_Bps`` each GPU's share of its node's NICs, divided by the fabric's
     oversubscription when the group spans more nodes than one leaf switch reaches. ``channels`` is
     NCCL's ring/tree channel count for the group (:func:`nccl_channels`).
+
+    ``mesh``: the scale-up domain is a full mesh of point-to-point links (no switch), so a rank
+    reaches its ``ranks_per_domain - 1`` peers each over its own links and ``scale_up_Bps`` is only
+    those links' sum, not the GPU's whole scale-up bandwidth (:func:`mesh_rank_Bps`).
     """
 
     ranks: int
@@ -44,6 +48,7 @@ class Group:
     crosses_spine: bool
     channels: int
     measured: tuple[CollectiveFit, ...] = ()  # the system's nccl-tests fits for exactly this group
+    mesh: bool = False
 
     @property
     def multi_domain(self) -> bool:
@@ -81,6 +86,7 @@ class _Fabric:
     cpu_vendor: str
     hbm_bandwidth_Bps: float
     fits: tuple[CollectiveFit, ...] = ()
+    mesh_peer_Bps: float = 0.0  # a full-mesh domain's bandwidth per GPU pair; 0 behind a switch
 
 
 def _fabric(system: SystemSpec) -> _Fabric:
@@ -103,7 +109,15 @@ def _fabric(system: SystemSpec) -> _Fabric:
         cpu_vendor=system.cpu_vendor.value,
         hbm_bandwidth_Bps=system.device.hbm_bandwidth_Bps,
         fits=system.collective_fits,
+        mesh_peer_Bps=up.peer_Bps if up.full_mesh else 0.0,
     )
+
+
+def mesh_rank_Bps(peer_Bps: float, ranks_per_domain: int, domain_Bps: float) -> float:
+    """Scale-up bytes/s per direction one rank of a full-mesh domain can drive to its group: one
+    pair's links per peer in the group, ``ranks_per_domain - 1`` of them (at least one, the pair a
+    lone rank would use), never more than the GPU's ``domain_Bps``."""
+    return min(domain_Bps, max(1, ranks_per_domain - 1) * peer_Bps)
 
 
 def place_group(system: SystemSpec, ranks: int, stride: int = 1) -> Group:
@@ -148,6 +162,9 @@ def _place(fabric: _Fabric, ranks: int, stride: int) -> Group:
     crosses_spine = domains > 1 and nodes_spanned > fabric.leaf_nodes
     nic = fabric.nic_share_Bps / (fabric.oversubscription if crosses_spine else 1.0)
     nccl = constants()
+    scale_up_Bps = fabric.scale_up_Bps
+    if fabric.mesh_peer_Bps:
+        scale_up_Bps = mesh_rank_Bps(fabric.mesh_peer_Bps, per_domain, fabric.scale_up_Bps)
     p2p_efficiency = 1.0
     if fabric.scale_up_kind == LinkKind.NVLINK.value and fabric.generation in nccl.nvlink_link_Bps:
         p2p_efficiency = min(1.0, nccl.nvlink_link_Bps[fabric.generation] / fabric.scale_up_link_Bps)
@@ -155,8 +172,8 @@ def _place(fabric: _Fabric, ranks: int, stride: int) -> Group:
         ranks=ranks,
         ranks_per_domain=per_domain,
         domains=domains,
-        scale_up_Bps=fabric.scale_up_Bps,
-        scale_up_p2p_Bps=fabric.scale_up_Bps * p2p_efficiency,
+        scale_up_Bps=scale_up_Bps,
+        scale_up_p2p_Bps=scale_up_Bps * p2p_efficiency,
         scale_out_Bps=nic,
         intra_hw="nvlink" if fabric.scale_up_kind == LinkKind.NVLINK.value else "pci",
         nvls=fabric.nvls_switch and nccl.nvls_efficiency.get(fabric.generation, 0.0) > 0.0,
@@ -168,4 +185,5 @@ def _place(fabric: _Fabric, ranks: int, stride: int) -> Group:
         crosses_spine=crosses_spine,
         channels=nccl_channels(fabric, per_domain, domains),
         measured=tuple(f for f in fabric.fits if f.ranks == ranks and f.nodes == nodes_spanned),
+        mesh=fabric.mesh_peer_Bps > 0.0,
     )

@@ -178,6 +178,10 @@ def bandwidth_step(
     if op is CollectiveOp.ALL_TO_ALL:
         shift = (np.arange(n)[:, None] + np.arange(1, n)[None, :]).ravel() % n
         return _step(np.repeat(groups, n - 1, axis=1).ravel(), groups[:, shift].ravel(), size_bytes / n)
+    if algorithm == Algorithm.MESH:  # every rank sends its bus bytes split evenly over its n-1 peers
+        shift = (np.arange(n)[:, None] + np.arange(1, n)[None, :]).ravel() % n
+        per_peer = size_bytes * bus_factor(op, n) / (n - 1)
+        return _step(np.repeat(groups, n - 1, axis=1).ravel(), groups[:, shift].ravel(), per_peer)
     if algorithm in HIERARCHICAL_ALGORITHMS and 1 < per_domain < n and n % per_domain == 0:
         domains = n // per_domain
         blocks = groups.reshape(-1, domains, per_domain)
@@ -250,6 +254,11 @@ def build_schedule(request: ScheduleRequest) -> list[Step]:
         (CollectiveOp.ALL_TO_ALL, Algorithm.DIRECT): lambda: _all_to_all(n, size, True),
         (CollectiveOp.ALL_TO_ALL, Algorithm.RING): lambda: _all_to_all(n, size, False),
         (CollectiveOp.SEND_RECV, Algorithm.DIRECT): lambda: [_step([0], [1], size)],
+        # mesh (collectives/mesh.py): S/n to every peer at once; all-reduce = reduce-scatter + all-gather
+        (CollectiveOp.ALL_TO_ALL, Algorithm.MESH): lambda: _all_to_all(n, size, True),
+        (CollectiveOp.ALL_GATHER, Algorithm.MESH): lambda: _all_to_all(n, size, True),
+        (CollectiveOp.REDUCE_SCATTER, Algorithm.MESH): lambda: _all_to_all(n, size, True),
+        (CollectiveOp.ALL_REDUCE, Algorithm.MESH): lambda: _all_to_all(n, size, True) * 2,
     }
     if (op, algo) in _IN_NETWORK:
         raise FabricsimError(

@@ -56,7 +56,7 @@ from fabricsim.network.flowsizes import FlowSizeCdf, sample_sizes
 from fabricsim.network.packet.kernel import HIST_BINS
 from fabricsim.network.packet.model import PacketNetwork, PacketRun, _ideal_fct_s, _rate_caps
 from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions
-from fabricsim.network.packet.summary import LINK_CLASSES
+from fabricsim.network.packet.summary import LINK_CLASSES, queue_percentile
 from fabricsim.network.patterns import derangement
 from fabricsim.specs.fabric import LinkKind
 from fabricsim.topology.routing import Routes, RouteTable, Routing
@@ -219,7 +219,7 @@ class _Tally:
         self.qmax = np.zeros(len(LINK_CLASSES))
         self.runs = 0
         self.min_k = 1.0
-        self.mtu = 0.0
+        self.bin_bytes = 0.0
 
     def add(self, run: PacketRun, k: float) -> None:
         w = 1.0 / k
@@ -235,7 +235,7 @@ class _Tally:
             self.qmax[c] = max(self.qmax[c], float(run.queue_max_bytes[run.link_class == c].max(initial=0.0)))
         self.runs += 1
         self.min_k = min(self.min_k, k)
-        self.mtu = run.mtu_bytes
+        self.bin_bytes = run.queue_bin_bytes  # the same params (buffer, MTU) in every run
 
     def counters(self) -> PacketCounters:
         p99: dict[str, float] = {}
@@ -243,9 +243,8 @@ class _Tally:
         for c, name in enumerate(LINK_CLASSES):
             if self.hist[c].sum() == 0:
                 continue  # no switch egress of this class carried a packet (NIC uplinks never do)
-            k = int(np.searchsorted(np.cumsum(self.hist[c]), 0.99 * self.hist[c].sum()))
-            p99[name] = float((k + 1) * self.mtu)  # as summary.queue_bytes: the MTU bin's upper edge
             top[name] = float(self.qmax[c])
+            p99[name] = queue_percentile(self.hist[c], self.bin_bytes, 0.99, top[name])  # as summary.queue_bytes
         s = self.sums
         return PacketCounters(
             pause_s=s["pause_s"],

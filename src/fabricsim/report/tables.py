@@ -53,6 +53,8 @@ def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
             if key == "sources":
                 continue
             _flatten(f"{prefix}.{key}" if prefix else str(key), child, out)
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        out.append((prefix, ", ".join(value) or "-"))  # e.g. kernel_figures.defaults
     else:
         out.append((prefix, f"{value:.6g}" if isinstance(value, float) else str(value)))
 
@@ -479,6 +481,7 @@ def serve_table(result: dict[str, Any]) -> Table:
             ("preemptions", str(result["preemptions"])),
             *_serve_network_rows(result),
             *_kv_pool_rows(result.get("kv_pool")),
+            *_serve_feature_rows(result),
         ],
     )
 
@@ -510,6 +513,18 @@ def _kv_pool_rows(pool: dict[str, Any] | None) -> list[tuple[str, str]]:
     return [("KV pool", f"{pool['name']} shared by {pool['sharing_gpus']} GPUs: hit rate {hits} of "
              f"{pool['readmissions']} re-admissions, {pool['bytes_moved'] / 1e9:.2f} GB moved, "
              f"stalled {format_seconds(pool['stall_s'])}")]
+
+
+def _serve_feature_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """Prefix-cache and speculative-decoding rows, only when those features ran."""
+    rows = []
+    if result.get("prefix_hit_rate"):
+        rows.append(("prefix cache", f"{result['prefix_hit_rate'] * 100:.1f}% hits, "
+                                     f"{result['prefill_tokens_computed']:,} prompt tokens computed"))
+    per_step = result.get("tokens_per_step")
+    if per_step is not None and per_step == per_step and per_step != 1.0:
+        rows.append(("tokens per decode step", f"{per_step:.3f}"))
+    return rows
 
 
 def _slo_text(slo: dict[str, float]) -> str:

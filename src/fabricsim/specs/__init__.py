@@ -10,7 +10,15 @@ from fabricsim.specs.device import (
     Generation,
     KernelSpec,
 )
-from fabricsim.specs.fabric import LinkKind, LinkSpec, ScaleOutSpec, ScaleUpSpec, SwitchSpec, TopologyKind
+from fabricsim.specs.fabric import (
+    LinkKind,
+    LinkSpec,
+    ScaleOutSpec,
+    ScaleUpSpec,
+    ScaleUpTopology,
+    SwitchSpec,
+    TopologyKind,
+)
 from fabricsim.specs.layout import RECOMPUTE_MODULES, ParallelLayout, Recompute, recompute_modules
 from fabricsim.specs.model import ModelSpec
 from fabricsim.specs.system import CpuVendor, SystemSpec
@@ -34,6 +42,7 @@ __all__ = [
     "Recompute",
     "ScaleOutSpec",
     "ScaleUpSpec",
+    "ScaleUpTopology",
     "SwitchSpec",
     "SystemSpec",
     "TopologyKind",

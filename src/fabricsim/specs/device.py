@@ -31,12 +31,17 @@ DTYPE_BYTES: dict[Dtype, float] = {
 
 
 class Generation(str, Enum):
-    """GPU architecture generation; selects rows of NCCL's tuning tables."""
+    """Accelerator architecture generation; selects rows of NCCL's tuning tables (NVIDIA) and the
+    kernel model's defaults. NCCL's tables have no rows for AMD CDNA or Intel Gaudi: the
+    collective model then applies no per-generation cap (:mod:`fabricsim.collectives.algorithms`)."""
 
     VOLTA = "volta"
     AMPERE = "ampere"
     HOPPER = "hopper"
     BLACKWELL = "blackwell"
+    CDNA3 = "cdna3"  # AMD Instinct MI300X, MI325X
+    CDNA4 = "cdna4"  # AMD Instinct MI350X, MI355X
+    GAUDI3 = "gaudi3"  # Intel Gaudi 3
 
 
 class GemmBenchmark(FrozenSpec):

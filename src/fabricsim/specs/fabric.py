@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
 from fabricsim.specs.base import FrozenSpec
 
@@ -18,6 +18,7 @@ class LinkKind(str, Enum):
     CXL = "cxl"
     INFINIBAND = "infiniband"
     ROCE = "roce"
+    INFINITY_FABRIC = "infinity-fabric"  # AMD xGMI GPU-to-GPU links
 
 
 class TopologyKind(str, Enum):
@@ -47,16 +48,54 @@ class SwitchSpec(FrozenSpec):
     port_bandwidth_Bps: PositiveFloat
     latency_s: NonNegativeFloat
     in_network_reduction: bool = Field(description="SHARP (IB) or NVLS (NVSwitch) capable")
+    buffer_bytes: PositiveFloat | None = Field(
+        default=None,
+        description="packet buffer of one box (on-chip shared SRAM, or on-chip + HBM for deep-buffer VOQ "
+        "switches); None: not published. Catalog data only: the packet model takes its buffer from its own "
+        "parameters (network/packet/params.py)",
+    )
     sources: dict[str, str] = Field(default_factory=dict)
 
 
+class ScaleUpTopology(str, Enum):
+    """How a scale-up domain's GPUs are wired: through a switch (NVSwitch, NVL72 trays), or as a
+    full mesh of point-to-point links with no switch (AMD Instinct 8-GPU nodes over Infinity
+    Fabric, Intel Gaudi 3 nodes over on-die RoCE ports)."""
+
+    SWITCH = "switch"
+    FULL_MESH = "full-mesh"
+
+
 class ScaleUpSpec(FrozenSpec):
-    """The NVLink/NVSwitch domain: ``domain_gpus`` GPUs reach each other at ``bandwidth_Bps`` each."""
+    """The scale-up domain: ``domain_gpus`` GPUs reach each other at ``bandwidth_Bps`` each.
+
+    ``topology: full-mesh``: no switch; every GPU pair has its own links, an equal share of the
+    GPU's ``bandwidth_Bps`` (:attr:`peer_Bps`), so a GPU reaches its ``domain_gpus - 1`` peers at
+    once but any one peer at only that share."""
 
     domain_gpus: PositiveInt
     link: LinkSpec
     bandwidth_Bps: PositiveFloat = Field(description="per GPU, per direction, all NVLinks together")
     switch: SwitchSpec | None = None
+    topology: ScaleUpTopology = ScaleUpTopology.SWITCH
+
+    @model_validator(mode="after")
+    def _mesh_has_no_switch(self) -> ScaleUpSpec:
+        if self.topology is ScaleUpTopology.FULL_MESH and self.switch is not None:
+            raise ValueError("a full-mesh scale-up domain has no switch: leave scale_up.switch out")
+        return self
+
+    @property
+    def full_mesh(self) -> bool:
+        return self.topology is ScaleUpTopology.FULL_MESH
+
+    @property
+    def peer_Bps(self) -> float:
+        """Bytes/s per direction between one GPU pair: the GPU's bandwidth over its peers on a full
+        mesh (one or more links per pair), the whole bandwidth through a switch."""
+        if self.full_mesh and self.domain_gpus > 1:
+            return self.bandwidth_Bps / (self.domain_gpus - 1)
+        return self.bandwidth_Bps
 
     @property
     def in_network_reduction(self) -> bool:

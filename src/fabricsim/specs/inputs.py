@@ -113,10 +113,19 @@ def _fraction(value: float, info: ValidationInfo) -> float:
     return value
 
 
+def _probability_below_one(value: float, info: ValidationInfo) -> float:
+    if not 0 <= value < 1:
+        raise FabricsimError(flag(info.field_name or "value"), f"must be in [0, 1), got {show(value)}")
+    return value
+
+
 Seed = Annotated[int, BeforeValidator(_integer), AfterValidator(_seed)]
 PositiveFloat = Annotated[float, BeforeValidator(_number), AfterValidator(_positive)]
 NonNegativeFloat = Annotated[float, BeforeValidator(_number), AfterValidator(_non_negative)]
 Fraction = Annotated[float, BeforeValidator(_number), AfterValidator(_fraction)]
+Probability = Annotated[float, BeforeValidator(_number), AfterValidator(_probability_below_one)]
+"""A probability in [0, 1): a draft acceptance rate (at 1 every draft token is accepted and the
+expected-yield formula (1 - A^(K+1)) / (1 - A) divides by zero)."""
 Gpus = Count("GPUS")
 Degree = Count("GPUS")  # a parallel degree (tp, pp, dp, cp, ep) never exceeds the GPU count cap
 Tokens = Count("TOKENS")

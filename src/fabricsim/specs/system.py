@@ -10,7 +10,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.specs.base import FrozenSpec
 from fabricsim.specs.calibration import CollectiveFit
 from fabricsim.specs.device import DeviceSpec
-from fabricsim.specs.fabric import LinkSpec, ScaleOutSpec, ScaleUpSpec
+from fabricsim.specs.fabric import LinkSpec, ScaleOutSpec, ScaleUpSpec, TopologyKind
 from fabricsim.specs.memory_tier import MemoryTierKind, MemoryTierSpec
 
 
@@ -43,6 +43,9 @@ class SystemSpec(FrozenSpec):
     def _domain_holds_whole_nodes(self) -> SystemSpec:
         if self.scale_up.domain_gpus % self.gpus_per_node:
             raise ValueError("scale_up.domain_gpus must be a multiple of gpus_per_node")
+        if self.scale_up.full_mesh and self.scale_out.topology is TopologyKind.RAIL_ONLY:
+            # rail-only forwards cross-rail traffic through the scale-up switch, which a mesh lacks
+            raise ValueError("a full-mesh scale-up domain cannot use a rail-only scale-out network")
         return self
 
     def check_gpu_count(self, gpus: int, field: str = "gpus") -> None:

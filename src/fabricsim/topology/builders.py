@@ -3,10 +3,12 @@
 Every builder returns a :class:`~fabricsim.topology.graph.Topology`. Capacities are bytes/s per
 direction; ``latency_s`` is per link (one hop). Switch-to-switch links (a Clos's uplinks, a
 dragonfly's or torus's router-to-router links) take ``spine`` when given, else the host link's
-parameters. Impossible parameters raise ``FabricsimError`` naming the field. The tiered networks
-share one folded-Clos constructor (:func:`_clos_above`): leaves get ``up`` uplinks each; two tiers
-when one spine can reach every leaf, else three tiers (pods of ``radix/2`` leaves, ``up``
-aggregation switches per pod, core groups per aggregation index), which for leaves = k^2/2,
+parameters; ``core`` sets a 3-tier Clos's aggregation-core links apart (default ``spine``), and a
+dragonfly's router links may be given as (local, global). Impossible parameters raise
+``FabricsimError`` naming the field. The tiered networks share one folded-Clos constructor
+(:func:`_clos_above`): leaves get ``up`` uplinks each; two tiers when one spine can reach every
+leaf, else three tiers (pods of ``radix/2`` leaves, ``up`` aggregation switches per pod, core groups
+per aggregation index), which for leaves = k^2/2,
 up = k/2, radix = k is exactly Al-Fares et al.'s k-ary fat-tree (SIGCOMM'08).
 """
 
@@ -62,13 +64,23 @@ def nvl72_domain(link: LinkParams = LinkParams(900e9, 0.6e-6)) -> Topology:
 
 
 def _clos_above(
-    graph: GraphBuilder, leaves: np.ndarray, up: int, radix: int, uplink: LinkParams, tiers: int = 0
+    graph: GraphBuilder,
+    leaves: np.ndarray,
+    shape: tuple[int, int, int],
+    uplinks: tuple[LinkParams, LinkParams | None],
 ) -> None:
-    """Add spines (2 tiers) or aggregation + core (3 tiers) above ``leaves``, ``up`` uplinks each."""
+    """Add spines (2 tiers) or aggregation + core (3 tiers) above ``leaves``; ``shape`` = (``up``
+    uplinks per leaf, switch radix, tiers: 2, 3 or 0 to pick by size); ``uplinks`` = (leaf-spine or
+    edge-aggregation links, aggregation-core links or None for the same)."""
+    up, radix, tiers = shape
+    uplink, core = uplinks
     n_leaves = leaves.size
     if tiers == 2 or (tiers == 0 and n_leaves <= radix):
         if n_leaves > radix:
             raise FabricsimError("leaves", f"{n_leaves} leaves exceed the spine radix {radix}")
+        if core is not None:
+            raise FabricsimError("core_gbps", "this Clos has two tiers: no aggregation-core links to set",
+                                 "drop core_gbps (spine_gbps sets the leaf-spine links)")  # fmt: skip
         spines = graph.add_nodes(up, NodeKind.SWITCH)
         graph.connect(leaves[:, None], spines[None, :], uplink.capacity_Bps, uplink.latency_s)
         return
@@ -80,12 +92,20 @@ def _clos_above(
     pod_of_leaf = np.arange(n_leaves) // per_pod
     graph.connect(leaves[:, None], aggs[pod_of_leaf], uplink.capacity_Bps, uplink.latency_s)
     cores = graph.add_nodes(up * per_pod, NodeKind.SWITCH).reshape(up, per_pod)
-    graph.connect(aggs[:, :, None], cores[None, :, :], uplink.capacity_Bps, uplink.latency_s)
+    top = core or uplink
+    graph.connect(aggs[:, :, None], cores[None, :, :], top.capacity_Bps, top.latency_s)
 
 
-def fat_tree(k: int, link: LinkParams, hosts: int | None = None, spine: LinkParams | None = None) -> Topology:
+def fat_tree(
+    k: int,
+    link: LinkParams,
+    hosts: int | None = None,
+    spine: LinkParams | None = None,
+    core: LinkParams | None = None,
+) -> Topology:
     """k-ary fat-tree (Al-Fares et al., SIGCOMM'08): k pods, k^3/4 hosts, (k/2)^2 cores, full bisection
-    (when ``spine``, the edge-aggregation and aggregation-core links, is as fast as ``link``).
+    (when ``spine``, the edge-aggregation links, and ``core``, the aggregation-core links (default
+    ``spine``), are as fast as ``link``).
 
     ``hosts`` attaches only the first hosts (default all k^3/4); the switches are always all built.
     """
@@ -98,7 +118,7 @@ def fat_tree(k: int, link: LinkParams, hosts: int | None = None, spine: LinkPara
     host_ids = graph.add_nodes(count, NodeKind.GPU)
     edges = graph.add_nodes(k * half, NodeKind.SWITCH)
     graph.connect(host_ids, edges[np.arange(count) // half], link.capacity_Bps, link.latency_s)
-    _clos_above(graph, edges, half, k, spine or link, tiers=3)
+    _clos_above(graph, edges, (half, k, 3), (spine or link, core))
     return graph.build(f"fat-tree-k{k}", host_ids, link.capacity_Bps, {"k": k})
 
 
@@ -130,7 +150,7 @@ def leaf_spine(
     uplink = LinkParams(hosts_per_leaf * link.capacity_Bps / (oversubscription * spines), link.latency_s)
     if spine is not None:
         uplink, oversubscription = spine, hosts_per_leaf * link.capacity_Bps / (spines * spine.capacity_Bps)
-    _clos_above(graph, leaf_ids, spines, max(leaves, spines), uplink, tiers=2)
+    _clos_above(graph, leaf_ids, (spines, max(leaves, spines), 2), (uplink, None))
     meta = {"oversubscription": float(oversubscription)}
     return graph.build(f"leaf-spine-{leaves}x{spines}", host_ids, link.capacity_Bps, meta)
 
@@ -139,8 +159,10 @@ def leaf_spine(
 class RailSpec:
     """A rail-optimized Clos: ``nodes`` servers with ``rails`` NICs each (NIC i of every node on rail i).
 
-    ``spine``: the switch-to-switch links (default ``nic``); ``tiers``: 2 forces two tiers (refused
-    when the leaves outnumber the radix), 0 picks two or three by size (:func:`_clos_above`).
+    ``spine``: the switch-to-switch links (default ``nic``); ``core``: a 3-tier Clos's
+    aggregation-core links (default ``spine``; refused with two tiers); ``tiers``: 2 forces two
+    tiers (refused when the leaves outnumber the radix), 0 picks two or three by size
+    (:func:`_clos_above`).
     """
 
     nodes: int
@@ -150,6 +172,7 @@ class RailSpec:
     oversubscription: float = 1.0
     spine: LinkParams | None = None
     tiers: int = 0
+    core: LinkParams | None = None
 
     @property
     def leaf_down_ports(self) -> int:
@@ -171,7 +194,7 @@ def rail_leaves(graph: GraphBuilder, nics: np.ndarray, spec: RailSpec) -> None:
     leaves = graph.add_nodes(groups * spec.rails, NodeKind.SWITCH).reshape(groups, spec.rails)
     node_group = np.arange(spec.nodes) // down
     graph.connect(nics, leaves[node_group], spec.nic.capacity_Bps, spec.nic.latency_s)
-    _clos_above(graph, leaves.ravel(), up, spec.radix, spec.spine or spec.nic, spec.tiers)
+    _clos_above(graph, leaves.ravel(), (up, spec.radix, spec.tiers), (spec.spine or spec.nic, spec.core))
 
 
 def rail_optimized(spec: RailSpec) -> Topology:
@@ -182,11 +205,13 @@ def rail_optimized(spec: RailSpec) -> Topology:
     return graph.build(f"rail-optimized-{spec.nodes}x{spec.rails}", nics, spec.nic.capacity_Bps)
 
 
-def dragonfly(a: int, p: int, h: int, link: LinkParams, spine: LinkParams | None = None) -> Topology:
+def dragonfly(
+    a: int, p: int, h: int, link: LinkParams, spine: LinkParams | tuple[LinkParams, LinkParams] | None = None
+) -> Topology:
     """Dragonfly (Kim et al., ISCA'08): g = a*h + 1 groups of ``a`` routers, ``p`` hosts and ``h``
     global links per router; routers of a group fully connected; one global link per group pair
     (consecutive arrangement: group i's global port q goes to group (i + q + 1) mod g). Local and
-    global router links are ``spine`` (default ``link``)."""
+    global router links are ``spine`` (default ``link``), or ``spine`` = (local, global)."""
     for field, value in (("a", a), ("p", p), ("h", h)):
         _positive(field, value)
     groups = a * h + 1
@@ -195,15 +220,15 @@ def dragonfly(a: int, p: int, h: int, link: LinkParams, spine: LinkParams | None
     routers = graph.add_nodes(groups * a, NodeKind.SWITCH).reshape(groups, a)
     graph.connect(host_ids, np.repeat(routers.ravel(), p), link.capacity_Bps, link.latency_s)
     ia, ib = np.triu_indices(a, 1)
-    router_link = spine or link
-    graph.connect(routers[:, ia], routers[:, ib], router_link.capacity_Bps, router_link.latency_s)
+    local, global_link = spine if isinstance(spine, tuple) else (spine or link, spine or link)
+    graph.connect(routers[:, ia], routers[:, ib], local.capacity_Bps, local.latency_s)
     group, port = np.meshgrid(np.arange(groups), np.arange(a * h), indexing="ij")
     peer = (group + port + 1) % groups
     peer_port = (group - peer - 1) % groups
     keep = group < peer
     src = routers[group[keep], port[keep] // h]
     dst = routers[peer[keep], peer_port[keep] // h]
-    graph.connect(src, dst, router_link.capacity_Bps, router_link.latency_s)
+    graph.connect(src, dst, global_link.capacity_Bps, global_link.latency_s)
     meta = {"a": a, "p": p, "h": h, "groups": groups}
     return graph.build(f"dragonfly-a{a}p{p}h{h}", host_ids, link.capacity_Bps, meta)
 

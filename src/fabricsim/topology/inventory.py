@@ -9,9 +9,10 @@ global cables) test the builders and the counting together.
 * A switch's tier is 1 + its hop distance (over switch-switch cables) from a switch cabled to an
   access node; switches no access node reaches through switches (NVSwitch domains of a system
   graph) are counted as scale-up switches.
-* Cable classes: ``host`` (GPU-NIC, inside a server), ``scale-up`` (GPU-NVSwitch), ``access``
-  (access node to its tier-1 switch), ``tier1-2``/``tier2-3``/... (between tiers), and between
-  switches of one tier ``local``/``global`` on a dragonfly (same group or not) or ``peer`` (torus).
+* Cable classes: ``host`` (GPU-NIC, inside a server), ``scale-up`` (GPU-NVSwitch, or GPU-GPU in a
+  full-mesh domain), ``access`` (access node to its tier-1 switch), ``tier1-2``/``tier2-3``/...
+  (between tiers), and between switches of one tier ``local``/``global`` on a dragonfly (same
+  group or not) or ``peer`` (torus).
 * Physical boxes: tier 1 switches are boxes as built; above tier 1 the builders make one node per
   uplink index (the folded Clos of :mod:`fabricsim.topology.builders`), so a node may use only part
   of a radix; given ``radix``, the boxes of a tier are ceil(ports used / radix), which is what
@@ -74,7 +75,7 @@ def _cable_class(topology: Topology, ends: np.ndarray, tier: np.ndarray) -> np.n
     gpu_nic = ((ka == NodeKind.GPU) & (kb == NodeKind.NIC)) | ((kb == NodeKind.GPU) & (ka == NodeKind.NIC))
     label[gpu_nic] = "host"
     switch_a, switch_b = ka == NodeKind.SWITCH, kb == NodeKind.SWITCH
-    scale_up = (switch_a & (ta == 0)) | (switch_b & (tb == 0))
+    scale_up = (switch_a & (ta == 0)) | (switch_b & (tb == 0)) | ((ka == NodeKind.GPU) & (kb == NodeKind.GPU))
     label[scale_up] = "scale-up"
     access = (switch_a ^ switch_b) & ~scale_up & ~gpu_nic
     label[access] = "access"

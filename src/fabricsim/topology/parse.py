@@ -7,10 +7,13 @@ per-GPU scale-up bandwidth, link latency and NVLS capability, ``gpus=`` defaulti
 domain size (8 on DGX, 72 on gb200-nvl72).
 
 Links default to the catalog's InfiniBand NDR port (``ib-ndr``: 50 GB/s per direction) with the
-Quantum-2 switch's port-to-port latency per hop; ``gbps=`` overrides the line rate (Gb/s),
-``latency=`` every link's latency (``1us``, ``500ns``; a bare number is seconds) and ``spine_gbps=``
-the switch-to-switch links' rate (a Clos's uplinks, a dragonfly's or torus's router links). Every
-builder accepts only its own keys (a misspelt key is refused, never ignored).
+Quantum-2 switch's port-to-port latency per hop. Every switched-fabric builder takes, per tier:
+``gbps=`` (or ``leaf_gbps=``) the host-to-leaf links' rate, the line rate (Gb/s); ``spine_gbps=`` the
+switch-to-switch links' rate (a Clos's leaf-spine or edge-aggregation links, a dragonfly's or torus's
+router links); ``core_gbps=`` a 3-tier Clos's aggregation-core links (fat-tree, rail-optimized;
+default ``spine_gbps``); ``global_gbps=`` a dragonfly's global links (default ``spine_gbps``); and
+``latency=`` every link's latency (``1us``, ``500ns``; a bare number is seconds). Every builder
+accepts only its own keys (a misspelt key is refused, never ignored).
 
 The catalog is not read here: the caller (``api``) passes a :class:`TopologyCatalog` with the default
 link and the systems. Every number is checked (finite, positive) and the size of what a string
@@ -58,8 +61,12 @@ class TopologyCatalog:
     load_system: Callable[[str], SystemSpec]
 
 
-LINK_KEYS = ("gbps", "latency")
+LINK_KEYS = ("gbps", "leaf_gbps", "latency")
 FABRIC_KEYS = (*LINK_KEYS, "spine_gbps")  # keys every switched-fabric builder accepts
+TIER_HELP = (
+    "per tier: gbps= (or leaf_gbps=, host links, Gb/s), spine_gbps= (switch-switch links), core_gbps= "
+    "(3-tier Clos aggregation-core), global_gbps= (dragonfly global links), latency= (every link: 1us, 500ns)"
+)
 
 
 def _latency(params: dict[str, str], known: TopologyCatalog) -> float:
@@ -68,16 +75,19 @@ def _latency(params: dict[str, str], known: TopologyCatalog) -> float:
 
 def _default_link(params: dict[str, str], known: TopologyCatalog) -> LinkParams:
     """The host links: ``gbps`` (default the catalog port's rate) at ``latency`` per hop."""
-    rate = gbit_to_Bps(_number(params, "gbps", float)) if "gbps" in params else known.link.capacity_Bps
+    if "gbps" in params and "leaf_gbps" in params:
+        raise FabricsimError("leaf_gbps", "is another name of gbps (the host links' rate)", "give one of them")
+    key = "leaf_gbps" if "leaf_gbps" in params else "gbps"
+    rate = gbit_to_Bps(_number(params, key, float)) if key in params else known.link.capacity_Bps
     return LinkParams(rate, _latency(params, known))
 
 
-def _spine_link(params: dict[str, str], known: TopologyCatalog) -> LinkParams | None:
-    """The switch-to-switch links when ``spine_gbps`` is given (same latency), else None (the
-    builder's default: the host links)."""
-    if "spine_gbps" not in params:
+def _spine_link(params: dict[str, str], known: TopologyCatalog, key: str = "spine_gbps") -> LinkParams | None:
+    """The links of the tier ``key`` names (``spine_gbps``, ``core_gbps``, ``global_gbps``) when it
+    is given (at ``latency``), else None (the builder's default for that tier)."""
+    if key not in params:
         return None
-    return LinkParams(gbit_to_Bps(_number(params, "spine_gbps", float)), _latency(params, known))
+    return LinkParams(gbit_to_Bps(_number(params, key, float)), _latency(params, known))
 
 
 def _number(params: dict[str, str], key: str, kind: type = int, default: float | None = None):
@@ -121,7 +131,7 @@ def _fat_tree(p: dict[str, str], known: TopologyCatalog) -> Topology:
     hosts = _number(p, "hosts") if "hosts" in p else None
     k = _number(p, "k")
     _size(k**3 // 4 + 5 * k * k // 4, 3 * k**3 // 4)
-    return fat_tree(k, _default_link(p, known), hosts, _spine_link(p, known))
+    return fat_tree(k, _default_link(p, known), hosts, _spine_link(p, known), _spine_link(p, known, "core_gbps"))
 
 
 def _leaf_spine(p: dict[str, str], known: TopologyCatalog) -> Topology:
@@ -143,6 +153,7 @@ def _rail(p: dict[str, str], known: TopologyCatalog) -> Topology:
         _default_link(p, known),
         _number(p, "oversubscription", float, 1.0),
         _spine_link(p, known),
+        core=_spine_link(p, known, "core_gbps"),
     )
     nics = spec.nodes * spec.rails
     _size(2 * nics, 2 * nics)  # NICs, and at most one leaf port and one uplink share per NIC
@@ -153,7 +164,11 @@ def _dragonfly(p: dict[str, str], known: TopologyCatalog) -> Topology:
     a, hosts, h = _number(p, "a"), _number(p, "p"), _number(p, "h")
     groups = a * h + 1
     _size(groups * a * (hosts + 1), groups * (a * hosts + a * (a - 1) // 2 + a * h))
-    return dragonfly(a, hosts, h, _default_link(p, known), _spine_link(p, known))
+    link = _default_link(p, known)
+    local = _spine_link(p, known)
+    global_link = _spine_link(p, known, "global_gbps")
+    routers = None if global_link is None else (local or link, global_link)
+    return dragonfly(a, hosts, h, link, routers or local)
 
 
 def _torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
@@ -200,10 +215,10 @@ BUILDERS: dict[str, Callable[[dict[str, str], TopologyCatalog], Topology]] = {
 
 # the keys each builder reads; an NVSwitch domain has no switch-to-switch links (no spine_gbps)
 BUILDER_KEYS: dict[str, tuple[str, ...]] = {
-    "fat-tree": ("k", "hosts", *FABRIC_KEYS),
+    "fat-tree": ("k", "hosts", *FABRIC_KEYS, "core_gbps"),
     "leaf-spine": ("leaves", "spines", "hosts_per_leaf", "radix", "oversubscription", *FABRIC_KEYS),
-    "rail-optimized": ("nodes", "rails", "radix", "oversubscription", *FABRIC_KEYS),
-    "dragonfly": ("a", "p", "h", *FABRIC_KEYS),
+    "rail-optimized": ("nodes", "rails", "radix", "oversubscription", *FABRIC_KEYS, "core_gbps"),
+    "dragonfly": ("a", "p", "h", *FABRIC_KEYS, "global_gbps"),
     "torus": ("dims", *FABRIC_KEYS),
     "nvswitch": ("gpus", "system", "latency"),
     "nvl72": ("latency",),

@@ -334,6 +334,7 @@ def _build_tier_map(topology: Topology) -> TierMap:
     domain = -1 - np.arange(topology.hosts, dtype=np.int64)
     up = (index[src] >= 0) & switch[dst] & (tier[dst] == 0)
     domain[index[src[up]]] = dst[up]
+    domain = _mesh_domains(domain, index[src], index[dst])
     leaf = _padded(_first_hops(topology, tier, index))
     between = switch[src] & switch[dst]
     peer = bool(np.any(between & (tier[src] == tier[dst]) & (tier[src] >= 1)))
@@ -343,6 +344,21 @@ def _build_tier_map(topology: Topology) -> TierMap:
     pod = np.where(leaf >= 0, label[np.maximum(leaf, 0)], -1)
     adjacent = np.unique(src[between] * topology.nodes + dst[between]) if peer else None
     return TierMap(domain, leaf, pod, adjacent, topology.nodes)
+
+
+def _mesh_domains(domain: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """``domain`` with every switchless (full-mesh) scale-up domain as one domain: endpoints cabled
+    to each other directly (``src``/``dst`` endpoint indices of the links, -1 for other nodes) share
+    the id -1 - hosts - component, clear of switch ids (>= 0) and lone endpoints' -1 - endpoint."""
+    pair = (src >= 0) & (dst >= 0)
+    if not pair.any():
+        return domain
+    hosts = domain.size
+    links = sp.csr_matrix((np.ones(int(pair.sum())), (src[pair], dst[pair])), shape=(hosts, hosts))
+    component = csgraph.connected_components(links, directed=False)[1].astype(np.int64)
+    meshed = np.zeros(hosts, dtype=bool)
+    meshed[src[pair]] = True
+    return np.where(meshed & (domain < 0), -1 - hosts - component, domain)
 
 
 def _first_hops(topology: Topology, tier: np.ndarray, index: np.ndarray) -> sp.csr_matrix:

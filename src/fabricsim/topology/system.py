@@ -1,7 +1,9 @@
 """A catalog system's full topology from its spec (layer L2).
 
 Scale-up: one NVSwitch node per scale-up domain (a DGX node's NVSwitch chips, or an NVL72 rack's
-NVLink switch trays, merged), each GPU cabled to it at the spec's per-GPU NVLink bandwidth.
+NVLink switch trays, merged), each GPU cabled to it at the spec's per-GPU NVLink bandwidth; a
+full-mesh domain (``scale_up.topology: full-mesh``, AMD Instinct, Intel Gaudi 3) has no switch:
+every GPU pair is cabled directly at the pair's share of the GPU's bandwidth.
 Scale-out: ``nics_per_node`` NIC nodes per server, NIC j on GPU j*gpus/nics through the host link
 (PCIe or C2C), NICs cabled to the network ``scale_out.topology`` names, built as written:
 
@@ -62,7 +64,11 @@ def build_system_topology(system: SystemSpec, gpus: int, fabric: Topology | None
 
 
 def _scale_up(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray) -> np.ndarray:
-    """Cable every GPU to its domain's switch; returns each GPU's switch node."""
+    """Cable every GPU to its domain's switch (a full mesh: every GPU pair of a domain to each
+    other, :func:`_full_mesh`); returns each GPU's switch node (a mesh: the GPU itself)."""
+    if system.scale_up.full_mesh:
+        _full_mesh(graph, system, gpu_ids)
+        return gpu_ids
     domain = min(system.scale_up.domain_gpus, gpu_ids.size)
     domains = -(-gpu_ids.size // domain)
     switches = graph.add_nodes(domains, NodeKind.SWITCH, reduction=system.scale_up.in_network_reduction)
@@ -70,6 +76,20 @@ def _scale_up(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray) -> n
     switch_of = switches[np.arange(gpu_ids.size) // domain]
     graph.connect(gpu_ids, switch_of, system.scale_up.bandwidth_Bps, link.latency_s)
     return switch_of
+
+
+def _full_mesh(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray) -> None:
+    """A switchless domain: one cable (a directed link each way) per GPU pair of every domain, at
+    the pair's share of the GPU's scale-up bandwidth (``ScaleUpSpec.peer_Bps``: e.g. MI300X, 7
+    Infinity Fabric links of 64 GB/s, one per peer). A run of fewer GPUs than a domain keeps the
+    links among those GPUs only."""
+    up = system.scale_up
+    domain = min(up.domain_gpus, gpu_ids.size)
+    a, b = np.triu_indices(domain, k=1)
+    base = np.arange(0, gpu_ids.size, domain)[:, None]
+    src, dst = (base + a[None, :]).ravel(), (base + b[None, :]).ravel()
+    keep = dst < gpu_ids.size
+    graph.connect(gpu_ids[src[keep]], gpu_ids[dst[keep]], up.peer_Bps, up.link.latency_s)
 
 
 def _scale_out(

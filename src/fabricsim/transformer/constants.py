@@ -8,6 +8,13 @@ of a validation suite. Each constant says where it comes from and whether it was
   Nothing in the compute model is fitted to an end-to-end run.
 * ``KERNEL_OVERHEAD_S`` -- launch plus tail latency charged once per kernel (~5 µs is the usual
   CUDA launch+sync cost of a PyTorch op that is not hidden by asynchronous launch). Assumed.
+  It is what a kernel launched eagerly from the host costs serving too (prefill, eager decode).
+* ``CUDA_GRAPH_KERNEL_OVERHEAD_S`` -- the same per kernel when the step replays a captured CUDA
+  graph (the serving engines' decode): the host launches the whole graph once and the GPU runs its
+  kernels back to back, so what remains per kernel is the GPU-side gap between kernels, ~0.5 µs.
+  Source: NVIDIA Technical Blog, A. Gray, "Getting Started with CUDA Graphs" (2019,
+  developer.nvidia.com/blog/cuda-graphs/): a ~2.9 µs kernel takes ~3.8 µs per kernel launched
+  back to back on a stream and ~3.4 µs in a graph. Calibrated low (kernel-level figure).
 * ``FRAMEWORK_MEMORY_BYTES`` -- CUDA context, NCCL buffers, cuBLAS workspace and allocator
   fragmentation charged once per GPU. Assumed 3 GB (PyTorch + NCCL typically hold 1-2 GB of
   context/buffers; the rest is fragmentation head-room).
@@ -38,6 +45,7 @@ of a validation suite. Each constant says where it comes from and whether it was
 from __future__ import annotations
 
 KERNEL_OVERHEAD_S = 5.0e-6
+CUDA_GRAPH_KERNEL_OVERHEAD_S = 0.5e-6  # 3.4 - 2.9 µs per kernel in a graph (Gray 2019, above)
 FRAMEWORK_MEMORY_BYTES = 3.0e9
 OPTIMIZER_BYTES_PER_PARAM_UPDATE = 30.0
 OPTIMIZER_SHARD_BYTES = 38.0  # clip norm 4 + Adam 28 + copy to 16-bit weights 6
@@ -53,6 +61,7 @@ ADAM_STATE_BYTES_PER_PARAM = 12.0
 
 __all__ = [
     "ADAM_STATE_BYTES_PER_PARAM",
+    "CUDA_GRAPH_KERNEL_OVERHEAD_S",
     "FP16_UNSCALE_BYTES",
     "FRAMEWORK_MEMORY_BYTES",
     "GRAD_NAN_CHECK_PASSES",

@@ -82,6 +82,15 @@ KERNEL_FIXED_S = 5.0e-6
 memory-bound DeepGEMM rows at M=64/128 (G2, G4) take ~6 µs more than their bytes at achieved
 bandwidth. It replaces the launch overhead the layer model charged per GEMM."""
 
+ATTENTION_KERNEL_FIXED_S = 13.0e-6
+"""Fixed GPU time of one fused decode-attention kernel, seconds, on top of its KV bytes at achieved
+HBM bandwidth: FlashInfer's batch decode on H100 reaches only ~41 % of HBM bandwidth at 64
+sequences x 32 tokens and ~21 % at 1 x 1k, but ~88 % at 64 x 1k (kernel-efficiency.md A26, MHA 32
+heads, d=128, fp16): at 3.0 TB/s achieved the two short cases take 13 and 18 µs more than their
+bytes; an alpha-beta fit of all four points gives ~16 µs at 3.1 TB/s. 13 µs (the lower) keeps the
+single-request points (A24: 47 / 74 / 88 % at 4k / 16k / 64k) within 10 points. Calibrated low on
+H100 kernel data, used for every device (A100's A26 points imply more)."""
+
 ATTENTION_SEQ_HALF = 220.0
 """Sequence length at which a fused non-causal attention kernel runs at half its long-sequence
 efficiency: the least-squares fit of ``F x s/(s + S0)`` to FA3 H100 forward, d=128
@@ -110,7 +119,15 @@ DEFAULT_GEMM_K = 8192.0
 # divided by their device's sustained fraction; achieved HBM 0.888 of the datasheet), rounded;
 # tests/transformer/test_kernel_defaults.py keeps them within 5%. Fractions of the datasheet peak /
 # HBM bandwidth.
-DEFAULT_SM_COUNT = {Generation.VOLTA: 80, Generation.AMPERE: 108, Generation.HOPPER: 132, Generation.BLACKWELL: 148}
+DEFAULT_SM_COUNT = {
+    Generation.VOLTA: 80,
+    Generation.AMPERE: 108,
+    Generation.HOPPER: 132,
+    Generation.BLACKWELL: 148,
+    Generation.CDNA3: 304,  # compute units, AMD Instinct MI300X / MI325X data sheets
+    Generation.CDNA4: 256,  # compute units, AMD Instinct MI355X product page (8 XCDs x 32 CUs)
+    Generation.GAUDI3: 8,  # matrix engines (MME), Intel Gaudi 3, Hot Chips 2024 (Kaplan): GEMMs run on the 8 MMEs
+}
 DEFAULT_GEMM_FRACTION = 0.80
 DEFAULT_ATTENTION_FRACTION = (0.81, 0.81)
 DEFAULT_HBM_FRACTION = 0.85
@@ -244,6 +261,44 @@ def gemm_rates(device: DeviceSpec, fmt: str, sustained: bool = False) -> GemmRat
     if sustained:
         fraction *= sustained_fraction(device)
     return GemmRates(peak, fraction, sm_count, k0, k_ref, hbm_achieved_Bps(device), FORMAT_BYTES.get(fmt, 2.0))
+
+
+PROVENANCE_GEMM_FORMATS = ("bf16", "fp8", "fp8_block", "mxfp8", "nvfp4")
+"""GEMM formats :func:`kernel_provenance` reports (the training and serving formats)."""
+
+
+def kernel_provenance(device: DeviceSpec) -> dict[str, object]:
+    """Which kernel figures of ``device`` the compute model takes from its catalog ``kernels`` block
+    (``measured``: a cited kernel-level figure), which it borrows from another measured figure of
+    the device (``borrowed``: GEMM format -> the format whose fraction it uses, along
+    :data:`FORMAT_FALLBACK`) and which fall back to the generation defaults of this module
+    (``defaults``), for ``fabricsim catalog show``. ``summary`` says the same in one line."""
+    kernels = device.kernels
+    measured: list[str] = []
+    borrowed: dict[str, str] = {}
+    defaults: list[str] = []
+    if kernels is None:
+        defaults = ["sm count", *(f"gemm {fmt}" for fmt in PROVENANCE_GEMM_FORMATS), "attention", "hbm achieved",
+                    "sustained clock"]
+    else:
+        measured = ["sm count", "tensor clock"]
+        for fmt in PROVENANCE_GEMM_FORMATS:
+            found, bench = gemm_benchmark(device, fmt)
+            if fmt in kernels.gemm:
+                measured.append(f"gemm {fmt}")
+            elif bench is not None:  # the end of the fallback chain, else the bf16 figure
+                borrowed[f"gemm {fmt}"] = f"gemm {found if found in kernels.gemm else 'bf16'}"
+            else:
+                defaults.append(f"gemm {fmt}")
+        measured += ["attention", "hbm achieved"]
+        (measured if kernels.sustained_clock_hz is not None else defaults).append("sustained clock")
+    generation = device.generation.value
+    parts = [f"measured: {', '.join(measured)}"] if measured else []
+    parts += [f"{fmt} as {src}" for fmt, src in borrowed.items()]
+    if defaults:
+        parts.append(f"defaults (generation {generation}): {', '.join(defaults)}")
+    return {"generation": generation, "measured": measured, "borrowed": borrowed, "defaults": defaults,
+            "summary": "; ".join(parts)}
 
 
 def hbm_achieved_Bps(device: DeviceSpec) -> float:

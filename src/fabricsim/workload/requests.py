@@ -23,9 +23,6 @@ cannot be read is a :class:`FabricsimError` naming its line.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from dataclasses import dataclass
 
@@ -33,7 +30,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.limits import check_cap
-from fabricsim.textfile import unreadable_value
+from fabricsim.textfile import table_rows
 
 ARRIVAL_KEYS = ("arrival_s", "arrival_time", "timestamp")
 INPUT_KEYS = ("input_len", "input_tokens", "prompt_len")
@@ -261,36 +258,11 @@ def _row_values(row: object, line: int) -> tuple[float, int, int]:
     return arrival, int(inp), int(out)
 
 
-def _rows(text: str, jsonl: bool) -> list[tuple[int, object]]:
-    if jsonl:
-        rows: list[tuple[int, object]] = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((number, json.loads(line)))
-            except (json.JSONDecodeError, RecursionError):
-                raise FabricsimError(TRACE, f"line {number}: not valid JSON", "one JSON object per line") from None
-            except ValueError as exc:  # an integer over Python's int-str digit limit
-                raise FabricsimError(TRACE, unreadable_value(exc, f"line {number}"), "use numbers") from None
-        return rows
-    reader = csv.DictReader(io.StringIO(text))
-    try:
-        return [(reader.line_num, {k.strip(): _cell(v) for k, v in row.items() if k}) for row in reader]
-    except csv.Error as exc:
-        problem = f"line {reader.line_num}: not CSV ({exc})"
-        raise FabricsimError(TRACE, problem, "a header, then one row per request") from None
-
-
-def _cell(value: object) -> str:
-    """A CSV cell as text (a row longer than the header puts its extra cells in a list)."""
-    return (value if isinstance(value, str) else "").strip()
-
-
 def parse_trace(text: str, jsonl: bool) -> RequestStream:
     """A request stream from trace text (CSV with header, or JSON Lines), sorted by arrival. A
     leading UTF-8 byte-order mark (spreadsheets write one) is dropped, as Python's utf-8-sig does."""
-    rows = _rows(text.removeprefix("\ufeff"), jsonl)
+    hints = ("one JSON object per line", "use numbers", "a header, then one row per request")
+    rows = table_rows(text, jsonl, TRACE, hints)
     check_cap(f"{TRACE} rows", len(rows), "REQUESTS")
     values = [_row_values(row, line) for line, row in rows]
     if not values:

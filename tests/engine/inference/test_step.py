@@ -139,12 +139,16 @@ LLAMA_LAYER_KERNELS = ("rmsnorm", "qkv_gemm", "rope_kv_write", "attention", "o_g
 @pytest.mark.parametrize(("model_name", "pp", "layers_on_slowest_stage"),
                          [("llama3-8b", 1, 32), ("llama3-405b", 4, 32), ("llama3-70b", 3, 27)])
 def test_launch_overhead_is_one_per_kernel_of_each_layer_on_the_slowest_stage(model_name, pp, layers_on_slowest_stage):
+    from fabricsim.engine.inference.step import STEP_KERNELS
     from fabricsim.transformer.constants import KERNEL_OVERHEAD_S
 
     model = load_model(model_name)
     c = step_coefficients(model, H100, InferenceLayout(tensor_parallel=8, pipeline_parallel=pp))
-    expected = layers_on_slowest_stage * len(LLAMA_LAYER_KERNELS) * KERNEL_OVERHEAD_S
+    # plus the step's own kernels (embedding, final norm, LM head, two sampler kernels); the attention
+    # kernel's fixed time is charged with attention
+    expected = (layers_on_slowest_stage * (len(LLAMA_LAYER_KERNELS) - 1) + STEP_KERNELS) * KERNEL_OVERHEAD_S
     assert c.kernel_overhead_s == pytest.approx(expected, rel=1e-12)
+    assert c.attention_fixed_s == pytest.approx(layers_on_slowest_stage * ATTENTION_KERNEL_FIXED_S, rel=1e-12)
 
 
 @pytest.mark.parametrize(("tp", "expected_bytes"), [
@@ -176,3 +180,132 @@ def test_sampling_traffic_is_the_logits_written_then_read(tp):
     comm = CommunicationModel(H100, InferenceLayout(tensor_parallel=tp), model)
     plain, sampled = (step_time(c, comm, StepWork(tokens=1, logits_tokens=n)).linear_s for n in (0, 1))
     assert sampled - plain == pytest.approx(128_256 / tp * (2 + 2) / c.hbm_Bps, rel=1e-9)
+
+
+# --- the costs a serving step pays (issue 24 item 3) and the fast step timer ---------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from fabricsim.engine.inference.step import (  # noqa: E402
+    GEMM_KERNELS_PER_LAYER,
+    KERNELS_PER_LAYER,
+    STEP_KERNELS,
+    StepTimer,
+    compute_parts,
+    token_terms,
+)
+from fabricsim.transformer.constants import CUDA_GRAPH_KERNEL_OVERHEAD_S, KERNEL_OVERHEAD_S  # noqa: E402
+from fabricsim.transformer.inference import prefill_attention_pairs  # noqa: E402
+from fabricsim.transformer.kernels import ATTENTION_KERNEL_FIXED_S, KERNEL_FIXED_S, hbm_achieved_Bps  # noqa: E402
+
+LLAMA8 = load_model("llama3-8b")
+
+
+def _tp1(model=LLAMA8, system=H100, **kw):
+    layout = resolve_layout(model, system, LayoutRequest(1, tensor_parallel=1))
+    return step_coefficients(model, system, layout, **kw), CommunicationModel(system, layout, model)
+
+
+def test_kv_write_is_tokens_x_layers_x_bytes_over_hbm():
+    c, _ = _tp1()
+    # Llama 3 8B: K and V of 8 KV heads x 128 at 16 bit = 4,096 B per token and layer, 32 layers
+    closed = 1000 * 32 * 4096 / hbm_achieved_Bps(H100.device)
+    assert token_terms(c, 1000).kv_write_s == pytest.approx(closed, rel=1e-12)
+
+
+def test_prefill_pays_the_kv_write_beside_a_compute_bound_attention():
+    c, _ = _tp1()
+    tokens = 4096.0
+    work = StepWork(tokens=tokens, prefill_pairs=prefill_attention_pairs(tokens, 0.0), logits_tokens=1)
+    _, attention_s = compute_parts(c, work)
+    compute_s = work.prefill_pairs * c.costs.prefill_attention_flops_per_pair / (
+        c.attention_peak_flops * c.attention_efficiency)
+    assert compute_s > tokens * c.kv_bytes_per_token_gpu / c.hbm_Bps  # the old max() hid the write
+    write_s = tokens * 32 * 4096 / c.hbm_Bps
+    assert attention_s == pytest.approx(compute_s + 32 * ATTENTION_KERNEL_FIXED_S + write_s, rel=1e-12)
+
+
+def test_decode_attention_is_its_kv_reads_plus_a_fixed_time_per_layer():
+    c, _ = _tp1()
+    work = StepWork(tokens=64, decode_pairs=64 * 1000.0, logits_tokens=64, kv_tokens_read=64 * 1000.0)
+    _, attention_s = compute_parts(c, work)
+    reads_s = 64 * 1001 * 32 * 4096 / c.hbm_Bps
+    assert attention_s == pytest.approx(reads_s + 32 * ATTENTION_KERNEL_FIXED_S + 64 * 32 * 4096 / c.hbm_Bps)
+
+
+def test_cuda_graphs_remove_launch_floors_from_decode_steps_only():
+    graphs, comm = _tp1()
+    eager, _ = _tp1(cuda_graphs=False)
+    decode = StepWork(tokens=64, decode_pairs=64 * 1000.0, logits_tokens=64, kv_tokens_read=64 * 1000.0)
+    saved = step_time(eager, comm, decode).total_s - step_time(graphs, comm, decode).total_s
+    others = KERNELS_PER_LAYER - GEMM_KERNELS_PER_LAYER - 1  # attention keeps its fixed time either way
+    per_layer = (KERNELS_PER_LAYER - 1) * KERNEL_OVERHEAD_S - (
+        GEMM_KERNELS_PER_LAYER * KERNEL_FIXED_S + others * CUDA_GRAPH_KERNEL_OVERHEAD_S)
+    per_step = STEP_KERNELS * KERNEL_OVERHEAD_S - (KERNEL_FIXED_S + (STEP_KERNELS - 1) * CUDA_GRAPH_KERNEL_OVERHEAD_S)
+    assert saved == pytest.approx(32 * per_layer + per_step, rel=1e-9)
+    assert 32 * per_layer == pytest.approx(32 * (40.0 - 22.0) * 1e-6)
+    prefill = StepWork(tokens=64, prefill_pairs=prefill_attention_pairs(64, 0.0), logits_tokens=1)
+    assert step_time(eager, comm, prefill).total_s == step_time(graphs, comm, prefill).total_s
+    big = StepWork(tokens=1024, decode_pairs=1024 * 100.0, logits_tokens=1024, kv_tokens_read=1024 * 100.0)
+    assert step_time(eager, comm, big).total_s == step_time(graphs, comm, big).total_s  # above the captured sizes
+
+
+_TIMERS = {
+    "llama3-8b tp1": _tp1(),
+    "llama3-70b tp4 pp2": (lambda m, lay: (step_coefficients(m, H100, lay), CommunicationModel(H100, lay, m)))(
+        load_model("llama3-70b"),
+        resolve_layout(load_model("llama3-70b"), H100, LayoutRequest(8, tensor_parallel=4, pipeline_parallel=2))),
+    "deepseek-v3 ep16": (lambda m, lay: (step_coefficients(m, H100, lay), CommunicationModel(H100, lay, m)))(
+        load_model("deepseek-v3"),
+        resolve_layout(load_model("deepseek-v3"), H100, LayoutRequest(16, expert_parallel=16, dtype="fp8"))),
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    name=st.sampled_from(sorted(_TIMERS)),
+    works=st.lists(
+        st.tuples(st.integers(1, 8192), st.integers(0, 64), st.integers(0, 2_000_000), st.integers(0, 4096)),
+        min_size=1, max_size=6),
+)
+def test_fast_timer_equals_the_step_formula(name, works):
+    c, comm = _TIMERS[name]
+    timer = StepTimer(c, comm)
+    for tokens, decode, context, prior in works:  # repeated token counts hit the kept table
+        decode = min(decode, tokens)
+        chunk = tokens - decode
+        work = StepWork(tokens=tokens, prefill_pairs=prefill_attention_pairs(chunk, prior) if chunk else 0.0,
+                        decode_pairs=float(context), logits_tokens=decode + (chunk > 0),
+                        kv_tokens_read=float(context + prior))
+        for _ in range(2):
+            assert timer(work) == pytest.approx(step_time(c, comm, work).total_s, rel=1e-9)
+
+
+def test_fast_timer_starts_over_when_its_table_is_full(monkeypatch):
+    from fabricsim.engine.inference import step as step_module
+
+    monkeypatch.setattr(step_module, "LINEAR_TABLE_MAX", 2)
+    c, comm = _TIMERS["llama3-8b tp1"]
+    timer = StepTimer(c, comm)
+    works = [StepWork(tokens=n, decode_pairs=n * 500.0, logits_tokens=n, kv_tokens_read=n * 500.0)
+             for n in (1, 2, 3, 1)]
+    for work in works:
+        assert timer(work) == step_time(c, comm, work).total_s
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(sorted(_TIMERS)),
+    steps=st.lists(st.tuples(st.integers(1, 1024), st.integers(0, 4_000_000)), min_size=1, max_size=6),
+)
+def test_decode_fast_path_is_the_timer_to_the_bit(name, steps):
+    # StepTimer.decode_s skips building the StepWork of a decode-only step: the same float as the
+    # general call, first call (fills the tables) and later ones (reads them) alike
+    c, comm = _TIMERS[name]
+    fast, general = StepTimer(c, comm), StepTimer(c, comm)
+    for sequences, context in steps:
+        work = StepWork(tokens=sequences, prefill_pairs=0, decode_pairs=context, logits_tokens=sequences,
+                        kv_tokens_read=context)
+        for _ in range(2):
+            assert fast.decode_s(sequences, context) == general(work)

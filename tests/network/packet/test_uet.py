@@ -69,7 +69,7 @@ def test_uet_with_a_small_buffer_trims_instead_of_dropping_and_delivers_everythi
 def test_entropies_is_a_checked_whole_number():
     assert PacketParams().with_overrides({"entropies": 64.0}).entropies == 64
     for bad in (1.5, 1e6):
-        with pytest.raises(FabricsimError, match="entropies must be a whole number"):
+        with pytest.raises(FabricsimError, match="entropies must be"):
             PacketParams().with_overrides({"entropies": bad})
 
 

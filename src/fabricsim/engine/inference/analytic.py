@@ -72,6 +72,8 @@ class InferScenario:
     batch: int | None = None
     kv_policy: KvBudgetPolicy = field(default_factory=KvBudgetPolicy)
     spill: KvSpill | None = None
+    cuda_graphs: bool = True
+    """Decode steps replay CUDA graphs (:func:`fabricsim.engine.inference.step.graph_captured`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +191,7 @@ def infer_estimate(scenario: InferScenario) -> InferEstimate:
     batch = max(batch, 1)
     mem = memory_use(scenario, batch)
     kv, spilled = mem.kv_bytes, mem.kv_spilled_bytes
-    coeffs = step_coefficients(model, system, layout)
+    coeffs = step_coefficients(model, system, layout, scenario.cuda_graphs)
     if spilled > 0 and scenario.spill is not None:
         coeffs = replace(coeffs, spill_fraction=spilled / kv, spill_Bps=scenario.spill.bandwidth_Bps,
                          spill_latency_s=scenario.spill.latency_s)

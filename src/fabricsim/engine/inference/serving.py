@@ -27,9 +27,12 @@ from fabricsim.engine.inference.analytic import InferScenario, memory_use
 from fabricsim.engine.inference.kv_pool import PoolConfig, pool_config
 from fabricsim.engine.inference.scheduler import (
     ClusterConfig,
+    Policy,
+    Router,
     SchedulerConfig,
     ServingSimulation,
     ServingSummary,
+    Speculation,
     StepNetwork,
     summarize,
 )
@@ -37,13 +40,12 @@ from fabricsim.engine.inference.step import (
     CommunicationModel,
     InferenceLayout,
     KvBudgetPolicy,
+    StepTimer,
     kv_budget_per_gpu,
     step_coefficients,
-    step_time,
 )
 from fabricsim.specs import ModelSpec, SystemSpec
 from fabricsim.specs.memory_tier import KvPoolSpec
-from fabricsim.transformer.inference import StepWork
 from fabricsim.transformer.kv_cache import capacity_tokens, kv_bytes_per_token_per_gpu
 from fabricsim.workload.requests import RequestStream
 
@@ -66,6 +68,21 @@ class ServeScenario:
     disaggregate: tuple[int, int] | None = None
     kv_pool: KvPoolSpec | None = None  # a shared CXL pool for evicted KV ...
     pool_sharing_gpus: int = 0  # ... and the GPUs sharing it (>= the deployment's)
+    features: ServingFeatures | None = None
+    cuda_graphs: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ServingFeatures:
+    """Scheduler features of :mod:`fabricsim.engine.inference.scheduler` (defaults: off, as before):
+    batching ``policy``, ``shared_prefix`` fraction, ``speculative`` = (K draft tokens, acceptance)
+    or None, ``router`` across replicas and the ``seed`` of the random router."""
+
+    policy: Policy = Policy.CHUNKED
+    shared_prefix: float = 0.0
+    speculative: tuple[int, float] | None = None
+    router: Router = Router.LEAST_WORK
+    seed: int = 0
 
 
 def replica_kv_tokens(scenario: ServeScenario) -> int:
@@ -124,14 +141,11 @@ def pool_fits(scenario: ServeScenario, stream: RequestStream) -> tuple[PoolFit, 
 
 
 def make_timer(scenario: ServeScenario):
-    """Step time (s) of one replica as a function of a step's :class:`StepWork`."""
-    coeffs = step_coefficients(scenario.model, scenario.system, scenario.layout)
-    comm = CommunicationModel(scenario.system, scenario.layout, scenario.model)
-
-    def timer(work: StepWork) -> float:
-        return step_time(coeffs, comm, work).total_s
-
-    return timer
+    """Step time (s) of one replica as a function of a step's :class:`StepWork`:
+    :func:`fabricsim.engine.inference.step.step_time`, with its token-count parts kept per count
+    (:class:`fabricsim.engine.inference.step.StepTimer`; the same floats)."""
+    coeffs = step_coefficients(scenario.model, scenario.system, scenario.layout, scenario.cuda_graphs)
+    return StepTimer(coeffs, CommunicationModel(scenario.system, scenario.layout, scenario.model))
 
 
 def make_transfer(scenario: ServeScenario):
@@ -185,19 +199,35 @@ def kv_pool_config(scenario: ServeScenario) -> PoolConfig | None:
     return pool_config(scenario.kv_pool, gpus, per_token, layout.tensor_parallel * layout.pipeline_parallel)
 
 
+def speculation(model: ModelSpec, speculative: tuple[int, float] | None) -> Speculation | None:
+    """K draft tokens at acceptance A, drafted by an MTP-style module of one transformer layer
+    (DeepSeek-V3 technical report, sec. 2.2: each MTP depth is one transformer block sharing the
+    embedding and output head): a draft pass costs 1 / ``num_hidden_layers`` of a decode step. The
+    shared output head is scaled with it, so the draft cost is a lower bound."""
+    if speculative is None:
+        return None
+    return Speculation(speculative[0], speculative[1], 1.0 / model.num_hidden_layers)
+
+
 def cluster_config(scenario: ServeScenario, network: StepNetwork | None = None) -> ClusterConfig:
+    features = scenario.features or ServingFeatures()
     scheduler = SchedulerConfig(
         kv_capacity_tokens=replica_kv_tokens(scenario),
         token_budget=scenario.token_budget,
         max_batch=scenario.max_batch,
         reserve_full=scenario.reserve_full,
+        policy=features.policy,
+        shared_prefix=features.shared_prefix,
+        speculation=speculation(scenario.model, features.speculative),
     )
+    routing = {"router": features.router, "seed": features.seed}
     if scenario.disaggregate:
         prefill, decode = scenario.disaggregate
         return ClusterConfig(scheduler, make_timer(scenario), mixed=0, prefill=prefill, decode=decode,
-                             transfer_s=make_transfer(scenario), network=network, kv_pool=kv_pool_config(scenario))
+                             transfer_s=make_transfer(scenario), network=network, kv_pool=kv_pool_config(scenario),
+                             **routing)
     return ClusterConfig(scheduler, make_timer(scenario), mixed=scenario.layout.replicas, network=network,
-                         kv_pool=kv_pool_config(scenario))
+                         kv_pool=kv_pool_config(scenario), **routing)
 
 
 def simulate_serving(

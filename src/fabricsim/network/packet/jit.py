@@ -15,6 +15,10 @@ same options as ``numba.njit``). Two problems of numba's own ``cache=True`` are 
 
 ``numba.config.CACHE_DIR`` is set only while a function is declared (numba picks a function's cache
 folder then), so other numba users in the process keep their own caches.
+
+A first run on a new machine (or after an edit) compiles for 30-90 s: :func:`announce_compile` says
+so on stderr first, only when numba has no cached machine code for this CPU to load (issue 26);
+``fabricsim warmup`` does that compile ahead of time.
 """
 
 from __future__ import annotations
@@ -132,6 +136,34 @@ def _numba_cache_dir(folder: Path) -> Iterator[None]:
         yield
     finally:
         config.CACHE_DIR = saved
+
+
+COMPILE_NOTICE = "compiling the packet kernel (once, ~30 s)"
+
+
+def will_compile(dispatcher: Any) -> bool:
+    """True when calling the numba ``dispatcher`` will compile it: nothing compiled in this process
+    yet, and its cache index holds no machine code for this CPU and these sources (a stale index,
+    another CPU's code or an uncached function all compile). Reads numba's cache index the way
+    numba does (``_load_index``: empty when missing, of another numba version, or stale)."""
+    if dispatcher.overloads:
+        return False
+    try:
+        index = dispatcher._cache._cache_file._load_index()
+        magic = dispatcher.targetctx.codegen().magic_tuple()
+    except AttributeError:  # numba's NullCache (cache=False): no index, always compiled
+        return True
+    except (OSError, EOFError, ValueError):  # an unreadable index: numba recompiles too
+        return True
+    return not any(key[1] == magic for key in index)
+
+
+def announce_compile(dispatcher: Any) -> bool:
+    """Print :data:`COMPILE_NOTICE` on stderr if calling ``dispatcher`` will compile; return whether it will."""
+    compiling = will_compile(dispatcher)
+    if compiling:
+        notice(COMPILE_NOTICE)
+    return compiling
 
 
 def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:

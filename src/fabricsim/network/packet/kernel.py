@@ -93,7 +93,7 @@ from fabricsim.network.packet.reaction import dcqcn_sent, dcqcn_timer, max_rate
 S_EVENTS, S_DROPS, S_MARKED, S_DELIVERED_PKTS, S_SENT_PKTS, S_END = 0, 1, 2, 3, 4, 5
 S_RETX_BYTES, S_TRIMMED = 6, 7  # bytes sent again (any loss recovery); packets trimmed by switches
 S_COLS = 8
-HIST_BINS = 4096  # queue-length histogram bins per link class (bin width = MTU)
+HIST_BINS = 4096  # queue-length histogram bins per link class (bin width P_HIST_BIN: params.hist_bin_bytes)
 _CC_DCQCN, _CC_HPCC, _CC_NSCC = 1, 2, 3
 _PFC, _CREDIT = 1, 2
 _GO_BACK_N, _SELECTIVE = 0, 1  # P_LOSS_RECOVERY

@@ -93,8 +93,8 @@ from fabricsim.network.packet.layout import (
     P_BER,
     P_CC,
     P_CNP_INTERVAL,
+    P_HIST_BIN,
     P_LOSSLESS,
-    P_MTU,
     P_PFC_ALPHA,
     P_PFC_RESUME,
     P_PFC_XOFF,
@@ -237,7 +237,7 @@ def _arrive(S, shared, stats, route, hist, p, t):
     if nl < 0:
         raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
     q = LF[nl, LF_QBYTES]
-    hist[LI[nl, LI_CLASS], min(int(q / P[P_MTU]), HIST_BINS - 1)] += 1
+    hist[LI[nl, LI_CLASS], min(int(q / P[P_HIST_BIN]), HIST_BINS - 1)] += 1
     LF[nl, LF_QMAX] = max(LF[nl, LF_QMAX], q + size)
     PI[p, PI_INLINK] = lk
     _enqueue(LI, LF, PI, nl, p, False)

@@ -16,6 +16,7 @@ import numpy as np
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import FlowSet, NetworkResult
 from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
+from fabricsim.network.packet.jit import announce_compile
 from fabricsim.network.packet.kernel import (
     S_DELIVERED_PKTS,
     S_DROPS,
@@ -30,7 +31,9 @@ from fabricsim.network.packet.params import (
     Lossless,
     PacketParams,
     RunOptions,
+    check_static_xoff,
     fec_latency_s,
+    hist_bin_bytes,
     kernel_vector,
     resolved,
 )
@@ -61,8 +64,9 @@ class PacketRun:
     pause_frames: np.ndarray  # per link: XOFF frames received by its upstream end
     credit_stall_s: np.ndarray  # per link: time a queued packet waited for a credit
     queue_max_bytes: np.ndarray  # per link
-    queue_hist: np.ndarray  # [3 classes, bins] queue seen by arriving packets, bin = MTU
+    queue_hist: np.ndarray  # [3 classes, bins] queue seen by arriving packets, bin = queue_bin_bytes
     mtu_bytes: float
+    queue_bin_bytes: float  # params.hist_bin_bytes: an MTU, or the buffer / HIST_BINS if wider
     drops: int  # buffer overflows and, with a bit-error rate, corrupted packets
     fec_latency_s: float  # FEC latency added to every hop (s; in ``ideal_fct_s``'s path latency)
     retransmitted_bytes: int  # payload bytes sent more than once (go-back-N, selective repeat, trimming)
@@ -131,6 +135,7 @@ class PacketNetwork:
         LINT = np.zeros((flows.count, L.PF_COLS))
         rcvd = _receive_map(FI, flows, params.mtu_bytes)
         P = kernel_vector(self.params, self.opts)
+        announce_compile(run_kernel)
         stats, hist, series, rows = run_kernel(
             (LI, LF, FI, FF, LINT, rcvd, _receivers(flows, topo.hosts)),
             (routes.indptr.astype(np.int64), routes.indices.astype(np.int64), _spray_offsets(routes, self.opts.seed)),
@@ -145,7 +150,8 @@ class PacketNetwork:
             raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
         FF[~finite, L.FF_FINISH] = np.inf
         ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps)
-        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), (ideal, hops, params, self.opts))
+        extra = (ideal, hops, params, self.opts, hist_bin_bytes(params))
+        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), extra)
 
 
 def _receivers(flows: FlowSet, hosts: int):
@@ -191,7 +197,7 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
     """Copy the kernel's tables and outputs into a :class:`PacketRun`."""
     LI, LF, FF = tables
     stats, hist, series, rows = outputs
-    ideal, hops, params, opts = extra
+    ideal, hops, params, opts, bin_bytes = extra
     mtu_bytes, fec = params.mtu_bytes, fec_latency_s(params)
     return PacketRun(
         flows=flows,
@@ -207,6 +213,7 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
         queue_max_bytes=LF[:, L.LF_QMAX].copy(),
         queue_hist=hist,
         mtu_bytes=mtu_bytes,
+        queue_bin_bytes=bin_bytes,
         drops=int(stats[S_DROPS]),
         fec_latency_s=fec,
         retransmitted_bytes=int(stats[S_RETX_BYTES]),
@@ -287,6 +294,7 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
                 f"{params.buffer_bytes:.0f} B per switch cannot hold the PFC headroom of its ports ({need:.0f} B)",
                 f"use --buffer larger than {need:.0f}",
             )
+        check_static_xoff(params, np.bincount(dst, minlength=topo.nodes)[switches], shared[1][switches])
     return LI, LF, uplink, shared
 
 

@@ -47,6 +47,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError, did_you_mean, parse_choice
 from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
+from fabricsim.network.packet.kernel import HIST_BINS
 
 
 class CongestionControl(StrEnum):
@@ -151,38 +152,119 @@ _CHOICES: dict[str, dict[str, float]] = {
     "fec_lane_gbps": {"0": 0.0, "50": 50.0, "100": 100.0, "200": 200.0},
 }
 
-_FRACTIONS = {
-    "clamp_target",
-    "clamp_target_after_timer",
-    "pmax",
-    "pfc_alpha",
-    "g",
-    "gd_factor",
-    "min_dec_factor",
-    "alpha_initial",
-    "eta",
+
+class Kind(StrEnum):
+    """What values a parameter takes: any real, a whole number, or an on/off flag (0 or 1)."""
+
+    REAL = "a number"
+    INTEGER = "a whole number"
+    FLAG = "0 or 1"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """The values a :class:`PacketParams` field accepts: ``kind`` in [``low``, ``high``], ``low``
+    excluded when ``open_low`` (a zero rate or size would stall the kernel), or 0 when ``or_zero``."""
+
+    kind: Kind
+    low: float
+    high: float
+    open_low: bool = False
+    or_zero: bool = False  # 0 is accepted too (it means "off")
+
+    def refuse(self, name: str, value: float) -> str | None:
+        """Why ``value`` is not acceptable for ``name``, or None."""
+        if not math.isfinite(value):
+            return f"{name} must be a finite number, got {value!r}"
+        if self.kind != Kind.REAL and value != int(value):
+            return f"{name} must be {self.kind.value}, got {value!r}"
+        if self.kind == Kind.FLAG and value not in (0.0, 1.0):
+            return f"{name} must be 0 or 1, got {value!r}"
+        if self.or_zero and value == 0.0:
+            return None
+        low_ok = value > self.low if self.open_low else value >= self.low
+        if not low_ok or value > self.high:
+            left = "(" if self.open_low else "["
+            also = "0 or " if self.or_zero else ""
+            return f"{name} must be {also}in {left}{self.low:g}, {self.high:g}], got {value!r}"
+        return None
+
+
+MIN_MTU_BYTES = 64  # the smallest Ethernet frame (IEEE 802.3); InfiniBand's smallest MTU is 256 B
+MAX_MTU_BYTES = 9216  # the largest jumbo frame Ethernet switches take (IB: 4,096 B)
+MAX_BYTES = float(2**50)  # 1 PiB, the SIZE_BYTES cap: byte counts stay exact and credit counts fit int64
+_INF = math.inf
+_FRACTION = Rule(Kind.REAL, 0.0, 1.0)
+_BYTES = Rule(Kind.REAL, 0.0, MAX_BYTES)
+_POSITIVE_BYTES = Rule(Kind.REAL, 0.0, MAX_BYTES, open_low=True)
+_RATE = Rule(Kind.REAL, 0.0, _INF)
+# shortest timer period: the NIC firmware sets its DCQCN periods in whole microseconds (NVIDIA DOCA
+# "DCQCN CC Parameters"); a shorter one only multiplies the kernel's timer events (1e-12 s: 10^12 wake-ups
+# per simulated second, a run that never ends)
+MIN_PERIOD_S = 1e-6
+_PERIOD = Rule(Kind.REAL, MIN_PERIOD_S, _INF)
+# slowest sending rate: RPG_MIN_RATE, 1 Mb/s, the floor the NIC firmware itself keeps (module doc); a
+# slower flow spends simulated hours, and the kernel wakes its sender every timer period meanwhile
+MIN_RATE_BPS = 1.0 * _MBPS
+
+RULES: dict[str, Rule] = {
+    "mtu_bytes": Rule(Kind.INTEGER, MIN_MTU_BYTES, MAX_MTU_BYTES),
+    "buffer_bytes": _POSITIVE_BYTES,
+    "kmin_bytes": _BYTES,
+    "kmax_bytes": _BYTES,
+    "pmax": _FRACTION,
+    "pfc_alpha": Rule(Kind.REAL, 0.0, 1.0, open_low=True),  # 0 would pause every ingress for good
+    "pfc_xoff_bytes": _BYTES,  # 0: the dynamic threshold; else checked against the buffer per switch
+    "pfc_resume_bytes": _BYTES,
+    "credit_bytes": _POSITIVE_BYTES,
+    "rto_s": _PERIOD,
+    "rate_limit_Bps": Rule(Kind.REAL, MIN_RATE_BPS, _INF, or_zero=True),  # 0: no limit
+    "cnp_interval_s": Rule(Kind.REAL, 0.0, _INF),
+    "rate_reduce_period_s": _PERIOD,
+    "alpha_period_s": _PERIOD,
+    "g": _FRACTION,
+    "gd_factor": _FRACTION,
+    "min_dec_factor": _FRACTION,
+    "min_rate_Bps": Rule(Kind.REAL, MIN_RATE_BPS, _INF),
+    "timer_s": _PERIOD,
+    "byte_reset_bytes": _POSITIVE_BYTES,
+    "fast_recovery_steps": Rule(Kind.INTEGER, 0, 2**31),
+    "rai_Bps": _RATE,
+    "rhai_Bps": _RATE,
+    "alpha_initial": _FRACTION,
+    "clamp_target": Rule(Kind.FLAG, 0, 1),
+    "clamp_target_after_timer": Rule(Kind.FLAG, 0, 1),
+    "eta": Rule(Kind.REAL, 0.0, 1.0, open_low=True),  # a zero target utilisation closes the window
+    "max_stage": Rule(Kind.INTEGER, 0, 2**31),
+    "hpcc_ai_Bps": _RATE,
+    # loss recovery, trimming, the link layer, UET (named values of _CHOICES are checked first)
+    "loss_recovery": Rule(Kind.FLAG, 0, 1),  # 0 go-back-N, 1 selective repeat
+    "trimming": Rule(Kind.FLAG, 0, 1),
+    "trim_bytes": Rule(Kind.INTEGER, 1, 4096),  # a header, not a packet
+    "fec_lane_gbps": Rule(Kind.INTEGER, 0, 200),
+    "ber": Rule(Kind.REAL, 0.0, MAX_BER),
+    "entropies": Rule(Kind.INTEGER, 0, MAX_ENTROPIES),
+    "nscc_target": Rule(Kind.REAL, 0.0, 10.0, open_low=True),  # in base RTTs
+    "nscc_max_window": Rule(Kind.REAL, 0.0, _INF, open_low=True),  # in BDPs
+    "rccc": Rule(Kind.FLAG, 0, 1),
 }
+"""Every ``--cc-param`` key and the values it accepts (a test checks that it covers every field)."""
+_UNLISTED = Rule(Kind.REAL, 0.0, _INF)  # a field without a rule yet: finite and >= 0 (the test flags it)
 
 
 def _check(name: str, value: float) -> None:
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise FabricsimError("cc-param", f"{name} must be a finite number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise FabricsimError("cc-param", f"{name} must be a number, got {value!r}")
     if name in _CHOICES and value not in _CHOICES[name].values():
         raise FabricsimError("cc-param", f"{name} must be one of {' | '.join(_CHOICES[name])}, got {value:g}")
-    if name == "entropies" and (value != int(value) or value > MAX_ENTROPIES):
-        raise FabricsimError("cc-param", f"entropies must be a whole number in [0, {MAX_ENTROPIES}], got {value:g}")
-    if name in ("nscc_target", "nscc_max_window") and value <= 0:
-        raise FabricsimError("cc-param", f"{name} must be > 0, got {value:g}")
-    if name == "ber" and not 0.0 <= value <= MAX_BER:
-        raise FabricsimError("cc-param", f"ber must be in [0, {MAX_BER:g}], got {value:g}", "e.g. --ber 1e-12")
-    if name == "trim_bytes" and not 1 <= value <= 4096:
-        raise FabricsimError("cc-param", f"trim_bytes must be in [1, 4096] (a header), got {value:g}")
-    if name in _FRACTIONS and not 0.0 <= value <= 1.0:
-        raise FabricsimError("cc-param", f"{name} must be in [0, 1], got {value}")
-    if name not in _FRACTIONS and value < 0:
-        raise FabricsimError("cc-param", f"{name} must be >= 0, got {value}")
-    if name in ("mtu_bytes", "timer_s", "alpha_period_s", "byte_reset_bytes") and value <= 0:
-        raise FabricsimError("cc-param", f"{name} must be > 0, got {value}")
+    problem = RULES.get(name, _UNLISTED).refuse(name, float(value))
+    if problem is not None:
+        raise FabricsimError("cc-param", problem, f"e.g. --cc-param {name}={_example(name)}")
+
+
+def _example(name: str) -> str:
+    default = getattr(PacketParams(), name)
+    return f"{default:g}" if default is not None else "1e6"
 
 
 def parse_cc_params(items: list[str] | tuple[str, ...]) -> dict[str, float]:
@@ -211,7 +293,7 @@ def parse_cc_params(items: list[str] | tuple[str, ...]) -> dict[str, float]:
 def resolved(params: PacketParams, line_Bps: float) -> PacketParams:
     """Fill the line-rate-dependent defaults (HPCC repository rules, bw = line rate in Gb/s)."""
     bw = line_Bps * 8 / 1e9
-    return replace(
+    out = replace(
         params,
         buffer_bytes=params.buffer_bytes if params.buffer_bytes is not None else 16e6 * bw / 50,
         kmin_bytes=params.kmin_bytes if params.kmin_bytes is not None else 100e3 * bw / 25,
@@ -219,6 +301,40 @@ def resolved(params: PacketParams, line_Bps: float) -> PacketParams:
         pfc_resume_bytes=params.pfc_resume_bytes if params.pfc_resume_bytes is not None else 2 * params.mtu_bytes,
         hpcc_ai_Bps=params.hpcc_ai_Bps if params.hpcc_ai_Bps is not None else 10 * _MBPS * bw / 25,
     )
+    _check_together(out)
+    return out
+
+
+def _check_together(p: PacketParams) -> None:
+    """Checks across fields: ECN's Kmin <= Kmax, and a buffer that holds one packet (a smaller one
+    drops every packet, and the sender retransmits for ever)."""
+    if p.kmin_bytes > p.kmax_bytes:
+        raise FabricsimError("cc-param", f"kmin_bytes ({p.kmin_bytes:g}) exceeds kmax_bytes ({p.kmax_bytes:g})",
+                             "set kmin_bytes <= kmax_bytes")  # fmt: skip
+    if p.buffer_bytes < p.mtu_bytes:
+        raise FabricsimError("buffer", f"{p.buffer_bytes:g} B cannot hold one {p.mtu_bytes:g} B packet",
+                             f"use --buffer of at least {p.mtu_bytes:g} (one MTU)")  # fmt: skip
+
+
+def check_static_xoff(p: PacketParams, ingress_ports: np.ndarray, pool_bytes: np.ndarray) -> None:
+    """Refuse a static PFC Xoff (``pfc_xoff_bytes`` > 0) that lets a switch's shared buffer overflow.
+
+    An ingress is paused once it holds more than Xoff in the shared pool, so it can hold up to
+    Xoff + one MTU there (the packet that crossed the threshold); every ingress of a switch at once
+    must fit in its pool (buffer less the PFC headroom reserved per ingress). ``ingress_ports`` and
+    ``pool_bytes`` are per switch. A larger Xoff overflowed the buffer silently (issue 26)."""
+    if p.pfc_xoff_bytes <= 0 or ingress_ports.size == 0:
+        return
+    need = ingress_ports * (p.pfc_xoff_bytes + p.mtu_bytes)
+    worst = int(np.argmax(need - pool_bytes))
+    if need[worst] > pool_bytes[worst]:
+        fits = max(pool_bytes[worst] / ingress_ports[worst] - p.mtu_bytes, 0.0)
+        raise FabricsimError(
+            "cc-param",
+            f"pfc_xoff_bytes={p.pfc_xoff_bytes:g} overflows a switch buffer: {int(ingress_ports[worst])} ingress "
+            f"ports x (Xoff + one MTU) = {need[worst]:.0f} B > {pool_bytes[worst]:.0f} B of shared buffer",
+            f"use pfc_xoff_bytes <= {fits:.0f}, a larger --buffer, or pfc_xoff_bytes=0 (dynamic threshold)",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +351,15 @@ class RunOptions:
 def fec_latency_s(params: PacketParams) -> float:
     """The FEC latency each hop adds (s): :data:`FEC_LATENCY_S` of ``fec_lane_gbps``, 0 when off."""
     return FEC_LATENCY_S.get(int(params.fec_lane_gbps), 0.0)
+
+
+def hist_bin_bytes(p: PacketParams) -> float:
+    """Width (bytes) of a bin of the kernel's queue-length histogram (``HIST_BINS`` bins) for the
+    resolved params ``p``: one MTU, or wider so that the bins cover the whole switch buffer. With
+    MTU bins alone the histogram ended at 4,096 x 4,096 B = 16,777,216 B, and every queue p99 above
+    that read 16,777,216 B (issue 26); a queue above the buffer (credits buffer per port, not in the
+    shared pool) lands in the last bin, and a percentile there reads the largest queue seen."""
+    return max(p.mtu_bytes, math.ceil(p.buffer_bytes / HIST_BINS))
 
 
 def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
@@ -256,6 +381,7 @@ def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     P[L.P_HPCC_WAI], P[L.P_RATE_LIMIT] = p.hpcc_ai_Bps, p.rate_limit_Bps
     P[L.P_CLAMP], P[L.P_CLAMP_ATI] = p.clamp_target, p.clamp_target_after_timer
     P[L.P_PFC_XOFF] = p.pfc_xoff_bytes
+    P[L.P_HIST_BIN] = hist_bin_bytes(p)
     P[L.P_LOSS_RECOVERY], P[L.P_TRIM], P[L.P_TRIM_BYTES] = p.loss_recovery, p.trimming, p.trim_bytes
     P[L.P_BER], P[L.P_ENTROPIES] = p.ber, p.entropies
     P[L.P_NSCC_TARGET], P[L.P_NSCC_MAXWIN] = p.nscc_target, p.nscc_max_window

@@ -5,9 +5,10 @@ bucket, ``slowdown`` {p50, p99} (FCT / ideal FCT on an empty network: size / lin
 latency + store-and-forward of the last packet), ``pause_s`` (total time upstream ends were
 paused, summed over links), ``pause_frames`` (XOFF frames) and ``pause_frames_to_hosts`` (those
 received by sender NICs), ``credit_stall_s``, ``ecn_marked_fraction`` (marked / delivered
-packets), ``queue_bytes`` {class: {p99, max}} (queue seen by packets joining a switch egress,
-p99 to the MTU bin's upper edge), ``drops``, ``retransmitted_bytes`` (payload sent again by the
-loss recovery), ``trimmed_packets``, ``fec_latency_s`` (per hop), ``delivered_bytes``/``offered_bytes`` (conservation).
+packets), ``queue_bytes`` {class: {p99, max}} (queue seen by packets joining a switch egress;
+p99 to its histogram bin's upper edge, at most the max; the bins cover the buffer), ``drops``,
+``retransmitted_bytes`` (payload sent again by the loss recovery), ``trimmed_packets``,
+``fec_latency_s`` (per hop), ``delivered_bytes``/``offered_bytes`` (conservation).
 """
 
 from __future__ import annotations
@@ -48,12 +49,15 @@ def fct_by_size(run: PacketRun) -> dict[str, dict[str, float]]:
     return out
 
 
-def _queue_percentile(hist: np.ndarray, mtu: float, q: float) -> float:
-    total = int(hist.sum())
+def queue_percentile(hist: np.ndarray, bin_bytes: float, q: float, top_bytes: float) -> float:
+    """The ``q`` quantile (0-1) of a queue-length histogram of ``bin_bytes`` bins: its bin's upper
+    edge, never above ``top_bytes`` (the largest queue seen), so it stays exact where the histogram's
+    last bin holds everything above its range."""
+    total = float(hist.sum())
     if total == 0:
         return 0.0
     k = int(np.searchsorted(np.cumsum(hist), q * total))
-    return float((k + 1) * mtu)
+    return float(min((k + 1) * bin_bytes, top_bytes))
 
 
 def queue_bytes(run: PacketRun) -> dict[str, dict[str, float]]:
@@ -63,10 +67,8 @@ def queue_bytes(run: PacketRun) -> dict[str, dict[str, float]]:
         links = run.link_class == c
         if not links.any() or run.queue_hist[c].sum() == 0:
             continue
-        out[name] = {
-            "p99": _queue_percentile(run.queue_hist[c], run.mtu_bytes, 0.99),
-            "max": float(run.queue_max_bytes[links].max()),
-        }
+        top = float(run.queue_max_bytes[links].max())
+        out[name] = {"p99": queue_percentile(run.queue_hist[c], run.queue_bin_bytes, 0.99, top), "max": top}
     return out
 
 

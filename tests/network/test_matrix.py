@@ -1,0 +1,47 @@
+"""Traffic-matrix files: CSV or JSON Lines rows of src, dst, bytes, start_s, every row checked (issue 26)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fabricsim.errors import FabricsimError
+from fabricsim.network.matrix import parse_matrix
+
+
+def test_csv_and_json_lines_give_the_same_flows():
+    csv = "\ufeffsrc, dst, bytes, start_s\n0,1,1e6,0\n2,1,1500.5,2e-6\n3,0,64,\n"
+    jsonl = '{"src": 0, "dst": 1, "bytes": 1e6, "start_s": 0}\n\n{"src": 2, "dst": 1, "bytes": 1500.5, ' \
+        '"start_s": 2e-6}\n{"src": 3, "dst": 0, "bytes": 64}\n'
+    for flows in (parse_matrix(csv, False, 4), parse_matrix(jsonl, True, 4)):
+        assert flows.src.tolist() == [0, 2, 3] and flows.dst.tolist() == [1, 1, 0]
+        assert flows.size_bytes.tolist() == [1e6, 1501.0, 64.0]  # whole bytes, rounded up
+        assert flows.start_s.tolist() == [0.0, 2e-6, 0.0]  # a missing start is 0
+        assert np.unique(flows.label).size == 3  # one connection per row
+
+
+@pytest.mark.parametrize(
+    ("text", "jsonl", "message"),
+    [
+        ("src,dst,bytes,start_s\n0,1,1e6,0\n0,4,1e6,0\n", False, "line 3: dst 4 is not a host in 0..3"),
+        ("src,dst,bytes,start_s\n-1,1,1e6,0\n", False, "line 2: src -1 is not a host"),
+        ("src,dst,bytes,start_s\n0.5,1,1e6,0\n", False, "line 2: src 0.5 is not a host"),
+        ("src,dst,bytes,start_s\n1,1,1e6,0\n", False, "line 2: src and dst are both host 1"),
+        ("src,dst,bytes,start_s\n0,1,0,0\n", False, "line 2: bytes must be a finite number > 0"),
+        ("src,dst,bytes,start_s\n0,1,nan,0\n", False, "line 2: bytes must be a finite number > 0"),
+        ("src,dst,bytes,start_s\n0,1,1e300,0\n", False, "line 2: bytes 1e\\+300 exceed the cap"),
+        ("src,dst,bytes,start_s\n0,1,5,-1e-9\n", False, "line 2: start_s must be a finite time >= 0"),
+        ("src,dst,bytes,start_s\n0,1,5,inf\n", False, "line 2: start_s must be a finite time >= 0"),
+        ("src,dst,bytes,start_s\n0,1,lots,0\n", False, "line 2: bytes must be a number"),
+        ("src,dst,start_s\n0,1,0\n", False, "line 2: missing bytes"),
+        ("src,dst,bytes,when\n0,1,5,0\n", False, "line 2: unknown key 'when'"),
+        ("src,dst,bytes,start_s\n", False, "no flows"),
+        ('{"src": 0, "dst": 1, "bytes": 5}\n[1, 2]\n', True, "line 2: not a record"),
+        ('{"src": 0, "dst": 1, "bytes": 5}\n{"src": 0,\n', True, "line 2: not valid JSON"),
+        ('{"src": 0, "dst": 1, "bytes": true}\n', True, "line 1: bytes must be a number"),
+    ],
+)
+def test_a_bad_row_is_one_line_naming_its_line(text, jsonl, message):
+    with pytest.raises(FabricsimError, match=message) as caught:
+        parse_matrix(text, jsonl, 4)
+    assert caught.value.field == "matrix" and "\n" not in str(caught.value)
