@@ -14,14 +14,18 @@ active flows that pacing (the CC rate) and the window (HPCC) allow, so a paused 
   egress fills its own ingresses, so pauses propagate hop by hop to the senders.
 * Credits (lossless=2): a link sends only with a free buffer slot at its downstream end; a slot
   returns (one link latency later) when the packet leaves that node. InfiniBand's scheme.
-* Lossy (lossless=0): a packet that does not fit in the shared buffer is dropped and resent by its
-  sender after ``rto`` s (selective retransmission; bytes delivered still equal bytes sent).
+* Lossy (lossless=0): a packet that does not fit in the shared buffer is dropped (or, with
+  ``trimming``, cut to its headers and forwarded first); its sender recovers it by go-back-N or
+  selective repeat (:mod:`recovery`, :mod:`losses`); with a bit-error rate any link may corrupt a
+  packet, in every mode. Receivers count each byte once (a map of the packets received).
 * Feedback (CNPs, HPCC ACKs) returns to the sender after the path's propagation latency; control
   frames are not queued (a stated simplification: they ride a strict-priority class).
 
 Spraying needs nothing special: a flow's links are its routing DAG, and a switch picks among the
-flow's out-links at that node in round-robin order, per flow and switch (one path under
-ECMP/adaptive). Reordering is tolerated: the receiver counts bytes.
+flow's out-links at that node in round-robin order, per flow and switch, or by a hash of the
+packet's entropy value (``entropies``; one path under ECMP/adaptive). Reordering is tolerated: the
+receiver places out-of-order packets directly. Window-based senders (HPCC, NSCC) and receiver
+credits (``rccc``, :mod:`credit`) gate what a NIC may send.
 """
 
 from __future__ import annotations
