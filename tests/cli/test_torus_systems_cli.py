@@ -1,5 +1,5 @@
 """Smoke tests (issue 25): train, infer, plan train and plan infer run on the torus systems (Google
-TPU v5p and v6e, AWS Trn2) with a small model; ``collective`` picks the torus algorithm inside a
+TPU v5p, v6e and 7x, AWS Trn2) with a small model; ``collective`` picks the torus algorithm inside a
 torus domain; ``catalog list`` shows them; ``cost`` refuses a device without a published power."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from fabricsim.cli.app import main
 
-TORUS_SYSTEMS = ("tpu-v5p", "tpu-v6e", "trn2")
+TORUS_SYSTEMS = ("tpu-v5p", "tpu-v6e", "tpu7x", "trn2")
 SMALL = ["--model", "llama3-8b", "--gpus", "16"]
 
 
@@ -48,7 +48,7 @@ def test_collective_inside_a_torus_domain_runs_the_torus_algorithm(capsys, op) -
 def test_catalog_list_shows_the_torus_systems(capsys) -> None:
     assert main(["catalog", "list"]) == 0
     out = capsys.readouterr().out
-    for name in (*TORUS_SYSTEMS, "tpu-v5p", "tpu-v6e", "trainium2"):
+    for name in (*TORUS_SYSTEMS, "trainium2"):
         assert name in out
 
 

@@ -44,6 +44,7 @@ class Generation(str, Enum):
     GAUDI3 = "gaudi3"  # Intel Gaudi 3
     TPU_V5 = "tpu-v5"  # Google TPU v5p
     TPU_V6 = "tpu-v6"  # Google TPU v6e (Trillium)
+    TPU_V7 = "tpu-v7"  # Google TPU7x (Ironwood)
     TRAINIUM2 = "trainium2"  # AWS Trainium2
 
 
