@@ -10,7 +10,7 @@ import pytest
 
 from fabricsim.cli.app import main
 
-TORUS_SYSTEMS = ("tpu-v5p", "tpu-v6e", "tpu7x", "trn2")
+TORUS_SYSTEMS = ("tpu-v5p", "tpu-v6e", "tpu7x", "trn2", "trn2-ultraserver")
 SMALL = ["--model", "llama3-8b", "--gpus", "16"]
 
 

@@ -95,6 +95,7 @@ class _Fabric:
     fits: tuple[CollectiveFit, ...] = ()
     mesh_peer_Bps: float = 0.0  # a full-mesh domain's bandwidth per GPU pair; 0 behind a switch
     torus_dims: tuple[int, ...] = ()  # a torus domain's shape, x fastest; () otherwise
+    torus_link_Bps: tuple[float, ...] = ()  # per torus dimension, one link's bytes/s per direction
 
 
 def _fabric(system: SystemSpec) -> _Fabric:
@@ -119,11 +120,15 @@ def _fabric(system: SystemSpec) -> _Fabric:
         fits=system.collective_fits,
         mesh_peer_Bps=up.peer_Bps if up.full_mesh else 0.0,
         torus_dims=tuple(up.dims) if up.dims else (),
+        torus_link_Bps=up.torus_link_Bps,
     )
 
 
-def torus_rings(dims: tuple[int, ...], ranks: int, stride: int, link_Bps: float) -> tuple[tuple[int, float], ...]:
-    """The rings ``ranks`` GPUs at ``stride`` form inside one torus of shape ``dims`` (x fastest),
+def torus_rings(
+    dims: tuple[int, ...], ranks: int, stride: int, link_Bps: tuple[float, ...]
+) -> tuple[tuple[int, float], ...]:
+    """The rings ``ranks`` GPUs at ``stride`` form inside one torus of shape ``dims`` (x fastest,
+    ``link_Bps[d]`` one link of dimension d per direction),
     as ``(ranks on the ring, bytes/s per direction around it)``; () when they do not map onto
     dimensions (a stride or size that splits a dimension other than the group's last one).
 
@@ -144,10 +149,10 @@ def torus_rings(dims: tuple[int, ...], ranks: int, stride: int, link_Bps: float)
     while left > 1 and index < len(dims):
         size = dims[index]
         if left % size == 0:
-            rings.append((size, link_Bps * (2.0 if size > 2 else 1.0)))
+            rings.append((size, link_Bps[index] * (2.0 if size > 2 else 1.0)))
             left //= size
         elif left < size:
-            rings.append((left, link_Bps))
+            rings.append((left, link_Bps[index]))
             left = 1
         else:
             return ()
@@ -209,8 +214,8 @@ def _place(fabric: _Fabric, ranks: int, stride: int) -> Group:
         scale_up_Bps = mesh_rank_Bps(fabric.mesh_peer_Bps, per_domain, fabric.scale_up_Bps)
     rings: tuple[tuple[int, float], ...] = ()
     if fabric.torus_dims:
-        rings = torus_rings(fabric.torus_dims, per_domain, stride, fabric.scale_up_link_Bps)
-        scale_up_Bps = min(fabric.scale_up_Bps, sum(b for _, b in rings) or fabric.scale_up_link_Bps)
+        rings = torus_rings(fabric.torus_dims, per_domain, stride, fabric.torus_link_Bps)
+        scale_up_Bps = min(fabric.scale_up_Bps, sum(b for _, b in rings) or min(fabric.torus_link_Bps))
     p2p_efficiency = 1.0
     if fabric.scale_up_kind == LinkKind.NVLINK.value and fabric.generation in nccl.nvlink_link_Bps:
         p2p_efficiency = min(1.0, nccl.nvlink_link_Bps[fabric.generation] / fabric.scale_up_link_Bps)

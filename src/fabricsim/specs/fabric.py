@@ -80,7 +80,10 @@ class ScaleUpSpec(FrozenSpec):
     ``topology: torus``: no switch; the domain is a torus of shape ``dims`` (x fastest: GPU g of a
     domain sits at x = g % dims[0], y = g // dims[0] % dims[1], ...), each GPU cabled to its two
     neighbours along every dimension (wraparound included) by one ``link`` each, at the link's
-    per-direction bandwidth; a dimension of 2 is one link between the pair, of 1 none."""
+    per-direction bandwidth; a dimension of 2 is one link between the pair, of 1 none.
+    ``dim_link_Bps``: per dimension, that dimension's link bandwidth per direction where the
+    dimensions differ (a Trn2 UltraServer: NeuronLink inside an instance, slower links across the
+    four instances); None: every dimension at ``link.bandwidth_Bps``."""
 
     domain_gpus: PositiveInt
     link: LinkSpec
@@ -88,6 +91,7 @@ class ScaleUpSpec(FrozenSpec):
     switch: SwitchSpec | None = None
     topology: ScaleUpTopology = ScaleUpTopology.SWITCH
     dims: tuple[PositiveInt, ...] | None = Field(default=None, description="torus shape, x fastest")
+    dim_link_Bps: tuple[PositiveFloat, ...] | None = Field(default=None, description="per torus dimension")
 
     @model_validator(mode="after")
     def _mesh_has_no_switch(self) -> ScaleUpSpec:
@@ -97,7 +101,16 @@ class ScaleUpSpec(FrozenSpec):
             raise ValueError("scale_up.dims gives the shape of a torus domain: give it with topology: torus only")
         if self.dims is not None and math.prod(self.dims) != self.domain_gpus:
             raise ValueError(f"scale_up.dims {list(self.dims)} hold {math.prod(self.dims)} GPUs, not domain_gpus")
+        if self.dim_link_Bps is not None and len(self.dim_link_Bps) != len(self.dims or ()):
+            raise ValueError("scale_up.dim_link_Bps needs one bandwidth per torus dimension (dims)")
         return self
+
+    @property
+    def torus_link_Bps(self) -> tuple[float, ...]:
+        """Per torus dimension, one link's bytes/s per direction (() when not a torus)."""
+        if self.dims is None:
+            return ()
+        return tuple(self.dim_link_Bps or (self.link.bandwidth_Bps,) * len(self.dims))
 
     @property
     def torus(self) -> bool:

@@ -96,13 +96,14 @@ def _full_mesh(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray) -> 
     graph.connect(gpu_ids[src[keep]], gpu_ids[dst[keep]], up.peer_Bps, up.link.latency_s)
 
 
-def torus_pairs(dims: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """The cables of one torus of shape ``dims`` (x fastest) as index pairs: along every dimension
-    each position to the next, the last back to the first (wraparound); a dimension of 2 gives one
-    cable per pair, of 1 none. Complexity O(prod(dims) x len(dims))."""
+def torus_pairs(dims: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cables of one torus of shape ``dims`` (x fastest) as index pairs and each cable's
+    dimension: along every dimension each position to the next, the last back to the first
+    (wraparound); a dimension of 2 gives one cable per pair, of 1 none. Complexity
+    O(prod(dims) x len(dims))."""
     coords = np.indices(dims[::-1]).reshape(len(dims), -1)[::-1]  # coords[d][g]: GPU g's position on d
     strides = np.cumprod((1, *dims[:-1]))
-    src, dst = [], []
+    src, dst, dim = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
     for d, size in enumerate(dims):
         if size < 2:
             continue
@@ -110,9 +111,8 @@ def torus_pairs(dims: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         nxt = ends + ((coords[d][ends] + 1) % size - coords[d][ends]) * strides[d]
         src.append(ends)
         dst.append(nxt)
-    if not src:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    return np.concatenate(src), np.concatenate(dst)
+        dim.append(np.full(ends.size, d))
+    return np.concatenate(src), np.concatenate(dst), np.concatenate(dim)
 
 
 def _torus_domains(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray) -> np.ndarray:
@@ -121,16 +121,20 @@ def _torus_domains(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray)
     as in :func:`~fabricsim.topology.builders.torus`), attached at the GPU's whole scale-up
     bandwidth with no latency of its own (the router is on the die), and the routers are cabled
     one ``scale_up.link`` per neighbour pair. A run of fewer GPUs than a domain keeps the cables
-    among those GPUs only (an open end where the wraparound partner is missing). Returns each
-    GPU's router."""
+    among those GPUs only (an open end where the wraparound partner is missing). A dimension's
+    links run at its ``dim_link_Bps`` where given. Returns each GPU's router."""
     up = system.scale_up
     routers = graph.add_nodes(gpu_ids.size, NodeKind.SWITCH)
     graph.connect(gpu_ids, routers, up.bandwidth_Bps, 0.0)
-    a, b = torus_pairs(up.dims or (up.domain_gpus,))  # dims: set for every torus (ScaleUpSpec)
+    a, b, dim = torus_pairs(up.dims or (up.domain_gpus,))  # dims: set for every torus (ScaleUpSpec)
+    link_Bps = np.asarray(up.torus_link_Bps or (up.link.bandwidth_Bps,))
     base = np.arange(0, gpu_ids.size, up.domain_gpus)[:, None]
     src, dst = (base + a[None, :]).ravel(), (base + b[None, :]).ravel()
+    dims = np.broadcast_to(dim[None, :], (base.size, dim.size)).ravel()
     keep = (src < gpu_ids.size) & (dst < gpu_ids.size)
-    graph.connect(routers[src[keep]], routers[dst[keep]], up.link.bandwidth_Bps, up.link.latency_s)
+    for d in np.unique(dims[keep]):  # one capacity per dimension (dim_link_Bps)
+        on = keep & (dims == d)
+        graph.connect(routers[src[on]], routers[dst[on]], float(link_Bps[d]), up.link.latency_s)
     return routers
 
 
