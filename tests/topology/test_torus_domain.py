@@ -77,3 +77,12 @@ def test_trn2_ultraserver_rings_across_instances_run_at_their_slower_links() -> 
     assert np.sum(caps == z_Bps) == 64 * 2 and np.sum(caps == x_Bps) == 64 * 4  # directed links
     dp = place_group(system, 4, 16)  # data-parallel over the 4 instances: the z ring
     assert dp.torus_rings == ((4, 2 * z_Bps),)
+
+
+def test_a_job_inside_one_torus_has_no_scale_out_network() -> None:
+    """Chips of one slice talk over ICI only: with the data-center network built, shortest-path
+    routing sent chip pairs whose ICI path is as long as a NIC path over the 50 Gb/s DCN."""
+    inside = build_system_topology(V5P, 64)
+    assert inside.nodes == 128  # 64 chips + 64 ICI routers, no NIC or leaf
+    across = build_system_topology(V5P, 128)  # two cubes: joined by the DCN
+    assert across.nodes > 2 * 128

@@ -56,13 +56,20 @@ def build_system_topology(system: SystemSpec, gpus: int, fabric: Topology | None
     domain_switch = _scale_up(graph, system, gpu_ids)
     graph.switch_reduction = system.scale_out.in_network_reduction
     line_Bps = system.scale_up.bandwidth_Bps
-    if nodes > 1:
+    if nodes > 1 and not _one_torus(system, gpus):
         nics, nic_Bps = _scale_out(graph, system, gpu_ids.reshape(nodes, per_node), fabric)
         if fabric is None and system.scale_out.topology == TopologyKind.RAIL_ONLY:
             relay = domain_switch.reshape(nodes, per_node)[:, (np.arange(nics.shape[1]) * per_node) // nics.shape[1]]
             graph.connect(relay, nics, system.host_link.bandwidth_Bps, system.host_link.latency_s)
         line_Bps = nic_Bps * system.scale_out.nics_per_node / per_node  # the GPU's share of the node's NICs
     return graph.build(f"{system.name}-{gpus}", gpu_ids, line_Bps, {"gpus_per_node": per_node})
+
+
+def _one_torus(system: SystemSpec, gpus: int) -> bool:
+    """Whether ``gpus`` fit in one torus domain: a TPU slice's hosts talk over ICI only (the data-center
+    network joins slices), so no scale-out network is built; with one, shortest-path routing would
+    send some chip pairs over a NIC path of as many hops as their ICI path."""
+    return system.scale_up.torus and gpus <= system.scale_up.domain_gpus
 
 
 def _scale_up(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray) -> np.ndarray:
