@@ -57,3 +57,16 @@ def test_cli_refuses_a_bad_slice_in_one_line(capsys) -> None:
     assert main(["traffic", "all-to-all", "--topology", "ocs-torus:4x4x6"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "dims" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [
+    ["train", "--global-batch", "64", "--seq-len", "1024"],
+    ["infer", "--batch", "8", "--input-len", "256", "--output-len", "16"],
+    ["collective", "all-to-all", "--size", "64MiB"],
+])  # fmt: skip
+def test_train_infer_and_collective_accept_an_ocs_slice(capsys, command) -> None:
+    model = [] if command[0] == "collective" else ["--model", "llama3-8b", "--tp", "4"]
+    argv = [*command, *model, "--system", "tpu-v5p", "--gpus", "128", "--topology", "ocs-torus:4x4x8,twisted=1",
+            "--fidelity", "flow", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    assert '"fidelity": "flow"' in capsys.readouterr().out
