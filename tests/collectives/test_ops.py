@@ -11,7 +11,8 @@ def test_enum_values_are_the_cli_contract():
         "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "reduce", "send-recv",
     ]
     assert [a.value for a in Algorithm] == [
-        "auto", "ring", "tree", "halving-doubling", "nvls", "sharp", "hierarchical", "direct", "mesh",  # mesh: issue 25
+        "auto", "ring", "tree", "halving-doubling", "nvls", "sharp", "hierarchical", "direct",
+        "mesh", "torus",  # issue 25
     ]
     assert isinstance(CollectiveOp.ALL_REDUCE, str)
 

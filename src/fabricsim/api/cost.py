@@ -159,6 +159,10 @@ def _cluster(system: SystemSpec, gpus: int, choices: CostChoices, costs: CostCat
             raise unknown_name("topology", kind, sorted({*FABRICS, *BUILDERS}))
     optics = parse_choice("optics", choices.optics, Optics)
     cooling = parse_choice("cooling", choices.cooling, Cooling) if choices.cooling is not None else None
+    if system.device.tdp_w is None:
+        raise FabricsimError(
+            "system", f"{system.device.name} has no published power (tdp_w)", "give a device file with tdp_w for cost"
+        )
     nodes = system.nodes(gpus)
     fabric = None if nodes == 1 else _fabric_inventory(system, gpus, kind, nic, switch)
     entry = costs.systems.get(system.name)

@@ -36,7 +36,9 @@ from fabricsim.api.packet_traffic import MAX_PACKETS, packet_params
 from fabricsim.api.topologies import build_topology
 from fabricsim.collectives.mesh import MESH_OPS
 from fabricsim.collectives.ops import Algorithm, CollectiveOp, bus_factor, parse_algorithm, parse_op
+from fabricsim.collectives.placement import torus_rings
 from fabricsim.collectives.schedules import ScheduleRequest, Step, schedule_on
+from fabricsim.collectives.torus import TORUS_OPS
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
 from fabricsim.network.base import FlowSet, make_flows
@@ -197,7 +199,8 @@ def _placed(spec: NetworkCollectiveSpec) -> _Placed:
 def _algorithm(spec: NetworkCollectiveSpec, op: CollectiveOp) -> tuple[Algorithm, str]:
     """The algorithm to schedule; ``auto``: :data:`AUTO_ALGORITHM`, or the mesh (direct exchanges
     over every pair link, :mod:`fabricsim.collectives.mesh`) inside one full-mesh scale-up domain
-    of the system's own fabric, where one ring would use a single link of each GPU."""
+    of the system's own fabric, where one ring would use a single link of each GPU; likewise the
+    per-dimension rings (:mod:`fabricsim.collectives.torus`) inside one torus domain."""
     algo = parse_algorithm(spec.algorithm)
     if algo is not Algorithm.AUTO:
         return algo, "given"
@@ -205,7 +208,18 @@ def _algorithm(spec: NetworkCollectiveSpec, op: CollectiveOp) -> tuple[Algorithm
         up = catalog.load_system(spec.system).scale_up
         if up.full_mesh and spec.gpus <= up.domain_gpus:
             return Algorithm.MESH, "auto"
+    if spec.topology is None and op in TORUS_OPS and _torus_rings(spec):
+        return Algorithm.TORUS, "auto"
     return AUTO_ALGORITHM[op], "auto"
+
+
+def _torus_rings(spec: NetworkCollectiveSpec) -> tuple[int, ...]:
+    """Ranks per ring of the group of ``spec.gpus`` inside one torus domain of the system's own
+    fabric; () when the domain is not a torus, the group leaves it or splits a dimension."""
+    up = catalog.load_system(spec.system).scale_up
+    if spec.topology is not None or not up.torus or spec.gpus > up.domain_gpus:
+        return ()
+    return tuple(n for n, _ in torus_rings(up.dims or (), spec.gpus, 1, up.torus_link_Bps))
 
 
 def _step_flows(steps: tuple[Step, ...], placement: np.ndarray) -> list[tuple[FlowSet, int]]:
@@ -289,7 +303,8 @@ def network_collective(spec: NetworkCollectiveSpec) -> NetworkCollective:
         lossless = parse_lossless("pfc" if spec.lossless is None else spec.lossless)
         params = packet_params(spec.cc_params, spec.buffer, lossless)
     placed = _placed(spec)
-    request = ScheduleRequest(op, algo, spec.gpus, float(size_bytes), placed.ranks_per_node)
+    rings = _torus_rings(spec) if algo is Algorithm.TORUS else ()
+    request = ScheduleRequest(op, algo, spec.gpus, float(size_bytes), placed.ranks_per_node, rings)
     schedule = schedule_on(request, placed.topology, np.arange(spec.gpus))
     topo = schedule.topology
     unique = _step_flows(schedule.steps, schedule.placement)

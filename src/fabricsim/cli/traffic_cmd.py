@@ -27,7 +27,8 @@ def traffic(
     topology: str = typer.Option(
         ...,
         "--topology",
-        help="builder string (fat-tree:k=8, leaf-spine:..., dragonfly:a=8,p=4,h=4, torus:dims=8x8x8) or system;"
+        help="builder string (fat-tree:k=8, leaf-spine:..., dragonfly:a=8,p=4,h=4, torus:dims=8x8x8,"
+        " ocs-torus:4x4x8,twisted=1) or system;"
         " links per tier: gbps= (or leaf_gbps=: host links, Gb/s), spine_gbps= (switch-switch links),"
         " core_gbps= (3-tier Clos aggregation-core), global_gbps= (dragonfly global links),"
         " latency= (every link: 1us, 500ns; default the catalog switch's hop)",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fabricsim.collectives import algorithms, innetwork, mesh
+from fabricsim.collectives import algorithms, innetwork, mesh, torus
 from fabricsim.collectives.candidate import Candidate
 from fabricsim.collectives.nccl import NcclConstants, constants
 from fabricsim.collectives.ops import Algorithm, CollectiveOp, Protocol
@@ -33,17 +33,19 @@ BUILDERS: dict[Algorithm, Builder] = {
     Algorithm.NVLS: innetwork.nvls,
     Algorithm.SHARP: innetwork.sharp,
     Algorithm.MESH: mesh.mesh,
+    Algorithm.TORUS: torus.torus,
 }
 
 # What NCCL itself considers for each op (reference 1.5/1.7), plus the mesh forms RCCL runs on a
-# full-mesh domain (collectives/mesh.py; unavailable behind a switch); the others run only when forced.
+# full-mesh domain (collectives/mesh.py; unavailable behind a switch) and the per-dimension rings of a
+# torus domain (collectives/torus.py); the others run only when forced.
 AUTO_ALGORITHMS: dict[CollectiveOp, tuple[Algorithm, ...]] = {
-    AR: (Algorithm.RING, Algorithm.TREE, Algorithm.NVLS, Algorithm.SHARP, Algorithm.MESH),
-    AG: (Algorithm.RING, Algorithm.NVLS, Algorithm.SHARP, Algorithm.MESH),
-    RS: (Algorithm.RING, Algorithm.NVLS, Algorithm.SHARP, Algorithm.MESH),
+    AR: (Algorithm.RING, Algorithm.TREE, Algorithm.NVLS, Algorithm.SHARP, Algorithm.MESH, Algorithm.TORUS),
+    AG: (Algorithm.RING, Algorithm.NVLS, Algorithm.SHARP, Algorithm.MESH, Algorithm.TORUS),
+    RS: (Algorithm.RING, Algorithm.NVLS, Algorithm.SHARP, Algorithm.MESH, Algorithm.TORUS),
     CollectiveOp.BROADCAST: (Algorithm.RING,),
     CollectiveOp.REDUCE: (Algorithm.RING,),
-    CollectiveOp.ALL_TO_ALL: (Algorithm.DIRECT, Algorithm.MESH),
+    CollectiveOp.ALL_TO_ALL: (Algorithm.DIRECT, Algorithm.MESH, Algorithm.TORUS),
     CollectiveOp.SEND_RECV: (Algorithm.DIRECT,),
 }
 
@@ -69,6 +71,10 @@ def unavailable_reason(algorithm: Algorithm, op: CollectiveOp, group: Group) -> 
         return f"{algorithm.value} implements all-reduce, all-gather and reduce-scatter only"
     if algorithm is Algorithm.MESH:
         return mesh.unavailable_reason(op, group)
+    if algorithm is Algorithm.TORUS:
+        return torus.unavailable_reason(op, group)
+    if algorithm is Algorithm.DIRECT and op is CollectiveOp.ALL_TO_ALL and torus.routed_on_torus(group):
+        return "inside a torus domain the exchange is routed over the torus, bisection-limited: torus runs it"
     if algorithm is Algorithm.NVLS:
         return _nvls_reason(op, group)
     if algorithm is Algorithm.SHARP:

@@ -36,6 +36,7 @@ class Algorithm(StrEnum):
     HIERARCHICAL = "hierarchical"
     DIRECT = "direct"
     MESH = "mesh"  # direct exchanges over a full-mesh scale-up domain (collectives/mesh.py)
+    TORUS = "torus"  # rings along a torus domain's dimensions (collectives/torus.py)
 
 
 class Protocol(StrEnum):

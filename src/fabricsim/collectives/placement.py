@@ -30,6 +30,11 @@ class Group:
     ``mesh``: the scale-up domain is a full mesh of point-to-point links (no switch), so a rank
     reaches its ``ranks_per_domain - 1`` peers each over its own links and ``scale_up_Bps`` is only
     those links' sum, not the GPU's whole scale-up bandwidth (:func:`mesh_rank_Bps`).
+
+    ``torus``: the scale-up domain is a torus (no switch); ``torus_rings`` the rings the group's
+    ranks of one domain form along its dimensions, ``(ranks on the ring, bytes/s per direction
+    around it)`` (:func:`torus_rings`), empty when the group does not fill whole dimensions.
+    ``scale_up_Bps`` is then the sum of those rings' bandwidths (one link when empty).
     """
 
     ranks: int
@@ -49,6 +54,8 @@ class Group:
     channels: int
     measured: tuple[CollectiveFit, ...] = ()  # the system's nccl-tests fits for exactly this group
     mesh: bool = False
+    torus: bool = False
+    torus_rings: tuple[tuple[int, float], ...] = ()
 
     @property
     def multi_domain(self) -> bool:
@@ -87,6 +94,8 @@ class _Fabric:
     hbm_bandwidth_Bps: float
     fits: tuple[CollectiveFit, ...] = ()
     mesh_peer_Bps: float = 0.0  # a full-mesh domain's bandwidth per GPU pair; 0 behind a switch
+    torus_dims: tuple[int, ...] = ()  # a torus domain's shape, x fastest; () otherwise
+    torus_link_Bps: tuple[float, ...] = ()  # per torus dimension, one link's bytes/s per direction
 
 
 def _fabric(system: SystemSpec) -> _Fabric:
@@ -110,7 +119,45 @@ def _fabric(system: SystemSpec) -> _Fabric:
         hbm_bandwidth_Bps=system.device.hbm_bandwidth_Bps,
         fits=system.collective_fits,
         mesh_peer_Bps=up.peer_Bps if up.full_mesh else 0.0,
+        torus_dims=tuple(up.dims) if up.dims else (),
+        torus_link_Bps=up.torus_link_Bps,
     )
+
+
+def torus_rings(
+    dims: tuple[int, ...], ranks: int, stride: int, link_Bps: tuple[float, ...]
+) -> tuple[tuple[int, float], ...]:
+    """The rings ``ranks`` GPUs at ``stride`` form inside one torus of shape ``dims`` (x fastest,
+    ``link_Bps[d]`` one link of dimension d per direction),
+    as ``(ranks on the ring, bytes/s per direction around it)``; () when they do not map onto
+    dimensions (a stride or size that splits a dimension other than the group's last one).
+
+    The stride skips whole leading dimensions (data-parallel groups: stride tp), the ranks then fill
+    the next dimensions in order (a tensor-parallel group of 4 on a 4x4x4 cube: x; of 16: x and y).
+    A whole dimension of more than 2 has its wraparound: a bidirectional ring, 2 links' worth per
+    direction. A dimension of 2, or the group's last dimension taken only in part (an open line of
+    chips), carries a ring at one link per direction (the ring runs out along the line and back).
+    """
+    index, skip = 0, stride
+    while skip > 1:
+        if index >= len(dims) or skip % dims[index]:
+            return ()
+        skip //= dims[index]
+        index += 1
+    rings: list[tuple[int, float]] = []
+    left = ranks
+    while left > 1 and index < len(dims):
+        size = dims[index]
+        if left % size == 0:
+            rings.append((size, link_Bps[index] * (2.0 if size > 2 else 1.0)))
+            left //= size
+        elif left < size:
+            rings.append((left, link_Bps[index]))
+            left = 1
+        else:
+            return ()
+        index += 1
+    return tuple((n, b) for n, b in rings if n > 1) if left == 1 else ()
 
 
 def mesh_rank_Bps(peer_Bps: float, ranks_per_domain: int, domain_Bps: float) -> float:
@@ -165,6 +212,10 @@ def _place(fabric: _Fabric, ranks: int, stride: int) -> Group:
     scale_up_Bps = fabric.scale_up_Bps
     if fabric.mesh_peer_Bps:
         scale_up_Bps = mesh_rank_Bps(fabric.mesh_peer_Bps, per_domain, fabric.scale_up_Bps)
+    rings: tuple[tuple[int, float], ...] = ()
+    if fabric.torus_dims:
+        rings = torus_rings(fabric.torus_dims, per_domain, stride, fabric.torus_link_Bps)
+        scale_up_Bps = min(fabric.scale_up_Bps, sum(b for _, b in rings) or min(fabric.torus_link_Bps))
     p2p_efficiency = 1.0
     if fabric.scale_up_kind == LinkKind.NVLINK.value and fabric.generation in nccl.nvlink_link_Bps:
         p2p_efficiency = min(1.0, nccl.nvlink_link_Bps[fabric.generation] / fabric.scale_up_link_Bps)
@@ -186,4 +237,6 @@ def _place(fabric: _Fabric, ranks: int, stride: int) -> Group:
         channels=nccl_channels(fabric, per_domain, domains),
         measured=tuple(f for f in fabric.fits if f.ranks == ranks and f.nodes == nodes_spanned),
         mesh=fabric.mesh_peer_Bps > 0.0,
+        torus=bool(fabric.torus_dims),
+        torus_rings=rings,
     )

@@ -50,11 +50,13 @@ can end up to the path latency early; the bandwidth term is exact when every edg
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from fabricsim.collectives.ops import Algorithm, CollectiveOp, bus_factor
+from fabricsim.collectives.torus_schedule import torus_steps
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import NetworkModel, make_flows
 from fabricsim.topology.graph import Topology
@@ -88,6 +90,7 @@ class ScheduleRequest:
     ranks: int
     size_bytes: float
     ranks_per_node: int = 1
+    torus_rings: tuple[int, ...] = ()  # ranks per torus ring (algorithm torus; collectives/torus_schedule.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,10 @@ class ScheduleTime:
     step_time_s: tuple[float, ...]
     simulated_steps: int
     folded_steps: int
+
+
+def _step_arrays(src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray) -> Step:
+    return Step(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(size_bytes, dtype=float))
 
 
 def _step(src: np.ndarray, dst: np.ndarray, size_bytes: float) -> Step:
@@ -260,6 +267,8 @@ def build_schedule(request: ScheduleRequest) -> list[Step]:
         (CollectiveOp.REDUCE_SCATTER, Algorithm.MESH): lambda: _all_to_all(n, size, True),
         (CollectiveOp.ALL_REDUCE, Algorithm.MESH): lambda: _all_to_all(n, size, True) * 2,
     }
+    if algo is Algorithm.TORUS and request.torus_rings and math.prod(request.torus_rings) == n:
+        return [_step_arrays(*arrays) for arrays in torus_steps(op, request.torus_rings, size)]
     if (op, algo) in _IN_NETWORK:
         raise FabricsimError(
             "algorithm",

@@ -42,6 +42,10 @@ class Generation(str, Enum):
     CDNA3 = "cdna3"  # AMD Instinct MI300X, MI325X
     CDNA4 = "cdna4"  # AMD Instinct MI350X, MI355X
     GAUDI3 = "gaudi3"  # Intel Gaudi 3
+    TPU_V5 = "tpu-v5"  # Google TPU v5p
+    TPU_V6 = "tpu-v6"  # Google TPU v6e (Trillium)
+    TPU_V7 = "tpu-v7"  # Google TPU7x (Ironwood)
+    TRAINIUM2 = "trainium2"  # AWS Trainium2
 
 
 class GemmBenchmark(FrozenSpec):
@@ -95,7 +99,7 @@ class DeviceSpec(FrozenSpec):
     nvlink_bandwidth_Bps: PositiveFloat = Field(description="aggregate NVLink bandwidth per direction")
     nvlink_links: PositiveInt
     pcie_bandwidth_Bps: PositiveFloat = Field(description="host link bandwidth per direction")
-    tdp_w: PositiveFloat
+    tdp_w: PositiveFloat | None = Field(default=None, description="None: not published (Google TPUs)")
     kernels: KernelSpec | None = None
     sources: dict[str, str] = Field(default_factory=dict)
 

@@ -5,6 +5,7 @@ Bandwidths are bytes/s **per direction**; vendor bidirectional figures are halve
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
@@ -19,6 +20,8 @@ class LinkKind(str, Enum):
     INFINIBAND = "infiniband"
     ROCE = "roce"
     INFINITY_FABRIC = "infinity-fabric"  # AMD xGMI GPU-to-GPU links
+    ICI = "ici"  # Google TPU inter-chip interconnect
+    NEURONLINK = "neuronlink"  # AWS Trainium chip-to-chip links
 
 
 class TopologyKind(str, Enum):
@@ -64,6 +67,7 @@ class ScaleUpTopology(str, Enum):
 
     SWITCH = "switch"
     FULL_MESH = "full-mesh"
+    TORUS = "torus"  # Google TPU ICI (3D on v4/v5p, 2D on v5e/v6e), AWS Trainium2 NeuronLink
 
 
 class ScaleUpSpec(FrozenSpec):
@@ -71,19 +75,46 @@ class ScaleUpSpec(FrozenSpec):
 
     ``topology: full-mesh``: no switch; every GPU pair has its own links, an equal share of the
     GPU's ``bandwidth_Bps`` (:attr:`peer_Bps`), so a GPU reaches its ``domain_gpus - 1`` peers at
-    once but any one peer at only that share."""
+    once but any one peer at only that share.
+
+    ``topology: torus``: no switch; the domain is a torus of shape ``dims`` (x fastest: GPU g of a
+    domain sits at x = g % dims[0], y = g // dims[0] % dims[1], ...), each GPU cabled to its two
+    neighbours along every dimension (wraparound included) by one ``link`` each, at the link's
+    per-direction bandwidth; a dimension of 2 is one link between the pair, of 1 none.
+    ``dim_link_Bps``: per dimension, that dimension's link bandwidth per direction where the
+    dimensions differ (a Trn2 UltraServer: NeuronLink inside an instance, slower links across the
+    four instances); None: every dimension at ``link.bandwidth_Bps``."""
 
     domain_gpus: PositiveInt
     link: LinkSpec
     bandwidth_Bps: PositiveFloat = Field(description="per GPU, per direction, all NVLinks together")
     switch: SwitchSpec | None = None
     topology: ScaleUpTopology = ScaleUpTopology.SWITCH
+    dims: tuple[PositiveInt, ...] | None = Field(default=None, description="torus shape, x fastest")
+    dim_link_Bps: tuple[PositiveFloat, ...] | None = Field(default=None, description="per torus dimension")
 
     @model_validator(mode="after")
     def _mesh_has_no_switch(self) -> ScaleUpSpec:
-        if self.topology is ScaleUpTopology.FULL_MESH and self.switch is not None:
-            raise ValueError("a full-mesh scale-up domain has no switch: leave scale_up.switch out")
+        if self.topology is not ScaleUpTopology.SWITCH and self.switch is not None:
+            raise ValueError(f"a {self.topology.value} scale-up domain has no switch: leave scale_up.switch out")
+        if (self.dims is not None) != (self.topology is ScaleUpTopology.TORUS):
+            raise ValueError("scale_up.dims gives the shape of a torus domain: give it with topology: torus only")
+        if self.dims is not None and math.prod(self.dims) != self.domain_gpus:
+            raise ValueError(f"scale_up.dims {list(self.dims)} hold {math.prod(self.dims)} GPUs, not domain_gpus")
+        if self.dim_link_Bps is not None and len(self.dim_link_Bps) != len(self.dims or ()):
+            raise ValueError("scale_up.dim_link_Bps needs one bandwidth per torus dimension (dims)")
         return self
+
+    @property
+    def torus_link_Bps(self) -> tuple[float, ...]:
+        """Per torus dimension, one link's bytes/s per direction (() when not a torus)."""
+        if self.dims is None:
+            return ()
+        return tuple(self.dim_link_Bps or (self.link.bandwidth_Bps,) * len(self.dims))
+
+    @property
+    def torus(self) -> bool:
+        return self.topology is ScaleUpTopology.TORUS
 
     @property
     def full_mesh(self) -> bool:

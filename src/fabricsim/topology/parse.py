@@ -24,6 +24,7 @@ before anything is allocated.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ from fabricsim.topology.builders import (
     torus,
 )
 from fabricsim.topology.graph import Topology
+from fabricsim.topology.ocs import ocs_torus
 from fabricsim.topology.system import build_system_topology
 from fabricsim.units import gbit_to_Bps, parse_duration
 
@@ -49,6 +51,7 @@ DEFAULT_LINK = "ib-ndr"  # the catalog names the caller reads for TopologyCatalo
 DEFAULT_SWITCH = "quantum2-qm9700"
 DEFAULT_SYSTEM_GPUS = 256
 DEFAULT_NVSWITCH_SYSTEM = "dgx-h100"
+DEFAULT_OCS_SYSTEM = "tpu-v5p"  # ocs-torus takes its ICI link and chip bandwidth from this system
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +124,15 @@ def _split(text: str) -> tuple[str, dict[str, str]]:
     params: dict[str, str] = {}
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = item.partition("=")
+        if not sep and not params and _DIMS.fullmatch(item):  # a bare shape first: ocs-torus:4x4x8
+            key, sep, value = "dims", "=", item
         if not sep:
             raise FabricsimError("topology", f"parameter {item!r} is not key=value", "e.g. fat-tree:k=8")
         params[key.strip().replace("-", "_")] = value.strip()
     return name.strip(), params
+
+
+_DIMS = re.compile(r"\d+(x\d+)+", re.IGNORECASE)
 
 
 def _fat_tree(p: dict[str, str], known: TopologyCatalog) -> Topology:
@@ -183,6 +191,28 @@ def _torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
     return torus(dims, _default_link(p, known), _spine_link(p, known))
 
 
+def _ocs_torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
+    """A TPU slice's torus of whole 4x4x4 cubes joined by OCS (:mod:`fabricsim.topology.ocs`), the
+    ICI link and chip bandwidth of ``system=`` (default tpu-v5p), ``twisted=0|1``."""
+    try:
+        dims = tuple(int(d) for d in p.get("dims", "").lower().split("x"))
+    except ValueError:
+        raise FabricsimError("dims", f"must look like 4x4x8, got {p.get('dims', '')[:40]!r}") from None
+    twisted = p.get("twisted", "0")
+    if twisted not in ("0", "1"):
+        raise FabricsimError("twisted", f"must be 0 or 1, got {twisted[:20]!r}", "e.g. ocs-torus:4x4x8,twisted=1")
+    name = p.get("system", DEFAULT_OCS_SYSTEM)
+    if name not in known.systems:
+        raise unknown_name("system", name, known.systems)
+    up = known.load_system(name).scale_up
+    if not up.torus:
+        raise FabricsimError("system", f"{name} has no torus scale-up domain", "e.g. system=tpu-v5p")
+    count = math.prod(dims)
+    _size(2 * count, count * (1 + len(dims)))
+    latency = parse_duration(p["latency"], "latency") if "latency" in p else up.link.latency_s
+    return ocs_torus(dims, twisted == "1", LinkParams(up.link.bandwidth_Bps, latency), up.bandwidth_Bps)
+
+
 def _nvswitch(p: dict[str, str], known: TopologyCatalog) -> Topology:
     name = p.get("system", DEFAULT_NVSWITCH_SYSTEM)
     if name not in known.systems:
@@ -211,6 +241,7 @@ BUILDERS: dict[str, Callable[[dict[str, str], TopologyCatalog], Topology]] = {
     "torus": _torus,
     "nvswitch": _nvswitch,
     "nvl72": _nvl72,
+    "ocs-torus": _ocs_torus,
 }
 
 # the keys each builder reads; an NVSwitch domain has no switch-to-switch links (no spine_gbps)
@@ -222,6 +253,7 @@ BUILDER_KEYS: dict[str, tuple[str, ...]] = {
     "torus": ("dims", *FABRIC_KEYS),
     "nvswitch": ("gpus", "system", "latency"),
     "nvl72": ("latency",),
+    "ocs-torus": ("dims", "twisted", "system", "latency"),
 }
 
 

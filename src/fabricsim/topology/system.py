@@ -3,7 +3,9 @@
 Scale-up: one NVSwitch node per scale-up domain (a DGX node's NVSwitch chips, or an NVL72 rack's
 NVLink switch trays, merged), each GPU cabled to it at the spec's per-GPU NVLink bandwidth; a
 full-mesh domain (``scale_up.topology: full-mesh``, AMD Instinct, Intel Gaudi 3) has no switch:
-every GPU pair is cabled directly at the pair's share of the GPU's bandwidth.
+every GPU pair is cabled directly at the pair's share of the GPU's bandwidth; a torus domain
+(``scale_up.topology: torus``, Google TPU ICI, AWS Trainium2 NeuronLink) has no switch either: every
+GPU is cabled to its neighbours along each of ``scale_up.dims``, wraparound included, one link each.
 Scale-out: ``nics_per_node`` NIC nodes per server, NIC j on GPU j*gpus/nics through the host link
 (PCIe or C2C), NICs cabled to the network ``scale_out.topology`` names, built as written:
 
@@ -54,7 +56,7 @@ def build_system_topology(system: SystemSpec, gpus: int, fabric: Topology | None
     domain_switch = _scale_up(graph, system, gpu_ids)
     graph.switch_reduction = system.scale_out.in_network_reduction
     line_Bps = system.scale_up.bandwidth_Bps
-    if nodes > 1:
+    if nodes > 1 and not _one_torus(system, gpus):
         nics, nic_Bps = _scale_out(graph, system, gpu_ids.reshape(nodes, per_node), fabric)
         if fabric is None and system.scale_out.topology == TopologyKind.RAIL_ONLY:
             relay = domain_switch.reshape(nodes, per_node)[:, (np.arange(nics.shape[1]) * per_node) // nics.shape[1]]
@@ -63,12 +65,21 @@ def build_system_topology(system: SystemSpec, gpus: int, fabric: Topology | None
     return graph.build(f"{system.name}-{gpus}", gpu_ids, line_Bps, {"gpus_per_node": per_node})
 
 
+def _one_torus(system: SystemSpec, gpus: int) -> bool:
+    """Whether ``gpus`` fit in one torus domain: a TPU slice's hosts talk over ICI only (the data-center
+    network joins slices), so no scale-out network is built; with one, shortest-path routing would
+    send some chip pairs over a NIC path of as many hops as their ICI path."""
+    return system.scale_up.torus and gpus <= system.scale_up.domain_gpus
+
+
 def _scale_up(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray) -> np.ndarray:
     """Cable every GPU to its domain's switch (a full mesh: every GPU pair of a domain to each
     other, :func:`_full_mesh`); returns each GPU's switch node (a mesh: the GPU itself)."""
     if system.scale_up.full_mesh:
         _full_mesh(graph, system, gpu_ids)
         return gpu_ids
+    if system.scale_up.torus:
+        return _torus_domains(graph, system, gpu_ids)
     domain = min(system.scale_up.domain_gpus, gpu_ids.size)
     domains = -(-gpu_ids.size // domain)
     switches = graph.add_nodes(domains, NodeKind.SWITCH, reduction=system.scale_up.in_network_reduction)
@@ -90,6 +101,48 @@ def _full_mesh(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray) -> 
     src, dst = (base + a[None, :]).ravel(), (base + b[None, :]).ravel()
     keep = dst < gpu_ids.size
     graph.connect(gpu_ids[src[keep]], gpu_ids[dst[keep]], up.peer_Bps, up.link.latency_s)
+
+
+def torus_pairs(dims: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cables of one torus of shape ``dims`` (x fastest) as index pairs and each cable's
+    dimension: along every dimension each position to the next, the last back to the first
+    (wraparound); a dimension of 2 gives one cable per pair, of 1 none. Complexity
+    O(prod(dims) x len(dims))."""
+    coords = np.indices(dims[::-1]).reshape(len(dims), -1)[::-1]  # coords[d][g]: GPU g's position on d
+    strides = np.cumprod((1, *dims[:-1]))
+    src, dst, dim = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
+    for d, size in enumerate(dims):
+        if size < 2:
+            continue
+        ends = np.arange(coords.shape[1]) if size > 2 else np.flatnonzero(coords[d] == 0)
+        nxt = ends + ((coords[d][ends] + 1) % size - coords[d][ends]) * strides[d]
+        src.append(ends)
+        dst.append(nxt)
+        dim.append(np.full(ends.size, d))
+    return np.concatenate(src), np.concatenate(dst), np.concatenate(dim)
+
+
+def _torus_domains(graph: GraphBuilder, system: SystemSpec, gpu_ids: np.ndarray) -> np.ndarray:
+    """Every scale-up domain a torus of ``scale_up.dims`` (e.g. TPU v5p: a 4x4x4 cube, 6 ICI links
+    per chip): each GPU gets its chip's ICI router (a switch node: routes never pass through a GPU,
+    as in :func:`~fabricsim.topology.builders.torus`), attached at the GPU's whole scale-up
+    bandwidth with no latency of its own (the router is on the die), and the routers are cabled
+    one ``scale_up.link`` per neighbour pair. A run of fewer GPUs than a domain keeps the cables
+    among those GPUs only (an open end where the wraparound partner is missing). A dimension's
+    links run at its ``dim_link_Bps`` where given. Returns each GPU's router."""
+    up = system.scale_up
+    routers = graph.add_nodes(gpu_ids.size, NodeKind.SWITCH)
+    graph.connect(gpu_ids, routers, up.bandwidth_Bps, 0.0)
+    a, b, dim = torus_pairs(up.dims or (up.domain_gpus,))  # dims: set for every torus (ScaleUpSpec)
+    link_Bps = np.asarray(up.torus_link_Bps or (up.link.bandwidth_Bps,))
+    base = np.arange(0, gpu_ids.size, up.domain_gpus)[:, None]
+    src, dst = (base + a[None, :]).ravel(), (base + b[None, :]).ravel()
+    dims = np.broadcast_to(dim[None, :], (base.size, dim.size)).ravel()
+    keep = (src < gpu_ids.size) & (dst < gpu_ids.size)
+    for d in np.unique(dims[keep]):  # one capacity per dimension (dim_link_Bps)
+        on = keep & (dims == d)
+        graph.connect(routers[src[on]], routers[dst[on]], float(link_Bps[d]), up.link.latency_s)
+    return routers
 
 
 def _scale_out(

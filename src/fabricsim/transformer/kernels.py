@@ -127,6 +127,10 @@ DEFAULT_SM_COUNT = {
     Generation.CDNA3: 304,  # compute units, AMD Instinct MI300X / MI325X data sheets
     Generation.CDNA4: 256,  # compute units, AMD Instinct MI355X product page (8 XCDs x 32 CUs)
     Generation.GAUDI3: 8,  # matrix engines (MME), Intel Gaudi 3, Hot Chips 2024 (Kaplan): GEMMs run on the 8 MMEs
+    Generation.TPU_V5: 8,  # MXUs: 2 TensorCores x 4 MXUs per TPU v5p chip (Cloud TPU docs, "TPU v5p")
+    Generation.TPU_V6: 2,  # MXUs: 1 TensorCore x 2 256x256 MXUs per TPU v6e chip (Cloud TPU docs, "TPU v6e")
+    Generation.TPU_V7: 2,  # TensorCores per TPU7x chip (Cloud TPU docs, "TPU7x"); its MXU count is not published
+    Generation.TRAINIUM2: 8,  # NeuronCore-v3 per Trainium2 chip (AWS Neuron docs, "Trainium2 Architecture")
 }
 DEFAULT_GEMM_FRACTION = 0.80
 DEFAULT_ATTENTION_FRACTION = (0.81, 0.81)
