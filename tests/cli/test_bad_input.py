@@ -5,9 +5,11 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fabricsim.api.communication import message_size
 from fabricsim.catalog import load_system, names
 from fabricsim.cli.app import main
 from fabricsim.collectives import CollectiveOp
+from fabricsim.errors import FabricsimError
 
 OPS = [o.value for o in CollectiveOp]
 SYSTEMS = names("systems")
@@ -16,8 +18,18 @@ REUSE_CAPSYS = settings(suppress_health_check=[HealthCheck.function_scoped_fixtu
 CONTRACT_KEYS = {"op", "gpus", "size_bytes", "algorithm", "protocol", "time_s", "algbw_GBps", "busbw_GBps"}
 # Arguments must not look like options (``--help`` would print help and succeed).
 garbage = st.text(min_size=0, max_size=40).filter(lambda s: not s.startswith("-"))
+
+
+def _a_size(text: str) -> bool:
+    """Is ``text`` a size the CLI accepts (``1B``, ``2 KiB``, ``3``: random text can be one)?"""
+    try:
+        return message_size(text) > 0
+    except FabricsimError:
+        return False
+
+
 bad_sizes = st.one_of(
-    garbage.filter(lambda s: not s.strip().replace(".", "", 1).isdigit()),
+    garbage.filter(lambda s: not _a_size(s)),
     st.sampled_from(["-1", "-5GiB", "1.5XB", "nan", "inf", "1e400", "GiB", "1 2", "0", "0.2", "", "0x10"]),
 )
 bad_gpus = st.one_of(
