@@ -12,11 +12,14 @@ Turns the user's fabric choices into the engine's :class:`~fabricsim.engine.fabr
   routing (the flow model has no queues);
 * ``placement``: packed | spread | random:SEED | FILE (:mod:`fabricsim.topology.placement`);
 * ``background``: ``PATTERN:LOAD``, another tenant's steady traffic on every endpoint at ``LOAD``
-  of the line rate (:func:`fabricsim.network.phase.background_flows`).
+  of the line rate (:func:`fabricsim.network.phase.background_flows`);
+* ``transport`` (``roce`` | ``ib`` | ``uet``) and ``ber`` (the post-FEC bit-error rate of every
+  link), packet fidelity only: the transport replaces the NIC's
+  (:func:`fabricsim.network.phase.named_transport`), the rate is its ``ber`` parameter.
 
 Also the ``network`` block of the results: per parallel dimension the highest fabric tier its groups
 cross and the bytes per tier, the exposed communication per collective kind, and at packet level
-the pause/ECN/queue/drop counters.
+the pause/ECN/queue/drop and loss-recovery counters.
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ class FabricOptions:
     placement: str | None = None
     nic: str | None = None
     background: str | None = None
+    transport: str | None = None  # packet fidelity only
+    ber: str | None = None  # packet fidelity only; a number as text, as the command line gives it
 
     @property
     def given(self) -> bool:
-        return any(v is not None for v in (self.topology, self.placement, self.nic, self.background))
+        return any(getattr(self, key) is not None for key in FABRIC_KEYS + PACKET_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +98,31 @@ def check_fabric_options(options: FabricOptions, fidelity: Fidelity, variability
         variability.validate()
         if variability.ecmp_rehash and fidelity is not Fidelity.FLOW:
             raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")
+    for key in PACKET_KEYS:
+        if getattr(options, key) is not None and fidelity is not Fidelity.PACKET:
+            raise FabricsimError(key, "sets the packet network's transport", "add --fidelity packet")
     if options.given and not fidelity.on_fabric:
         given = next(k for k in FABRIC_KEYS if getattr(options, k) is not None)
         raise FabricsimError(given, "needs the fabric in the loop", "add --fidelity flow or --fidelity packet")
+    if options.transport is not None or options.ber is not None:
+        packet_transport(LinkKind.ROCE, options)  # a bad name or rate: refused before anything runs
 
 
 FABRIC_KEYS = ("topology", "placement", "nic", "background")
+PACKET_KEYS = ("transport", "ber")
+
+
+def packet_transport(nic_kind: Any, options: FabricOptions) -> Any:
+    """The packet transport of the fabric: ``options.transport`` (:func:`~fabricsim.network.phase.
+    named_transport`) or the NIC kind's, with ``options.ber`` as its bit-error rate."""
+    from fabricsim.api.transports import parse_ber
+    from fabricsim.network.phase import named_transport, transport_for
+
+    transport = named_transport(options.transport) if options.transport is not None else transport_for(nic_kind)
+    if options.ber is not None:
+        params = dataclasses.replace(transport.params, ber=parse_ber(options.ber))
+        transport = dataclasses.replace(transport, params=params)
+    return transport
 
 
 def seat(
@@ -136,8 +160,9 @@ def build_fabric(
     policy = parse_placement(options.placement or "packed")
     placed = place(topology, gpus, min(system.gpus_per_node, gpus), policy)
     nic_share_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
+    transport = packet_transport(system.scale_out.nic.kind, options)
     fabric, transport, chosen = fabric_on(
-        topology, system.scale_out.nic.kind, fidelity, routing, (options.background, nic_share_Bps), seed
+        topology, system.scale_out.nic.kind, fidelity, routing, (options.background, nic_share_Bps), seed, transport
     )
     fabric = dataclasses.replace(fabric, domain_gpus=system.scale_up.domain_gpus)
     return PlacedFabric(fabric, placed.host_of_gpu, placed.policy, transport.name, chosen, fidelity, options)
@@ -163,16 +188,17 @@ def fabric_on(
     routing: str | None,
     background: tuple[str | None, float],
     seed: int = 0,
+    transport: Any = None,
 ) -> tuple[Fabric, Any, str]:
-    """The engine's fabric over ``topology``: the network model of ``fidelity`` with the NIC kind's
-    transport (``routing`` overrides its routing) and the background ``(PATTERN:LOAD or None, the
-    line rate each endpoint offers LOAD of)``; also the transport and the routing used. One scale-up
-    GPU per domain (set ``domain_gpus`` for a system's fabric)."""
+    """The engine's fabric over ``topology``: the network model of ``fidelity`` with ``transport``
+    (None: the NIC kind's; ``routing`` overrides its routing) and the background ``(PATTERN:LOAD or
+    None, the line rate each endpoint offers LOAD of)``; also the transport and the routing used. One
+    scale-up GPU per domain (set ``domain_gpus`` for a system's fabric)."""
     from fabricsim.network.flow import FlowNetwork
     from fabricsim.network.phase import PacketPhaseNetwork, parse_background, transport_for
     from fabricsim.topology.routing import Routing, route_table
 
-    transport = transport_for(nic_kind)
+    transport = transport if transport is not None else transport_for(nic_kind)
     chosen = Routing(routing) if routing is not None else Routing(transport.routing)
     table = route_table(topology)
     if fidelity == "packet":

@@ -2,7 +2,8 @@
 
 ``--fidelity analytic`` (default) keeps the closed form; ``simulate`` runs the event-driven engine
 with the analytic collective times; ``flow`` and ``packet`` run the step's collectives on the fabric
-(``--topology``, ``--placement``, ``--nic``, ``--background`` choose it; they need flow or packet).
+(``--topology``, ``--placement``, ``--nic``, ``--background`` choose it; they need flow or packet;
+``--transport`` and ``--ber`` its packet transport, packet only).
 ``--trace out.json`` writes a Chrome/Perfetto timeline (atomically, only over nothing or a regular
 file, into an existing folder; the path is checked before the simulation runs). Variability:
 ``--seeds N`` Monte-Carlo runs, ``--straggler FRACTION:SLOWDOWN`` (e.g. ``0.01:0.2``: 1% of GPUs
@@ -32,7 +33,8 @@ class SimulationFlags:
     link_jitter: float = 0.0
     ecmp_rehash: bool = False
     seed: int = 0
-    fabric: dict[str, str | None] = field(default_factory=dict)  # --topology, --placement, --nic, --background
+    # --topology, --placement, --nic, --background, --transport, --ber
+    fabric: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def wants_engine(self) -> bool:

@@ -43,6 +43,8 @@ def infer(
     placement: str | None = o.PLACEMENT,
     nic: str | None = o.NIC,
     background: str | None = o.BACKGROUND,
+    transport: str | None = o.TRANSPORT,
+    ber: str | None = o.BER,
 ) -> None:
     """Prefill (TTFT) and decode (TPOT) of a batch, tokens/s, KV and memory per GPU."""
     params = dict(locals())  # first: exactly the command's parameters
@@ -50,7 +52,7 @@ def infer(
 
     params.pop("as_json")
     simulation, inputs = o.split(params, *o.SIMULATION_KEYS)
-    fabric, inputs = o.split(inputs, *o.FABRIC_KEYS)
+    fabric, inputs = o.split(inputs, *o.FABRIC_KEYS, *o.PACKET_KEYS)
     flags = fidelity_flags.SimulationFlags(**simulation, fabric=fabric)
     if flags.wants_engine:  # --fidelity simulate, --trace or variability: decode through the engine
         for key in ("kv_spill", "kv_spill_capacity"):  # the engine path has no spill tier yet

@@ -97,6 +97,10 @@ BACKGROUND = typer.Option(
     "--background",
     help="another tenant's traffic PATTERN:LOAD (permutation | all-to-all | incast | websearch, load 0-1; flow/packet)",
 )
+TRANSPORT = typer.Option(
+    None, "--transport", help="the packet transport: roce | ib | uet (default the NIC's; packet fidelity)"
+)
+BER = typer.Option(None, "--ber", help="post-FEC bit-error rate of every link, e.g. 1e-12 (packet fidelity)")
 TRACE_OUT = typer.Option(
     None, "--trace", help="write a Chrome/Perfetto trace JSON of the step (replaces only a regular file)"
 )
@@ -108,6 +112,7 @@ ECMP_REHASH = typer.Option(False, "--ecmp-rehash", help="re-draw ECMP hashes eve
 
 SIMULATION_KEYS = ("fidelity", "trace", "seeds", "straggler", "jitter", "link_jitter", "ecmp_rehash", "seed")
 FABRIC_KEYS = ("topology", "placement", "nic", "background")
+PACKET_KEYS = ("transport", "ber")
 """The parameter names of the fidelity/variability options above (not forwarded as layout keywords)."""
 
 

@@ -65,6 +65,8 @@ def serve(
     placement: str | None = o.PLACEMENT,
     nic: str | None = o.NIC,
     background: str | None = o.BACKGROUND,
+    transport: str | None = o.TRANSPORT,
+    ber: str | None = o.BER,
     link_jitter: float = o.LINK_JITTER,
     as_json: bool = o.JSON,
 ) -> None:

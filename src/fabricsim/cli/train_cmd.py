@@ -66,6 +66,8 @@ def train(
     placement: str | None = o.PLACEMENT,
     nic: str | None = o.NIC,
     background: str | None = o.BACKGROUND,
+    transport: str | None = o.TRANSPORT,
+    ber: str | None = o.BER,
 ) -> None:
     """Step time, MFU/HFU, memory per GPU and where the time goes, for one parallel layout."""
     params = dict(locals())  # first: exactly the command's parameters
@@ -73,7 +75,7 @@ def train(
 
     params.pop("as_json")
     simulation, inputs = o.split(params, *o.SIMULATION_KEYS)
-    fabric, inputs = o.split(inputs, *o.FABRIC_KEYS)
+    fabric, inputs = o.split(inputs, *o.FABRIC_KEYS, *o.PACKET_KEYS)
     flags = fidelity_flags.SimulationFlags(**simulation, fabric=fabric)
     if flags.wants_engine:  # --fidelity simulate|flow, --trace or variability: the event-driven engine
         fidelity_flags.run_train(flags, inputs, as_json)

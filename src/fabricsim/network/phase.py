@@ -35,10 +35,12 @@ Background flows that share no link with any finite flow of the phase are left o
 **Counters** (:meth:`PacketPhaseNetwork.counters`), accumulated over runs, each run's time-like and
 count-like figures multiplied by ``1 / k`` (steady state): ``pause_s`` (time upstream ends were
 paused, summed over links), ``pause_frames``, ``credit_stall_s`` (credit mode: time queued packets
-waited for a credit), ``ecn_marked_fraction`` (marked / delivered packets), ``drops``, and
+waited for a credit), ``ecn_marked_fraction`` (marked / delivered packets), ``drops``,
+``retransmitted_bytes`` (payload the loss recovery sent again), ``trimmed_packets``, and
 ``queue_p99_bytes`` / ``queue_max_bytes`` per tier of switch egress: the packet kernel's link
 classes (``switch_to_host``: leaf/ToR down-links; ``switch_to_switch``: every link between
-switches, leaf-spine and above), as :mod:`~fabricsim.network.packet.summary` reports them.
+switches, leaf-spine and above), as :mod:`~fabricsim.network.packet.summary` reports them;
+also ``fec_latency_s``, the FEC latency every hop adds (a parameter, the same in every run).
 Background packets are the fabric's packets too and count in every figure.
 """
 
@@ -195,6 +197,9 @@ class PacketCounters:
     queue_max_bytes: dict[str, float]
     runs: int
     min_cut_factor: float  # the smallest k of any run (1: nothing was cut)
+    retransmitted_bytes: float = 0.0  # payload bytes the loss recovery sent again, summed over runs
+    trimmed_packets: float = 0.0  # packets a full switch cut to their headers, summed over runs
+    fec_latency_s: float = 0.0  # the FEC latency each hop adds (s; the same in every run)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -207,6 +212,9 @@ class PacketCounters:
             "queue_max_bytes": dict(self.queue_max_bytes),
             "packet_runs": self.runs,
             "min_cut_factor": self.min_cut_factor,
+            "retransmitted_bytes": round(self.retransmitted_bytes),
+            "trimmed_packets": round(self.trimmed_packets),
+            "fec_latency_s": self.fec_latency_s,
         }
 
 
@@ -214,7 +222,10 @@ class _Tally:
     """Running sums behind :class:`PacketCounters`."""
 
     def __init__(self) -> None:
-        self.sums = dict.fromkeys(("pause_s", "pause_frames", "credit_stall_s", "marked", "delivered", "drops"), 0.0)
+        names = ("pause_s", "pause_frames", "credit_stall_s", "marked", "delivered", "drops", "retransmitted",
+                 "trimmed")  # fmt: skip
+        self.sums = dict.fromkeys(names, 0.0)
+        self.fec_latency_s = 0.0
         self.hist = np.zeros((len(LINK_CLASSES), HIST_BINS))
         self.qmax = np.zeros(len(LINK_CLASSES))
         self.runs = 0
@@ -230,6 +241,9 @@ class _Tally:
         s["marked"] += run.ecn_marked * w
         s["delivered"] += run.delivered_packets * w
         s["drops"] += run.drops * w
+        s["retransmitted"] += run.retransmitted_bytes * w
+        s["trimmed"] += run.trimmed_packets * w
+        self.fec_latency_s = run.fec_latency_s  # the same params in every run
         self.hist += run.queue_hist * w
         for c in range(len(LINK_CLASSES)):
             self.qmax[c] = max(self.qmax[c], float(run.queue_max_bytes[run.link_class == c].max(initial=0.0)))
@@ -256,6 +270,9 @@ class _Tally:
             queue_max_bytes=top,
             runs=self.runs,
             min_cut_factor=self.min_k,
+            retransmitted_bytes=s["retransmitted"],
+            trimmed_packets=s["trimmed"],
+            fec_latency_s=self.fec_latency_s,
         )
 
 
