@@ -46,6 +46,7 @@ from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.packet.model import PacketNetwork, PacketRun, _sample_rows
 from fabricsim.network.packet.params import RunOptions, parse_cc, parse_lossless
 from fabricsim.network.packet.summary import LINK_CLASSES, queue_percentile
+from fabricsim.network.phase import transport_name
 from fabricsim.specs.inputs import SEED_LIMIT
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table
@@ -262,8 +263,8 @@ def _sample_dt(flows: FlowSet, topo: Topology, target_dt_s: float) -> float:
 
 
 def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> dict[str, object]:
-    """Pause, ECN, queue and drop figures over the whole collective (each run weighted by the steps
-    it stands for; queue maxima are maxima over steps)."""
+    """Pause, ECN, queue, drop and loss-recovery figures over the whole collective (each run weighted
+    by the steps it stands for; queue maxima are maxima over steps; the FEC latency is per hop)."""
     pause_s = sum(float(r.pause_s.sum()) * w for r, w in runs)
     frames = sum(int(r.pause_frames.sum()) * w for r, w in runs)
     marked = sum(r.ecn_marked * w for r, w in runs)
@@ -277,6 +278,7 @@ def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> d
         top = max(float(r.queue_max_bytes[r.link_class == c].max(initial=0.0)) for r, _ in runs)
         queues[name] = {"p99": queue_percentile(hist[c], bin_bytes, 0.99, top), "max": top}  # as summary.queue_bytes
     return {
+        "transport": transport_name(parse_cc(cc), parse_lossless(lossless)),
         "cc": cc,
         "lossless": lossless,
         "pause_s": pause_s,
@@ -284,6 +286,9 @@ def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> d
         "ecn_marked_fraction": marked / max(delivered, 1),
         "queue_bytes": queues,
         "drops": sum(r.drops * w for r, w in runs),
+        "retransmitted_bytes": sum(r.retransmitted_bytes * w for r, w in runs),
+        "trimmed_packets": sum(r.trimmed_packets * w for r, w in runs),
+        "fec_latency_s": runs[0][0].fec_latency_s,  # the same params in every run
         "delivered_bytes": sum(float(r.delivered_bytes.sum()) * w for r, w in runs),
         "offered_bytes": sum(float(r.flows.size_bytes.sum()) * w for r, w in runs),
     }

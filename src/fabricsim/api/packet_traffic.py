@@ -31,6 +31,7 @@ from fabricsim.network.packet.params import (
 )
 from fabricsim.network.packet.summary import summarize
 from fabricsim.network.patterns import flow_count, host_throughput_fraction, parse_pattern, pattern_flows
+from fabricsim.network.phase import transport_name
 from fabricsim.specs.inputs import SEED_LIMIT
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table
@@ -203,7 +204,7 @@ def packet_traffic(spec: PacketTrafficSpec) -> PacketTraffic:
     fraction = host_throughput_fraction(flows, run.finish_s, topo.line_rate_Bps)
     healthy = PacketNetwork(route_table(topo), policy, params, opts).simulate(flows) if failures else None
     busy = run.link_tx_bytes / (failed.capacity_Bps * max(run.end_s, 1e-30))
-    packet = {"cc": cc.value, "lossless": lossless.value, **summarize(run)}
+    packet = {"transport": transport_name(cc, lossless), "cc": cc.value, "lossless": lossless.value, **summarize(run)}
     result = TrafficResult(
         pattern=pattern,
         topology=spec.topology,

@@ -181,6 +181,17 @@ def named_transport(name: str) -> Transport:
     return Transport("uet", Lossless.NONE, CongestionControl.NSCC, Routing.SPRAY, _UET_SOURCES, params)
 
 
+def transport_name(cc: CongestionControl, lossless: Lossless) -> str:
+    """The family (``roce``, ``infiniband``, ``uet``) whose sender CC and lossless mode ``cc`` and
+    ``lossless`` are, as :func:`named_transport` sets them, or ``custom`` for a pair none of them runs
+    (e.g. ``--cc none --lossless pfc``). Routing and parameters are reported on their own."""
+    for kind in TransportName:
+        transport = named_transport(kind.value)
+        if (transport.cc, transport.lossless) == (cc, lossless):
+            return transport.name
+    return "custom"
+
+
 # --- counters ---------------------------------------------------------------------------------
 
 

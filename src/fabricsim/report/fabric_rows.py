@@ -24,6 +24,9 @@ def network_rows(network: dict[str, Any]) -> list[tuple[str, str]]:
         paused = f"{format_seconds(network['pause_s'])} paused ({network['pause_frames']} frames)"
         marked = f"{network['ecn_marked_fraction']:.2%} ECN-marked"
         rows.append(("PFC / ECN / drops", f"{paused}, {marked}, {network['drops']} drops"))
+        if network.get("retransmitted_bytes") or network.get("trimmed_packets"):
+            resent = f"{format_size(network['retransmitted_bytes'])} resent, {network['trimmed_packets']:,} trimmed"
+            rows.append(("loss recovery", resent))
     runs = f"{network['mixes_timed']} ({network['network_runs']} network runs, {network['rounds']} rounds)"
     rows.append(("mixes timed", runs))
     return rows

@@ -501,6 +501,9 @@ def _serve_network_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         background = f", background {network['background']}" if network.get("background") else ""
         rows.append(("fabric", f"{network['fidelity']} on {network['topology']} ({network['transport']}, "
                                f"{network['routing']}, {network['placement']} placement{background})"))
+        if network.get("retransmitted_bytes") or network.get("trimmed_packets"):
+            rows.append(("loss recovery", f"{format_bytes(network['retransmitted_bytes'])} resent, "
+                                          f"{network['trimmed_packets']:,} trimmed"))  # fmt: skip
     return rows
 
 
@@ -604,14 +607,31 @@ def _packet_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         f"{k} p99 {format_bytes(v['p99'])} max {format_bytes(v['max'])}" for k, v in result["queue_bytes"].items()
     )
     return [
-        ("transport", f"cc {result['cc']}, lossless {result['lossless']}"),
+        ("transport", _transport(result)),
         ("FCT p50 / p99 / max", " / ".join(format_seconds(fct[k]) for k in ("p50", "p99", "max"))),
         ("slowdown p50 / p99", f"{slow['p50']:.2f} / {slow['p99']:.2f}"),
         ("PFC pause", f"{format_seconds(result['pause_s'])} in {result['pause_frames']} frames ({senders} to senders)"),
         ("ECN marked", f"{result['ecn_marked_fraction']:.3f} of packets"),
         ("queues", queues or "none"),
         ("drops", str(result["drops"])),
+        *_loss_rows(result),
     ]
+
+
+def _transport(result: dict[str, Any]) -> str:
+    """The transport row of a packet run: its family (results written before it was named: none)."""
+    named = f"{result['transport']}: " if "transport" in result else ""
+    return f"{named}cc {result['cc']}, lossless {result['lossless']}"
+
+
+def _loss_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """Resent bytes and trimmed packets of a packet run, when there were any."""
+    rows = []
+    if result.get("retransmitted_bytes"):
+        rows.append(("resent", format_bytes(result["retransmitted_bytes"])))
+    if result.get("trimmed_packets"):
+        rows.append(("trimmed packets", f"{result['trimmed_packets']:,.0f}"))
+    return rows
 
 
 def _failure_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -646,10 +666,11 @@ def network_collective_table(result: dict[str, Any]) -> Table:
         flow = f"{format_seconds(result['flow_time_s'])} (packet / flow {result['packet_over_flow']:.3f})"
         rows += [
             ("flow-fidelity time", flow),
-            ("transport", f"cc {result['cc']}, lossless {result['lossless']}"),
+            ("transport", _transport(result)),
             ("PFC pause", f"{format_seconds(result['pause_s'])} in {result['pause_frames']} frames"),
             ("ECN marked", f"{result['ecn_marked_fraction']:.3f} of packets"),
             ("queues", queues or "none"),
             ("drops", str(result["drops"])),
+            *_loss_rows(result),
         ]
     return key_value_table(f"{result['op']} on {result['gpus']} GPUs", rows)
