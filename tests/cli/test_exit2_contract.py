@@ -108,6 +108,8 @@ NEEDS_PACKET = {"cc", "lossless", "cc_param", "buffer", "load", "duration", "tra
 """traffic options read only at packet fidelity: their bad values are tried with ``--fidelity packet``."""
 COLLECTIVE_NETWORK = NEEDS_PACKET | {"topology", "routing", "seed"}
 """collective options read only at flow or packet fidelity: their bad values are tried with ``--fidelity packet``."""
+FABRIC_PACKET = {"transport", "ber"}
+"""train/infer/serve options read only at packet fidelity: their bad values are tried with ``--fidelity packet``."""
 
 # ---------------------------------------------------------------------------------------------
 # Per command: a small valid invocation (parameter name -> value; a list for a variadic argument;
@@ -154,7 +156,8 @@ SWITCHES = {name: "an on/off flag pair: takes no value" for name in (
     "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "grad_reduce_in_fp32")}
 VARIABILITY = {"fidelity": "enum", "trace": "output", "seeds": "count", "straggler": "straggler",
                "jitter": "non_negative", "link_jitter": "non_negative", "seed": "natural",
-               "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background"}
+               "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background",
+               "transport": "enum", "ber": "ber"}
 INFER_LAYOUT = {"tp": "count", "pp": "count", "ep": "count", "dtype": "enum", "kv_dtype": "enum"}
 KINDS: dict[str, dict[str, str]] = {
     "calibrate nccl-tests": {"logs": "input", "system": "catalog", "out": "output", "op": "enum"},
@@ -192,7 +195,8 @@ KINDS: dict[str, dict[str, str]] = {
               "disaggregate": "ratio", "seed": "natural", "token_budget": "count", "max_batch": "count",
               "admission": "enum", "slo_ttft": "duration", "slo_tpot": "duration", "fidelity": "enum",
               "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background",
-              "link_jitter": "non_negative", "arrival": "arrival", "kv_pool": "catalog", "pool_sharing": "count",
+              "transport": "enum", "ber": "ber", "link_jitter": "non_negative", "arrival": "arrival",
+              "kv_pool": "catalog", "pool_sharing": "count",
               "scheduler": "enum", "router": "enum", "shared_prefix": "fraction", "speculative": "count",
               "acceptance": "fraction"},
     "sweep": {"spec": "input", "db": "output", "executor": "enum", "workers": "count", "export": "output"},
@@ -429,6 +433,8 @@ def test_bad_value_exits_2_with_one_line(command: str, param: str, arena: dict[s
         if command == "traffic" and param in NEEDS_PACKET:
             values["fidelity"] = "packet"
         if command == "collective" and param in COLLECTIVE_NETWORK:
+            values["fidelity"] = "packet"
+        if command in ("train", "infer", "serve") and param in FABRIC_PACKET:
             values["fidelity"] = "packet"
         values[param] = [bad] if isinstance(values.get(param), list) else bad
         argv = argv_of(command, values, arena)
