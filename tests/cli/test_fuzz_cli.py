@@ -56,6 +56,8 @@ CC_PARAMS = [f"{name}={value}" for name in sorted(RULES)
              for value in ("nan", "-1", "0", "1e-9", "0.5", "1", "1.5", "2", "64", "4096", "1e400", "1e300")]
 # packet-fidelity words and buffer sizes, valid and not (issue 26: --buffer with credits was ignored)
 PACKET_WORDS = ["pfc", "credit", "none", "dcqcn", "hpcc", "PFC", " credit", "ib", "uet", "roce"]
+# bit-error rates, valid ([0, 1e-5]) and not (issue 26: --ber on train/infer/serve at packet fidelity)
+BERS = ["0", "1e-12", "1e-9", "1e-6", "1e-5", "1.1e-5", "-1e-9", "-0", "nan", "inf", "1", "1e400", "x", ""]
 BUFFERS = ["2MB", "64KiB", "4096", "4095", "1", "0", "-1", "nan", "1e400", "1PiB", "2PiB", "16MB", "x"]
 
 
@@ -83,6 +85,9 @@ BASES: dict[str, list[str]] = {
                    "--global-batch", "16", "--seq-len", "1024", "--tp", "8", "--top", "2"],
     "plan-infer": ["plan", "infer", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8",
                    "--input-len", "128", "--output-len", "16", "--tp", "8", "--top", "2"],
+    # --fidelity packet inside one node (tp 8 on a DGX): the transport and BER checks, then a cheap run
+    "train-packet": ["train", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8", "--global-batch", "16",
+                     "--seq-len", "1024", "--tp", "8", "--fidelity", "packet"],
     "goodput": ["goodput", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "64", "--global-batch", "64",
                 "--seq-len", "2048", "--tp", "8", "--days", "1", "--seed", "1"],
 }
@@ -92,14 +97,16 @@ OPTIONS: dict[str, dict[str, str]] = {
               "--cp": "n", "--ep": "n", "--vpp": "n", "--micro-batch": "n", "--zero": "n", "--recompute": "w",
               "--dtype": "w", "--fidelity": "w", "--trace": "p", "--seeds": "n", "--straggler": "w",
               "--jitter": "n", "--seed": "n", "--model": "p", "--system": "p", "--html": "p",
-              "--pipeline-layout": "w", "--recompute-modules": "w", "--cross-entropy": "w", "--mtp-layers": "n"},
+              "--pipeline-layout": "w", "--recompute-modules": "w", "--cross-entropy": "w", "--mtp-layers": "n",
+              "--transport": "k", "--ber": "r"},
     "infer": {"--gpus": "n", "--tp": "n", "--pp": "n", "--ep": "n", "--batch": "w", "--input-len": "n",
               "--output-len": "n", "--dtype": "w", "--kv-dtype": "w", "--kv-spill-capacity": "w", "--trace": "p",
-              "--fidelity": "w", "--seed": "n", "--model": "p"},
+              "--fidelity": "w", "--seed": "n", "--model": "p", "--transport": "k", "--ber": "r"},
     "serve": {"--gpus": "n", "--arrival-rate": "n", "--requests": "n", "--input-len": "w", "--output-len": "w",
               "--seed": "n", "--slo-ttft": "w", "--slo-tpot": "w", "--token-budget": "n", "--max-batch": "n",
               "--disaggregate": "w", "--admission": "w", "--request-trace": "p", "--trace": "p",
-              "--scheduler": "w", "--router": "w", "--shared-prefix": "n", "--speculative": "n", "--acceptance": "n"},
+              "--scheduler": "w", "--router": "w", "--shared-prefix": "n", "--speculative": "n", "--acceptance": "n",
+              "--transport": "k", "--ber": "r"},
     "traffic": {"--topology": "t", "--seed": "n", "--size": "n", "--hosts": "n", "--fail-links": "n",
                 "--fail-fraction": "n", "--routing": "w"},
     "collective": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--system": "p", "--html": "p"},
@@ -113,6 +120,7 @@ OPTIONS: dict[str, dict[str, str]] = {
                    "--pipeline-layout": "w", "--recompute-modules": "w"},
     "plan-infer": {"--gpus": "n", "--input-len": "n", "--output-len": "n", "--top": "n", "--tp": "w",
                    "--slo-ttft": "w", "--slo-tpot": "w", "--arrival-rate": "n", "--seed": "n", "--requests": "n"},
+    "train-packet": {"--transport": "k", "--ber": "r", "--seed": "n", "--placement": "w", "--nic": "w"},
     "goodput": {"--days": "n", "--seed": "n", "--runs": "n", "--gpus": "n", "--tp": "n", "--pp": "n",
                 "--pfs-bandwidth": "w", "--checkpoint-interval": "w", "--checkpoint-target": "w",
                 "--link-failures": "w", "--restart": "w", "--failure-rates": "p", "--model": "p"},
@@ -143,7 +151,7 @@ def _snapshot(folder: Path) -> set[str]:
 
 def _pool(kind: str, root: Path) -> st.SearchStrategy[str]:
     pools = {"n": NUMBERS, "w": WORDS, "t": TOPOLOGIES, "p": _paths(root), "c": CC_PARAMS + WORDS,
-             "k": PACKET_WORDS, "b": BUFFERS}
+             "k": PACKET_WORDS, "b": BUFFERS, "r": BERS}
     return st.sampled_from(pools[kind]) | st.text(max_size=12).filter(lambda s: not s.startswith("-"))
 
 
@@ -203,7 +211,8 @@ def test_fuzz_fast_commands(command: str, fuzz_env: Path, capsys: pytest.Capture
 
 
 @pytest.mark.parametrize(
-    "command", ["serve", "traffic", "traffic-packet", "collective-net", "plan-train", "plan-infer", "goodput"]
+    "command",
+    ["serve", "traffic", "traffic-packet", "collective-net", "plan-train", "plan-infer", "train-packet", "goodput"],
 )
 def test_fuzz_search_commands(command: str, fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     @SLOW
