@@ -102,3 +102,12 @@ def test_the_shipped_example_is_a_valid_spec(parsers):
         ("pretrain-a", "train", 448, "spread"), ("pretrain-b", "train", 448, "spread"),
         ("storage", "traffic", 64, "packed")]
     assert (parsed.routing, parsed.fidelity, parsed.system) == ("ecmp", "flow", "dgx-h100")
+
+
+def test_transport_and_ber_at_packet_fidelity_and_refused_below_it(parsers):
+    """issue 26 item 7: ``transport``/``ber`` keys set the packet network's transport; flow refuses them."""
+    parsed = parse_spec(spec(job("noise", TRAFFIC), fidelity="packet", transport="uet", ber=1.0e-9), parsers)
+    assert (parsed.transport, parsed.ber) == ("uet", "1e-09")
+    assert parse_spec(spec(job("noise", TRAFFIC)), parsers).transport is None
+    assert "transport: sets the packet network's transport" in refusal(spec(job("a"), transport="uet"), parsers)
+    assert "ber: sets the packet network's transport" in refusal(spec(job("a"), ber="1e-9"), parsers)

@@ -103,8 +103,9 @@ def _rig(spec: ClusterSpec, built: ClusterFabric) -> ClusterRig:
     """The engine's fabric for the spec and the entry points run_cluster calls (see
     :class:`fabricsim.cluster.run.ClusterRig`), built as ``api.fabric.build_fabric`` builds a
     single job's: flow fidelity routes with the spec's routing, packet fidelity with the NIC's
-    transport (RoCE when the fabric has no system), the background over every endpoint."""
-    from fabricsim.api.fabric import fabric_job, fabric_on
+    transport (RoCE when the fabric has no system) or the spec's ``transport``/``ber``, the background
+    over every endpoint."""
+    from fabricsim.api.fabric import FabricOptions, fabric_job, fabric_on, packet_transport
     from fabricsim.engine import fabric_loop
     from fabricsim.topology.placement import place
 
@@ -113,7 +114,8 @@ def _rig(spec: ClusterSpec, built: ClusterFabric) -> ClusterRig:
     if system is not None:
         line_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
     nic_kind = system.scale_out.nic.kind if system is not None else "roce"
-    fabric, _, _ = fabric_on(topology, nic_kind, spec.fidelity, spec.routing, (spec.background, line_Bps))
+    transport = packet_transport(nic_kind, FabricOptions(transport=spec.transport, ber=spec.ber))
+    fabric, _, _ = fabric_on(topology, nic_kind, spec.fidelity, spec.routing, (spec.background, line_Bps), 0, transport)
     if system is not None:
         fabric = dataclasses.replace(fabric, domain_gpus=system.scale_up.domain_gpus)
     return ClusterRig(topology, built.gpus_per_node, fabric, place, fabric_job, fabric_loop.simulate_jobs)

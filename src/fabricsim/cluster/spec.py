@@ -6,6 +6,8 @@
     routing: ecmp            # ecmp | spray | adaptive (default ecmp)
     fidelity: flow           # flow | packet (default flow)
     background: permutation:0.3   # optional: another tenant's traffic, PATTERN:LOAD
+    transport: uet           # optional, packet only: roce | ib | uet (default the NIC's)
+    ber: 1.0e-9              # optional, packet only: post-FEC bit-error rate of every link
     jobs:
       - name: pretrain
         command: train --model gpt3-175b --system dgx-h100 --gpus 512 --tp 8 --pp 8 --global-batch 512 --seq-len 2048
@@ -46,7 +48,8 @@ from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.textfile import read_yaml
 from fabricsim.topology.routing import parse_routing
 
-KEYS_HINT = "a spec has fabric, routing, fidelity, background, jobs; a job has name, command, placement"
+KEYS_HINT = ("a spec has fabric, routing, fidelity, background, transport, ber, jobs; a job has name, command, "
+             "placement")
 POLICY_WORDS = ("packed", "spread", "random")
 """Placement texts that are policies; any other text is a FILE (one endpoint index per rank)."""
 
@@ -93,6 +96,8 @@ class ClusterSpec:
     fidelity: str
     background: str | None
     jobs: tuple[JobSpec, ...]
+    transport: str | None = None  # packet only; checked where the fabric is built (api.fabric)
+    ber: str | None = None  # packet only; the rate as text, checked with the transport
 
     @property
     def system(self) -> str | None:
@@ -115,6 +120,8 @@ class _SpecDocument(BaseModel):
     routing: str = "ecmp"
     fidelity: str = "flow"
     background: str | None = None
+    transport: str | None = None
+    ber: str | float | None = None
     jobs: list[_JobDocument]
 
 
@@ -205,12 +212,17 @@ def parse_spec(data: object, parsers: JobParsers, folder: Path = Path()) -> Clus
     routing = parse_routing(document.routing).value
     fidelity = parse_choice("fidelity", document.fidelity, ClusterFidelity).value
     background = None if document.background is None else _text("background", document.background)
+    transport = None if document.transport is None else _text("transport", document.transport)
+    ber = None if document.ber is None else _text("ber", str(document.ber))
+    for key, value in (("transport", transport), ("ber", ber)):
+        if value is not None and fidelity != ClusterFidelity.PACKET:
+            raise FabricsimError(key, "sets the packet network's transport", "add fidelity: packet")
     if not document.jobs:
         raise FabricsimError("jobs", "is empty", "give at least one job: - name: ..., command: ...")
     _check_names(document.jobs)
     jobs = tuple(_job(index, job, parsers, folder) for index, job in enumerate(document.jobs))
     _check_system(jobs)
-    return ClusterSpec(fabric, routing, fidelity, background, jobs)
+    return ClusterSpec(fabric, routing, fidelity, background, jobs, transport, ber)
 
 
 def load_spec(path: str | Path, parsers: JobParsers) -> ClusterSpec:
