@@ -8,14 +8,16 @@ import pytest
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import FlowSet, make_flows
 from fabricsim.network.packet.model import PacketNetwork
-from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions
+from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions, fec_latency_s
 from fabricsim.network.phase import (
     MAX_BACKGROUND_FANOUT,
     BackgroundPattern,
     PacketPhaseNetwork,
     background_flows,
+    named_transport,
     parse_background,
     transport_for,
+    transport_name,
 )
 from fabricsim.specs.fabric import LinkKind
 from fabricsim.topology.builders import LinkParams, leaf_spine
@@ -155,10 +157,35 @@ def test_counters_have_every_key_and_accumulate(table):
     net.run(flows)
     twice = net.counters()
     keys = {"pause_s", "pause_frames", "credit_stall_s", "ecn_marked_fraction", "drops", "queue_p99_bytes",
-            "queue_max_bytes", "packet_runs", "min_cut_factor"}  # fmt: skip
+            "queue_max_bytes", "packet_runs", "min_cut_factor", "retransmitted_bytes", "trimmed_packets",
+            "fec_latency_s"}  # fmt: skip
     assert set(twice.to_json()) == keys
     assert twice.runs == 2 and twice.pause_s == pytest.approx(2 * once.pause_s) and once.pause_s > 0
     assert set(twice.queue_p99_bytes) <= {"switch_to_host", "switch_to_switch"} and twice.queue_p99_bytes
+
+
+def test_loss_recovery_counters_add_up_over_runs_and_report_the_fec_latency(table):
+    """Bit errors on a UET phase: resent bytes counted once per run; the FEC latency per hop as set."""
+    uet = named_transport("uet")
+    lossy = replace(uet, params=replace(uet.params, ber=1e-6, fec_lane_gbps=100.0))
+    net = PacketPhaseNetwork(table, lossy)
+    flows = _cross_leaf(1e6)
+    net.run(flows)
+    once = net.counters()
+    net.run(flows)
+    twice = net.counters()
+    assert once.retransmitted_bytes > 0 and twice.retransmitted_bytes == pytest.approx(2 * once.retransmitted_bytes)
+    assert twice.fec_latency_s == fec_latency_s(lossy.params) > 0
+    clean = PacketPhaseNetwork(table, uet)
+    clean.run(flows)
+    assert clean.counters().retransmitted_bytes == 0 and clean.counters().fec_latency_s == 0
+
+
+def test_transport_name_is_the_family_of_the_cc_and_lossless_pair():
+    for name in ("roce", "ib", "uet"):
+        chosen = named_transport(name)
+        assert transport_name(chosen.cc, chosen.lossless) == chosen.name
+    assert transport_name(CongestionControl.NONE, Lossless.PFC) == "custom"
 
 
 # --- background patterns ------------------------------------------------------------------------
