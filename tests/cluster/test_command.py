@@ -97,6 +97,8 @@ def test_bad_commands_are_one_line_naming_the_field(text, words):
         ("--topology fat-tree:k=4", "the spec's fabric"),
         ("--placement spread", "placement: key"),
         ("--background permutation:0.5", "the spec's background"),
+        ("--transport uet", "the spec's transport"),
+        ("--ber 1e-9", "the spec's ber"),
         ("--seeds 4", "no variability"),
         ("--seed 4", "no variability"),
         ("--jitter 0.1", "no variability"),
