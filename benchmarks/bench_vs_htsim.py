@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,22 +39,25 @@ PERM_HOSTS = 128  # k=8 fat-tree: k^3/4 hosts
 PERM_BYTES = 4e6
 INCAST_BYTES = 1e6
 INCASTS = (8, 16, 64, 255)
-ECMP_SEEDS = (1, 2, 3, 4, 5)
+ECMP_SEEDS = tuple(range(1, 11))  # draws of the ECMP permutation (htsim's own runs also vary: see the yaml)
 MTU_BYTES = 4096  # fabricsim's default MTU (packet/params.py); htsim is given the same with -mtu
 LINE_MBPS = 400_000  # htsim's -linkspeed is in Mb/s
 HOP_US = 1.0
 # htsim EQDS window: fabricsim's NSCC cap is 1.5 BDP (packet/params.py), so htsim is given the same
 # in packets (its default, 50 packets, is sized for 100 Gb/s and would cap a 400 Gb/s flow).
 WINDOW_BDP = 1.5
+# htsim main_roce.cpp's defaults: pause an ingress at 15 packets queued, resume at 12.
+HTSIM_PFC_XOFF_PKTS, HTSIM_PFC_XON_PKTS = 15, 12
 HTSIM_MAX_PORTS = 96  # fat_tree_topology.cpp asserts addPort(...) < 96 for a switch
 LEAF_SPINE_RADIX = 16  # 16 leaves x 16 hosts = 256 hosts, 16 spines: the 255 -> 1 incast
 END_US = 60_000  # htsim's end of simulation: well past the slowest scenario (255 MB into one host)
 
 # The 14-scenario suite timed by --time-suite (defined here: no earlier list exists in the repository):
 # the permutation under RoCE/ECMP over 5 draws and under UET/EQDS once, and the 4 incasts under both.
-SUITE = [("perm", 0, "roce", s) for s in ECMP_SEEDS] + [("perm", 0, "uet", 1)]
+SUITE = [("perm", 0, "roce", s) for s in ECMP_SEEDS[:5]] + [("perm", 0, "uet", 1)]
 SUITE += [("incast", n, t, 0) for n in INCASTS for t in ("roce", "uet")]
 
+ROCE_VARIANTS = ("roce", "roce-nocc", "roce-nocc-pfc")
 _FINISHED = re.compile(r"Flow (?:Roce|Eqds)_(\d+)_(\d+) .*?finished at ([0-9.eE+-]+)")
 
 
@@ -87,13 +90,27 @@ def _result(flows, finish_s: np.ndarray, line_Bps: float) -> Result:
 
 
 def run_fabricsim(kind: str, n: int, transport: str, seed: int) -> Result:
-    """The scenario in fabricsim, exactly as bench_transports.py builds it."""
-    from bench_transports import LINK, _run
+    """The scenario in fabricsim, built as bench_transports.py builds it. ``roce-nocc`` is RoCE with
+    DCQCN off (PFC + ECMP at line rate): the mechanism of htsim's RoCE source; ``roce-nocc-pfc``
+    also takes htsim's PFC thresholds (HTSIM_PFC_XOFF_PKTS, HTSIM_PFC_XON_PKTS) for fabricsim's
+    dynamic shared-buffer threshold."""
+    from bench_transports import LINK
+    from fabricsim.network.packet.model import PacketNetwork
+    from fabricsim.network.packet.params import CongestionControl, RunOptions
+    from fabricsim.network.phase import named_transport
     from fabricsim.topology.builders import fat_tree, nvswitch_domain
+    from fabricsim.topology.routing import route_table
 
     topo = fat_tree(8, LINK) if kind == "perm" else nvswitch_domain(n + 1, LINK, reduction=False, name="switch")
     flows = _flows(kind, n)
-    run, _ = _run(topo, flows, transport, {}, seed=seed)
+    chosen = named_transport(transport.split("-")[0])
+    cc = CongestionControl.NONE if "-nocc" in transport else chosen.cc
+    params = chosen.params
+    if transport.endswith("-pfc"):  # pfc_resume_bytes is the gap below Xoff at which the pause ends
+        gap = (HTSIM_PFC_XOFF_PKTS - HTSIM_PFC_XON_PKTS) * MTU_BYTES
+        params = replace(params, pfc_xoff_bytes=HTSIM_PFC_XOFF_PKTS * MTU_BYTES, pfc_resume_bytes=gap)
+    opts = RunOptions(cc, chosen.lossless, topo.line_rate_Bps, 0.0, seed)
+    run = PacketNetwork(route_table(topo), chosen.routing, params, opts).simulate(flows)
     return _result(flows, np.asarray(run.finish_s), topo.line_rate_Bps)
 
 
@@ -168,30 +185,34 @@ def _err(ours: float, ref: float) -> str:
 
 
 def _line(label: str, ours: Result, ref: Result) -> None:
-    print(f"{label:<30} fabricsim thr {ours.throughput:5.3f} last {ours.last_fct_s * 1e6:8.1f} us | "
+    print(f"{label:<32} fabricsim thr {ours.throughput:5.3f} last {ours.last_fct_s * 1e6:8.1f} us | "
           f"htsim thr {ref.throughput:5.3f} last {ref.last_fct_s * 1e6:8.1f} us | "
           f"err thr {_err(ours.throughput, ref.throughput)} last {_err(ours.last_fct_s, ref.last_fct_s)}")  # fmt: skip
 
 
+def _mean(results: list[Result]) -> Result:
+    return Result(float(np.mean([r.throughput for r in results])), float(np.mean([r.last_fct_s for r in results])))
+
+
 def compare(bin_dir: Path, work: Path) -> None:
-    """Every scenario on both sides, with the errors; the ECMP permutation also as a mean over draws."""
-    ours_draws, ref_draws = [], []
+    """Every scenario on both sides, with the errors; the ECMP permutation also as a mean over draws.
+    RoCE is shown in ROCE_VARIANTS on the fabricsim side (see run_fabricsim)."""
+    draws: dict[str, list[Result]] = {t: [] for t in (*ROCE_VARIANTS, "htsim")}
     for seed in ECMP_SEEDS:
-        ours = run_fabricsim("perm", 0, "roce", seed)
-        ref = run_htsim(htsim_command(bin_dir, work, "perm", 0, "roce", seed), "perm", 0)
-        ours_draws.append(ours)
-        ref_draws.append(ref)
-        _line(f"k=8 perm 4MB roce seed {seed}", ours, ref)
-    mean = [Result(float(np.mean([r.throughput for r in d])), float(np.mean([r.last_fct_s for r in d])))
-            for d in (ours_draws, ref_draws)]  # fmt: skip
-    _line(f"k=8 perm 4MB roce mean of {len(ECMP_SEEDS)}", *mean)
+        draws["htsim"].append(run_htsim(htsim_command(bin_dir, work, "perm", 0, "roce", seed), "perm", 0))
+        for transport in ROCE_VARIANTS:
+            draws[transport].append(run_fabricsim("perm", 0, transport, seed))
+            _line(f"k=8 perm 4MB {transport} seed {seed}", draws[transport][-1], draws["htsim"][-1])
+    for transport in ROCE_VARIANTS:
+        _line(f"k=8 perm 4MB {transport} mean/{len(ECMP_SEEDS)}", _mean(draws[transport]), _mean(draws["htsim"]))
     _line("k=8 perm 4MB uet vs eqds", run_fabricsim("perm", 0, "uet", 1),
           run_htsim(htsim_command(bin_dir, work, "perm", 0, "uet", 1), "perm", 0))  # fmt: skip
     for n in INCASTS:
-        for transport in ("roce", "uet"):
-            ours = run_fabricsim("incast", n, transport, 0)
-            ref = run_htsim(htsim_command(bin_dir, work, "incast", n, transport, 0), "incast", n)
-            _line(f"{n}->1 incast 1MB {transport}{' vs eqds' if transport == 'uet' else ''}", ours, ref)
+        roce = run_htsim(htsim_command(bin_dir, work, "incast", n, "roce", 0), "incast", n)
+        for transport in ROCE_VARIANTS:
+            _line(f"{n}->1 incast 1MB {transport}", run_fabricsim("incast", n, transport, 0), roce)
+        eqds = run_htsim(htsim_command(bin_dir, work, "incast", n, "uet", 0), "incast", n)
+        _line(f"{n}->1 incast 1MB uet vs eqds", run_fabricsim("incast", n, "uet", 0), eqds)
 
 
 def _children_cpu() -> float:
