@@ -10,7 +10,9 @@ switch, 400 Gb/s, 1 us links. Pairs compared:
 
 * fabricsim ``roce`` (PFC + DCQCN + ECMP) vs ``htsim_roce -strat ecmp_host`` (PFC, lossless
   input queues, ECMP; htsim's RoCE source sends at line rate: it has no DCQCN). The permutation is
-  run over ``ECMP_SEEDS`` draws on both sides (fabricsim: the ECMP seed; htsim: ``-seed``).
+  run over ``ECMP_SEEDS`` draws on both sides (fabricsim: the ECMP seed; htsim: ``-seed``, though
+  htsim_roce reseeds from the wall clock in RoceSrc's constructor, so its draws are the clock's).
+  Only the means over draws compare; the per-seed rows pair two different hashes.
 * fabricsim ``uet`` (spraying over 256 entropies, trimming, NSCC, selective repeat) vs
   ``htsim_eqds`` (EQDS: receiver-driven pull, trimming, spraying over ``-paths 256`` entropies).
   htsim at this commit has no UEC/NSCC code, so EQDS is the closest UEC reference.
