@@ -170,7 +170,8 @@ def htsim_command(bin_dir: Path, work: Path, kind: str, n: int, transport: str, 
 
 def run_htsim(cmd: list[str], kind: str, n: int) -> Result:
     """Run htsim and read each flow's finish time from its 'Flow ... finished at T' lines (us)."""
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    work = Path(cmd[cmd.index("-o") + 1]).parent  # htsim writes idmap.txt into its working directory
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=work).stdout
     done = {(int(s), int(d)): float(t) * 1e-6 for s, d, t in _FINISHED.findall(out)}
     flows = _flows(kind, n)
     finish = np.array([done.get((int(s), int(d)), np.nan) for s, d in zip(flows.src, flows.dst, strict=True)])
@@ -228,7 +229,7 @@ def time_suite(bin_dir: Path, work: Path) -> None:
     cmds = [htsim_command(bin_dir, work, k, n, t, s) for k, n, t, s in SUITE]
     cpu, wall = _children_cpu(), time.perf_counter()
     for cmd in cmds:
-        subprocess.run(cmd, capture_output=True, check=True)
+        subprocess.run(cmd, capture_output=True, check=True, cwd=work)
     h_cpu, h_wall = _children_cpu() - cpu, time.perf_counter() - wall
     cpu, wall = _children_cpu(), time.perf_counter()
     subprocess.run([sys.executable, __file__, "--fabricsim-suite"], check=True)
