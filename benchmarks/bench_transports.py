@@ -5,7 +5,7 @@ flows and N -> 1 incasts of 1 MB (N = 8, 16, 64), under RoCE (PFC, DCQCN, ECMP, 
 InfiniBand (credits, adaptive routing as spraying) and Ultra Ethernet (lossy with trimming, NSCC,
 256 entropies, selective repeat; with and without receiver credits). Prints the mean throughput
 fraction, last FCT, drops, trimmed packets and resent bytes of each, and the run's speed. A UEC
-reference (htsim's EQDS/UEC) is not run here: build it separately to compare.
+reference (htsim's EQDS) is not run here: bench_vs_htsim.py runs htsim beside fabricsim.
 """
 
 from __future__ import annotations
