@@ -34,11 +34,9 @@ from fabricsim import catalog
 from fabricsim.api.communication import message_size
 from fabricsim.api.packet_traffic import MAX_PACKETS, packet_params
 from fabricsim.api.topologies import build_topology
-from fabricsim.collectives.mesh import MESH_OPS
-from fabricsim.collectives.ops import Algorithm, CollectiveOp, bus_factor, parse_algorithm, parse_op
+from fabricsim.collectives.ops import SWITCHLESS_OPS, Algorithm, CollectiveOp, bus_factor, parse_algorithm, parse_op
 from fabricsim.collectives.placement import torus_rings
 from fabricsim.collectives.schedules import ScheduleRequest, Step, schedule_on
-from fabricsim.collectives.torus import TORUS_OPS
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
 from fabricsim.network.base import FlowSet, make_flows
@@ -205,11 +203,11 @@ def _algorithm(spec: NetworkCollectiveSpec, op: CollectiveOp) -> tuple[Algorithm
     algo = parse_algorithm(spec.algorithm)
     if algo is not Algorithm.AUTO:
         return algo, "given"
-    if spec.topology is None and op in MESH_OPS:
+    if spec.topology is None and op in SWITCHLESS_OPS:
         up = catalog.load_system(spec.system).scale_up
         if up.full_mesh and spec.gpus <= up.domain_gpus:
             return Algorithm.MESH, "auto"
-    if spec.topology is None and op in TORUS_OPS and _torus_rings(spec):
+    if spec.topology is None and op in SWITCHLESS_OPS and _torus_rings(spec):
         return Algorithm.TORUS, "auto"
     return AUTO_ALGORITHM[op], "auto"
 

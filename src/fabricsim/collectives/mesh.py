@@ -28,17 +28,13 @@ from __future__ import annotations
 from fabricsim.collectives.algorithms import hw_latency
 from fabricsim.collectives.candidate import Candidate, Shape
 from fabricsim.collectives.nccl import NcclConstants
-from fabricsim.collectives.ops import Algorithm, CollectiveOp, Protocol
+from fabricsim.collectives.ops import SWITCHLESS_OPS, Algorithm, CollectiveOp, Protocol
 from fabricsim.collectives.placement import Group
-
-MESH_OPS = frozenset(
-    {CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL}
-)
 
 
 def unavailable_reason(op: CollectiveOp, group: Group) -> str | None:
     """Why the mesh algorithm cannot run ``op`` on ``group``, or None when it can."""
-    if op not in MESH_OPS:
+    if op not in SWITCHLESS_OPS:
         return "mesh implements all-reduce, all-gather, reduce-scatter and all-to-all only"
     if not group.mesh:
         return "the scale-up domain is not a full mesh (it has a switch)"

@@ -24,6 +24,12 @@ class CollectiveOp(StrEnum):
     SEND_RECV = "send-recv"
 
 
+SWITCHLESS_OPS = frozenset(
+    {CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL}
+)
+"""The ops the switchless scale-up algorithms (full mesh, torus) implement."""
+
+
 class Algorithm(StrEnum):
     """Collective algorithms. ``AUTO`` lets the model choose as NCCL would."""
 
