@@ -77,14 +77,16 @@ class KernelSpec(FrozenSpec):
     fp8_block (1x128 / 128x128 block scaled), mxfp8, nvfp4. ``hbm_achieved_Bps``: a streaming
     kernel's achieved HBM bandwidth. ``tensor_clock_hz``: the clock of the datasheet peak;
     ``sustained_clock_hz``: the SM clock measured at the power limit under sustained dense tensor
-    work (None: not measured, the generation default applies)."""
+    work. ``attention``, ``hbm_achieved_Bps`` and ``sustained_clock_hz`` may be None where no
+    kernel-level figure is published (e.g. a device with public GEMM figures only): the generation
+    default applies to that figure alone."""
 
     sm_count: PositiveInt
     tensor_clock_hz: PositiveFloat
     sustained_clock_hz: PositiveFloat | None = None
     gemm: dict[str, GemmBenchmark]
-    attention: AttentionBenchmark
-    hbm_achieved_Bps: PositiveFloat
+    attention: AttentionBenchmark | None = None
+    hbm_achieved_Bps: PositiveFloat | None = None
 
 
 class DeviceSpec(FrozenSpec):

@@ -47,6 +47,8 @@ def calibration_inputs(source: SpecSource) -> list[dict[str, Any]]:
             points.append({"id": f"catalog:{name}:gemm:{fmt}", "kind": "gemm", "device": name, "format": fmt,
                            "m": bench.m, "n": bench.n, "k": bench.k})
         att = kernels.attention
+        if att is None:
+            continue
         points.append({"id": f"catalog:{name}:attention", "kind": "attention", "device": name, "seq": att.seq_len,
                        "head_dim": att.head_dim, "causal": att.causal})
     return points
