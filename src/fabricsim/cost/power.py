@@ -78,9 +78,21 @@ def _server_scale(catalog: CostCatalog, load: Load) -> float:
 def cluster_power(cluster: Cluster, bom: Bom, catalog: CostCatalog, load: Load) -> PowerBreakdown:
     """Watts of ``cluster`` (counted in ``bom``) at ``load``; see the module docstring."""
     system = catalog.systems.get(cluster.system)
-    if system is None:
-        raise FabricsimError("system", f"no power data for {cluster.system}", f"known: {', '.join(catalog.systems)}")
+    if system is None:  # e.g. the AMD and Gaudi 3 nodes: no OEM publishes their rated maximum
+        raise FabricsimError(
+            "system",
+            f"no node power for {cluster.system}: the server's rated maximum (node_max_W) is not published",
+            f"add systems: {{{cluster.system}: {{node_max_W: WATTS}}}} in a --prices FILE.yaml; "
+            f"catalogued: {', '.join(catalog.systems)}",
+        )
     nic = catalog.nics.get(cluster.nic)
+    if nic is None and cluster.nics_per_node:  # an unknown adapter is not a free one
+        raise FabricsimError(
+            "nic",
+            f"no power data for {cluster.nic}",
+            f"add nics: {{{cluster.nic}: {{power_W: WATTS}}}} in a --prices FILE.yaml; "
+            f"known: {', '.join(catalog.nics)}",
+        )
     nic_W = nic.power_W if nic is not None else 0.0
     optics, nic_optics = optics_W(bom, catalog)
     gpus = cluster.gpus * cluster.gpu_tdp_W
