@@ -9,8 +9,9 @@ of a job of ``G`` GPUs and ``p`` stages owns ranks ``[sG/p, (s+1)G/p)``. A colle
 (:func:`fabricsim.collectives.schedules.bandwidth_step`: NCCL-like channel rings, all-to-all pairs,
 p2p; inside a torus domain the per-dimension bidirectional rings of
 :func:`fabricsim.collectives.torus_schedule.torus_bandwidth_step` when the analytic model chose
-the torus or ring algorithm) of every group of its shape inside that stage (the folded data-parallel copies and
-tensor-parallel members run in lock-step), pipeline sends going to the next stage.
+the torus or ring algorithm) of every group of its shape inside that stage (the folded
+data-parallel copies and tensor-parallel members run in lock-step), pipeline sends going to the
+next stage.
 
 Timing is a fixed point over the event-driven executor (:func:`fabricsim.engine.simulate.execute`):
 
