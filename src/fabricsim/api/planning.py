@@ -98,12 +98,20 @@ def plan_train(
     ``refine`` re-times the first K plans with the event-driven engine (fidelity ``simulate``); with
     ``topology``, ``placement``, ``nic`` or ``background`` (:mod:`fabricsim.api.fabric`) it re-times
     them at flow fidelity on that fabric, every collective with what else is in flight.
+    ``topology="ocs-torus:auto"`` on an OCS system (tpu-v5p, tpu7x): the job runs on its own slice
+    of whole 4x4x4 cubes; the layouts are searched on the default (most cube-like, regular) slice
+    and each plan gets the slice shape and twist its collectives run fastest on
+    (:mod:`fabricsim.planner.slice`; ``slice`` per plan, ``slice_search`` in the result).
     Constraints that leave no valid layout raise FabricsimError; when nothing fits in memory the
     result has no plans and the smallest memory need. ``on_progress(done, total)`` reports progress.
     """
     settings = {name: value for name, value in locals().items() if name in SETTINGS}  # first: the arguments
     model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
+    auto_slice, shapes = planner.is_slice_auto(topology), []
+    if auto_slice:  # the job's own OCS slice: searched on the default shape, each plan's slice chosen after
+        shapes = planner.check_slice_chips(gpus, planner.ocs_pod(system_spec), system_spec.name)
+        system_spec, topology = planner.slice_system(system_spec, planner.default_shape(shapes).dims), None
     fabric = _refine_fabric(system_spec, gpus, refine, FabricOptions(topology, placement, nic, background))
     system_spec = with_nic(system_spec, nic)
     check_cluster_can_hold(model_spec, system_spec)
@@ -118,7 +126,32 @@ def plan_train(
     start = time.perf_counter()
     search = planner.search_train(question, space, planner.PlanSettings(top, goal, choices), on_progress)
     search = planner.refine_search(question, search, refine, goal, fabric)
-    return _train_plan_result(question, search, goal, time.perf_counter() - start)
+    result = _train_plan_result(question, search, goal, time.perf_counter() - start)
+    return _with_slices(result, question, search, shapes) if auto_slice else result
+
+
+def _with_slices(
+    result: PlanResult, question: planner.TrainQuestion, search: planner.TrainSearch, shapes: list[Any]
+) -> PlanResult:
+    """``result`` with each plan's OCS slice (``slice``: shape, twist, collectives per step, the
+    runner-up and the default shape; :mod:`fabricsim.planner.slice`) and the search's ``slice_search``."""
+    from fabricsim.engine.training.simulate import TrainingCase
+
+    entries = []
+    for entry, plan in zip(result.plans, search.plans, strict=True):
+        options = question.options if question.options is not None else analytic.TrainingOptions()
+        case = TrainingCase(question.model, question.system, plan.estimate.layout, question.global_batch,
+                            question.seq_len, options)  # fmt: skip
+        pick = planner.choose_slice(case, question.system, shapes)
+        entries.append(dataclasses.replace(entry, extra=(*entry.extra, ("slice", pick.as_json()))))
+    default = planner.default_shape(shapes)
+    search_json = {
+        "default_dims": "x".join(map(str, default.dims)),
+        "candidates": len(shapes),
+        "basis": "plans ranked on the default slice (the most cube-like, regular); each plan's slice and twist "
+        "chosen by its collectives' time per step on every candidate (fabricsim.planner.slice)",
+    }
+    return dataclasses.replace(result, plans=tuple(entries), extra=(*result.extra, ("slice_search", search_json)))
 
 
 def _refine_fabric(system: SystemSpec, gpus: int, refine: int, options: FabricOptions) -> Any:

@@ -26,6 +26,12 @@ SEARCH_OFFLOAD = typer.Option(
     "system has a memory tier)",
 )
 OFFLOAD_TIERS = typer.Option(None, "--offload-tier", help="tiers to offload to: host,grace,cxl (default: all it has)")
+PLAN_TOPOLOGY = typer.Option(
+    None,
+    "--topology",
+    help="the fabric --refine re-times on (a builder string, as train's); or ocs-torus:auto on tpu-v5p/tpu7x: "
+    "the job's own OCS slice, each plan with the slice shape and twist its collectives run fastest on",
+)
 
 
 @app.command("train", no_args_is_help=True)
@@ -68,7 +74,7 @@ def train(
     recompute_modules: str | None = ts.RECOMPUTE_MODULES_OPTION,
     search_offload: bool | None = SEARCH_OFFLOAD,
     offload_tier: str | None = OFFLOAD_TIERS,
-    topology: str | None = o.TOPOLOGY,
+    topology: str | None = PLAN_TOPOLOGY,
     placement: str | None = o.PLACEMENT,
     nic: str | None = o.NIC,
     background: str | None = o.BACKGROUND,

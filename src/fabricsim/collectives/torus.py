@@ -25,17 +25,30 @@ link busy and all-reduce meets the injection bound 2(p-1)/p S / sum(B_i) exactly
 (tests/properties/test_torus_properties.py). alpha: NCCL's Simple base latency plus one hop of the
 scale-up tier per ring step (the constants the ring and the mesh use; fabricsim has no TPU or Neuron
 runtime latency figure). Scope: inside one scale-up domain; across domains the other algorithms run.
+
+:func:`lattice_all_to_all_s_per_byte` is the all-to-all bound of a whole torus, regular or
+twisted (:mod:`fabricsim.topology.ocs`), from its channel loads (Dally and Towles, "Principles and
+Practices of Interconnection Networks", 2004, ch. 3: the throughput of uniform traffic is set by
+the most loaded channel): every rank's S/p to each rank split evenly over all shortest paths. A
+torus or twisted torus is a Cayley graph (the lattice graphs of Camarero, Martinez and Beivide,
+IEEE TPDS 2015), so every link of one dimension and direction carries the same load, the sum of
+one source's loads over those links (one breadth-first pass, Brandes' path counting). On a regular
+torus this equals the bisection bound above (tests/collectives/test_torus_lattice.py).
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+
+import numpy as np
 
 from fabricsim.collectives.algorithms import hw_latency
 from fabricsim.collectives.candidate import Candidate, Shape
 from fabricsim.collectives.nccl import NcclConstants
 from fabricsim.collectives.ops import SWITCHLESS_OPS, Algorithm, CollectiveOp, Protocol
 from fabricsim.collectives.placement import Group
+from fabricsim.topology.ocs import slice_pairs
 
 
 def unavailable_reason(op: CollectiveOp, group: Group) -> str | None:
@@ -80,12 +93,48 @@ def all_to_all_s_per_byte(rings: tuple[tuple[int, float], ...]) -> float:
     return max(bisection, (p - 1) / p / sum(b for _, b in rings))
 
 
+@lru_cache(maxsize=256)
+def lattice_all_to_all_s_per_byte(dims: tuple[int, ...], twisted: bool, link_Bps: tuple[float, ...]) -> float:
+    """Seconds per byte of S (each rank's send total) of an all-to-all over the whole torus of
+    shape ``dims`` (x fastest), twisted or not, ``link_Bps[d]`` one link of dimension d per
+    direction: the most loaded link's bytes over its bandwidth (module docstring). O(p x dims)."""
+    a, b = slice_pairs(dims, twisted)
+    p, k = math.prod(dims), len(dims)
+    src, dst = np.concatenate([a, b]), np.concatenate([b, a])
+    kind = np.concatenate([2 * np.repeat(np.arange(k), p), 2 * np.repeat(np.arange(k), p) + 1])  # (dim, +/-)
+    dist = np.full(p, -1)
+    dist[0] = 0
+    paths = np.zeros(p)
+    paths[0] = 1.0
+    level = 0
+    while True:  # breadth-first from rank 0, counting shortest paths
+        out = dist[src] == level
+        fresh = out & (dist[dst] < 0)
+        if not fresh.any():
+            break
+        dist[dst[fresh]] = level + 1
+        tree = out & (dist[dst] == level + 1)
+        paths += np.bincount(dst[tree], weights=paths[src[tree]], minlength=p)
+        level += 1
+    below, per_kind = np.zeros(p), np.zeros(2 * k)
+    for depth in range(level, 0, -1):  # back up: a link's share of the destinations behind it
+        tree = (dist[src] == depth - 1) & (dist[dst] == depth)
+        share = paths[src[tree]] / paths[dst[tree]] * (1.0 + below[dst[tree]])
+        below += np.bincount(src[tree], weights=share, minlength=p)
+        per_kind += np.bincount(kind[tree], weights=share, minlength=2 * k)
+    return float(max(per_kind[c] / (p * link_Bps[c // 2]) for c in range(2 * k)))
+
+
+def step_latency_s(group: Group, nccl: NcclConstants) -> float:
+    """One ring step's latency (s) in a torus group: NCCL's Simple base latency plus one scale-up hop."""
+    base_s = nccl.base_latency_s["ring"][Protocol.SIMPLE.value]
+    return base_s + hw_latency(nccl, group.intra_hw, "ring", Protocol.SIMPLE)
+
+
 def torus(op: CollectiveOp, group: Group, nccl: NcclConstants) -> tuple[Candidate, ...]:
     """The torus form of ``op`` (module docstring) as one Simple-protocol candidate."""
     rings = group.torus_rings
-    step_s = nccl.base_latency_s["ring"][Protocol.SIMPLE.value] + hw_latency(
-        nccl, group.intra_hw, "ring", Protocol.SIMPLE
-    )
+    step_s = step_latency_s(group, nccl)
     if op is CollectiveOp.ALL_TO_ALL:  # one step per hop of the longest dimension-order route
         hops = sum(n // 2 for n, _ in rings)
         return (Candidate(Algorithm.TORUS, Protocol.SIMPLE, Shape.LINEAR, hops * step_s, all_to_all_s_per_byte(rings)),)

@@ -65,3 +65,23 @@ def torus_steps(op: CollectiveOp, sizes: tuple[int, ...], size_bytes: float) -> 
     if op is CollectiveOp.ALL_GATHER:
         return steps[::-1]
     return steps + steps[::-1]
+
+
+def torus_bandwidth_step(op: CollectiveOp, groups: np.ndarray, sizes: tuple[int, ...], size_bytes: float) -> FlowArrays:
+    """Every group (row of ``groups``: endpoint or GPU ids in rank order) running the torus
+    schedule of ``op`` (:func:`torus_steps`) as ONE step: each rank-to-neighbour flow carries the
+    bytes of all its steps, for the fabric-in-the-loop engine, which times a collective's bandwidth
+    term as one step (:func:`fabricsim.collectives.schedules.bandwidth_step`). A link then carries
+    the bytes the phases put on it in turn; with k equal rings the rotated shards load every ring
+    alike, so the one step takes the phases' summed time; with unequal rings it can be shorter
+    (the phases' slowest shard is not waited for) but never below the injection bound."""
+    groups = np.asarray(groups, dtype=np.int64)
+    steps = torus_steps(op, sizes, size_bytes)
+    src = np.concatenate([s for s, _, _ in steps])
+    dst = np.concatenate([d for _, d, _ in steps])
+    sent = np.concatenate([b for _, _, b in steps])
+    p = math.prod(sizes)
+    pair, index = np.unique(src * p + dst, return_inverse=True)
+    total = np.bincount(index, weights=sent, minlength=pair.size)
+    a, b = np.divmod(pair, p)
+    return groups[:, a].ravel(), groups[:, b].ravel(), np.tile(total, groups.shape[0])

@@ -7,8 +7,11 @@ Megatron-Core's rank order (TP innermost, then CP, EP/DP, PP outermost), so pipe
 of a job of ``G`` GPUs and ``p`` stages owns ranks ``[sG/p, (s+1)G/p)``. A collective op of stage
 ``s`` (an *item*: job, stage, payload) is the payload's one-step flows
 (:func:`fabricsim.collectives.schedules.bandwidth_step`: NCCL-like channel rings, all-to-all pairs,
-p2p) of every group of its shape inside that stage (the folded data-parallel copies and
-tensor-parallel members run in lock-step), pipeline sends going to the next stage.
+p2p; inside a torus domain the per-dimension bidirectional rings of
+:func:`fabricsim.collectives.torus_schedule.torus_bandwidth_step` when the analytic model chose
+the torus or ring algorithm) of every group of its shape inside that stage (the folded
+data-parallel copies and tensor-parallel members run in lock-step), pipeline sends going to the
+next stage.
 
 Timing is a fixed point over the event-driven executor (:func:`fabricsim.engine.simulate.execute`):
 
@@ -43,7 +46,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from fabricsim.collectives import parse_op
+from fabricsim.collectives.ops import SWITCHLESS_OPS
 from fabricsim.collectives.schedules import bandwidth_step
+from fabricsim.collectives.torus_schedule import torus_bandwidth_step
 from fabricsim.engine.simulate import SimulationResult, Timeline, comm_summary, execute
 from fabricsim.network.base import FlowSet, NetworkModel, NetworkResult
 from fabricsim.specs import SystemSpec
@@ -147,18 +152,41 @@ def chosen_algorithm(system: SystemSpec | None, payload: CommPayload) -> str:
     return str(estimate(parse_op(payload.collective), payload.size_bytes, group, Algorithm.AUTO).algorithm)
 
 
+def torus_ring_sizes(system: SystemSpec | None, payload: CommPayload) -> tuple[int, ...]:
+    """Ranks per torus ring of ``payload``'s group when it lies in one torus domain on whole
+    dimensions (:func:`fabricsim.collectives.torus.routed_on_torus`), rank order x fastest as
+    the domain numbers its GPUs; () otherwise."""
+    if system is None or payload.group_gpus < 2 or not system.scale_up.torus:
+        return ()
+    from fabricsim.collectives.placement import place_group
+    from fabricsim.collectives.torus import routed_on_torus
+
+    group = place_group(system, payload.group_gpus, payload.group_stride)
+    return tuple(n for n, _ in group.torus_rings) if routed_on_torus(group) else ()
+
+
 def item_flows(job: FabricJob, stage: int, payload: CommPayload, domain_gpus: int) -> FlowSet:
     """The flows of one item on the job's placed endpoints (see the module docstring), by the
-    algorithm the analytic model chose (a hierarchical one reduces inside the domains first)."""
+    algorithm the analytic model chose (a hierarchical one reduces inside the domains first; the
+    torus one, or a ring, inside one torus domain on whole dimensions runs the per-dimension
+    bidirectional rings)."""
     groups = job.host_of_gpu[stage_groups(job.gpus, job.stages, stage, payload)]
     if groups.size == 0:
         return FlowSet(*(np.zeros(0, dtype=t) for t in (np.int64, np.int64, float, float, np.int64)))
     domain = groups // domain_gpus
     per_domain = int(np.count_nonzero(domain[0] == domain[0, 0]))
     algorithm = chosen_algorithm(job.system, payload)
-    step = bandwidth_step(parse_op(payload.collective), groups, payload.size_bytes, per_domain, algorithm)
-    label = np.zeros(step.src.size, dtype=np.int64)
-    return FlowSet(step.src, step.dst, np.asarray(step.size_bytes, dtype=float), np.zeros(step.src.size), label)
+    op = parse_op(payload.collective)
+    # a ring on a torus group is costed by the analytic model at the rings' bandwidth both ways
+    # round (collectives/placement.py: scale_up_Bps = the rings' sum), so it runs as the torus rings
+    rings = torus_ring_sizes(job.system, payload) if algorithm in ("torus", "ring") and op in SWITCHLESS_OPS else ()
+    if rings and int(np.prod(rings)) == groups.shape[1]:
+        src, dst, sent = torus_bandwidth_step(op, groups, rings, payload.size_bytes)
+    else:
+        step = bandwidth_step(op, groups, payload.size_bytes, per_domain, algorithm)
+        src, dst, sent = step.src, step.dst, step.size_bytes
+    label = np.zeros(src.size, dtype=np.int64)
+    return FlowSet(src, dst, np.asarray(sent, dtype=float), np.zeros(src.size), label)
 
 
 def _concat(parts: Sequence[FlowSet]) -> FlowSet:

@@ -5,7 +5,8 @@ micro-batch, ZeRO stage, recomputation, sequence parallelism, dtype), prunes by 
 memory before costing, ranks by an objective and explains why the runners-up lose;
 ``refine_search`` re-times the best plans with the event-driven engine. ``search_infer`` ranks
 inference layouts (TP, PP, EP, dtypes, replicas) and batch sizes for throughput at a TPOT/TTFT SLO,
-or for latency.
+or for latency. ``choose_slice`` picks a TPU slice's shape and twist (OCS pods) for a layout's
+collectives.
 The library never prints: long searches report through an ``on_progress(done, total)`` callback.
 """
 
@@ -23,6 +24,8 @@ from fabricsim.planner.infer import (
 from fabricsim.planner.offload import check_choices as check_offload_choices
 from fabricsim.planner.offload import offload_choices
 from fabricsim.planner.refine import refine_search
+from fabricsim.planner.slice import SlicePick, check_slice_chips, choose_slice, default_shape, ocs_pod, slice_system
+from fabricsim.planner.slice import is_auto as is_slice_auto
 from fabricsim.planner.space import TrainSpace, train_space
 from fabricsim.planner.split import DEFAULT_SLO_S, SplitPlan, SplitQuestion, search_splits
 from fabricsim.planner.train import (
@@ -44,6 +47,7 @@ __all__ = [
     "InferSearch",
     "InferSpace",
     "PlanSettings",
+    "SlicePick",
     "SplitPlan",
     "SplitQuestion",
     "TrainObjective",
@@ -52,7 +56,12 @@ __all__ = [
     "TrainSearch",
     "TrainSpace",
     "check_offload_choices",
+    "check_slice_chips",
+    "choose_slice",
+    "default_shape",
     "infer_space",
+    "is_slice_auto",
+    "ocs_pod",
     "offload_choices",
     "parse_infer_objective",
     "parse_train_objective",
@@ -60,5 +69,6 @@ __all__ = [
     "search_infer",
     "search_splits",
     "search_train",
+    "slice_system",
     "train_space",
 ]

@@ -408,7 +408,29 @@ def plan_table(result: dict[str, Any]) -> Any:
         parts.insert(2, _why_table(plans))
     if result.get("serving"):
         parts.append(_serving_table(result["serving"]))
+    if "slice" in plans[0]:
+        parts.append(_slice_table(plans))
     return Group(*parts)
+
+
+def _slice_table(plans: list[dict[str, Any]]) -> Table:
+    """Each plan's OCS slice (plan --topology ocs-torus:auto): shape, twist, the collectives' time per
+    step on it, on the runner-up and on the default shape."""
+    table = Table(title="OCS slice per plan (shape x fastest: TP on x; collectives per step)", title_justify="left")
+    for column in ("#", "slice", "collectives", "runner-up", "default"):
+        table.add_column(column, justify="right" if column == "#" else "left")
+
+    def shape(pick: dict[str, Any] | None) -> str:
+        if pick is None:
+            return "-"
+        return f"{pick['dims']}{' twisted' if pick['twisted'] else ''} {format_seconds(pick['collective_s'])}"
+
+    for plan in plans:
+        pick = plan["slice"]
+        chosen = f"{pick['dims']}{' twisted' if pick['twisted'] else ''}"
+        runner_up, default = shape(pick["runner_up"]), shape(pick["default"])
+        table.add_row(str(plan["rank"]), chosen, format_seconds(pick["collective_s"]), runner_up, default)
+    return table
 
 
 def _serving_table(serving: dict[str, Any]) -> Table:
