@@ -1,5 +1,6 @@
 """MLPerf Training (v4.1, v5.0, v5.1) as cross-vendor validation: per-step time of the closed-division
-LLM submissions on the catalog's systems, NVIDIA and AMD (layer L8).
+LLM submissions (GPT-3 175B, Llama 3.1 405B and 8B pretraining, Llama 2 70B LoRA fine-tuning) on the
+catalog's systems, NVIDIA and AMD (layer L8).
 
 Rows (``data/mlperf-training.yaml``) come from the mlcommons/training_results_v4.1 / v5.0 / v5.1
 repositories: the layout, micro-batch, precision and recipe from the submission's ``config_*.sh`` (the
@@ -21,9 +22,9 @@ Besides the per-row errors the suite reports, for each vendor, its mean |error| 
 the mean |error| over the rows of every other vendor (``leave-one-vendor-out``): since nothing is
 fitted, the latter says how far a conclusion drawn from the other vendors' rows carries.
 Submissions the suite cannot predict are listed in ``skipped`` with the reason (``not_added`` in the
-data file): the Llama 2 70B LoRA fine-tuning rows (``train`` has no frozen-base / adapter-only
-training), Google's TPU GPT-3 rows (int8 training and evaluation inside the logged blocks) and the
-systems the catalog lacks.
+data file): Google's TPU GPT-3 rows (int8 training, and evaluation inside the logged blocks) and the
+systems the catalog lacks. The LoRA rows run ``train --lora-rank 16`` (frozen base, adapters on the
+attention projections, as the submissions' NeMo ``peft`` configs).
 """
 
 from __future__ import annotations
