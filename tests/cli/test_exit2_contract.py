@@ -150,7 +150,8 @@ LAYOUT_LISTS = {"tp": "count_list", "pp": "count_list", "dp": "count_list", "cp"
 MODEL_SYSTEM = {"model": "catalog", "system": "catalog", "gpus": "count"}
 SETTINGS = {  # train / plan train
     "fp8_recipe": "enum", "capacity_factor": "positive", "moe_dispatcher": "enum", "cross_entropy": "enum",
-    "mtp_layers": "natural", "pipeline_layout": "pipeline_layout", "recompute_modules": "enum_list"}
+    "mtp_layers": "natural", "pipeline_layout": "pipeline_layout", "recompute_modules": "enum_list",
+    "lora_rank": "natural"}
 SWITCHES = {name: "an on/off flag pair: takes no value" for name in (
     "flash_attention", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "a2a_overlap",
     "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "grad_reduce_in_fp32")}

@@ -31,6 +31,7 @@ DEFAULTS = {
     "grad_reduce_in_fp32": True,
     "pipeline_layout": None,
     "recompute_modules": None,
+    "lora_rank": 0,  # every weight trains (LoRA: --lora-rank R)
 }
 
 

@@ -72,6 +72,7 @@ def plan_train(
     grad_reduce_in_fp32: bool | None = None,
     pipeline_layout: str | None = None,
     recompute_modules: str | list[str] | None = None,
+    lora_rank: Depth | None = None,
     search_offload: bool | None = None,
     offload_tier: str | list[str] | None = None,
     topology: str | None = None,

@@ -59,6 +59,7 @@ def training_options(
     grad_reduce_in_fp32: bool | None = None,
     pipeline_layout: str | None = None,
     recompute_modules: str | list[str] | None = None,
+    lora_rank: int | None = None,
     free: bool | None = None,
 ) -> TrainingOptions:
     """Validated :class:`TrainingOptions`: each None switch takes Megatron-Core's default (off, flash
@@ -110,6 +111,7 @@ def training_options(
         grad_reduce_in_fp32=grad_reduce_in_fp32,
         pipeline_layout=pipeline_layout,
         recompute_modules=_module_list(recompute_modules),
+        lora_rank=0 if lora_rank is None else lora_rank,
     )
     options.validate()
     return options
@@ -165,6 +167,7 @@ def train(
     grad_reduce_in_fp32: bool | None = None,
     pipeline_layout: str | None = None,
     recompute_modules: str | list[str] | None = None,
+    lora_rank: Depth | None = None,
     offload: str | list[str] | None = None,
     offload_tier: str | None = None,
 ) -> TrainResult:

@@ -51,6 +51,7 @@ def train(
     grad_reduce_in_fp32: bool | None = ts.GRAD_FP32_OPTION,
     pipeline_layout: str | None = ts.PIPELINE_LAYOUT_OPTION,
     recompute_modules: str | None = ts.RECOMPUTE_MODULES_OPTION,
+    lora_rank: int | None = ts.LORA_OPTION,
     offload: str | None = OFFLOAD,
     offload_tier: str | None = OFFLOAD_TIER,
     as_json: bool = o.JSON,

@@ -65,6 +65,12 @@ CROSS_ENTROPY_OPTION = typer.Option(
     help="unfused | native | te: loss kernels (default unfused, as Megatron-Core without "
     "--cross-entropy-loss-fusion; te: --cross-entropy-fusion-impl te)",
 )
+LORA_OPTION = typer.Option(
+    None,
+    "--lora-rank",
+    help="LoRA fine-tuning: adapters of this rank on the attention projections, every base weight frozen "
+    "(no weight gradients, optimizer over the adapters only; default 0: every weight trains)",
+)
 MTP_OPTION = typer.Option(
     None,
     "--mtp-layers",

@@ -15,7 +15,9 @@ FP8/FP4 recipes (what real recipes pay, Transformer Engine): the linear-layer GE
 recipe's format (per-tensor FP8, block-scaled FP8, MXFP8, NVFP4); every GEMM input is quantised in
 forward and every output gradient in backward (``kernels.QUANTIZE_BYTES`` per element through HBM);
 attention, norms, activations, the output layer and the router stay 16-bit. Backward: every GEMM
-becomes two (data and weight gradient) -> 2x; flash attention's backward runs 5 matmuls for the
+becomes two (data and weight gradient) -> 2x, or one with the weights frozen (LoRA fine-tuning,
+``ShardShape.frozen_weights``: the data gradient only; the rank-r adapters' GEMMs are not counted,
+under 0.1% of a Llama 2 70B layer's FLOPs at r = 16); flash attention's backward runs 5 matmuls for the
 forward's 2 -> 2.5x (Dao 2023, sec. 3.1.2); element-wise kernels are charged the bytes their
 gradient kernels move (listed below), about 1.2-1.5x the forward's.
 
@@ -142,6 +144,7 @@ class ShardShape:
     capacity_factor: float = 1.0  # expert load over the mean (padded to capacity); 1 = dropless, balanced
     cross_entropy: str = "unfused"  # CROSS_ENTROPY_IMPLS
     sort_chunks: bool = True  # the alltoall dispatcher re-sorts received tokens by local expert
+    frozen_weights: bool = False  # LoRA: base weights frozen, backward computes activation gradients only
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +157,7 @@ class LayerTimes:
     attention_backward_s: float
     elementwise_backward_s: float
     mlp_linear_s: float = 0.0  # the (dense or MoE) MLP's share of linear_s
+    backward_gemms: float = 2.0  # backward GEMMs per forward GEMM: data + weight gradient, 1 with frozen weights
 
     @property
     def total_s(self) -> float:
@@ -162,7 +166,7 @@ class LayerTimes:
 
     @property
     def backward_s(self) -> float:
-        return 2.0 * self.linear_s + self.attention_backward_s + self.elementwise_backward_s
+        return self.backward_gemms * self.linear_s + self.attention_backward_s + self.elementwise_backward_s
 
 
 def _attention_linear_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape, tokens: float) -> float:
@@ -283,7 +287,8 @@ def layer_forward_times(dims: ModelDims, rates: DeviceRates, shape: ShardShape, 
     linear = _attention_linear_s(dims, rates, shape, tokens) + mlp
     attention_fwd, attention_bwd = _attention_core_s(dims, rates, shape)
     elementwise_fwd, elementwise_bwd = _elementwise_s(dims, rates, shape, tokens, moe)
-    return LayerTimes(linear, attention_fwd, elementwise_fwd, attention_bwd, elementwise_bwd, mlp)
+    gemms = 1.0 if shape.frozen_weights else 2.0
+    return LayerTimes(linear, attention_fwd, elementwise_fwd, attention_bwd, elementwise_bwd, mlp, gemms)
 
 
 def logits_times_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> tuple[float, float]:
@@ -293,5 +298,6 @@ def logits_times_s(dims: ModelDims, rates: DeviceRates, shape: ShardShape) -> tu
     gemm = gemm_time_s(rates, tokens, vocab_local, dims.hidden, wide=True)  # the output layer stays 16-bit
     moved, kernels = CROSS_ENTROPY_BYTES[shape.cross_entropy], CROSS_ENTROPY_KERNELS[shape.cross_entropy]
     forward = gemm + memory_time_s(rates, moved[0] * tokens * vocab_local, kernels=kernels[0])
-    backward = 2.0 * gemm + memory_time_s(rates, moved[1] * tokens * vocab_local, kernels=kernels[1])
+    gemms = 1.0 if shape.frozen_weights else 2.0  # a frozen output layer has no weight gradient
+    backward = gemms * gemm + memory_time_s(rates, moved[1] * tokens * vocab_local, kernels=kernels[1])
     return forward, backward

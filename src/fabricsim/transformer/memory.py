@@ -122,13 +122,16 @@ def _ffn_bytes_per_width(dims: ModelDims, lb: float, drop_act_output: bool) -> f
     return act_input + (0.0 if drop_act_output else lb)
 
 
-def _mlp_bytes_per_token(dims: ModelDims, moe: bool, lb: float, modules: frozenset[str] = frozenset()) -> float:
+def _mlp_bytes_per_token(
+    dims: ModelDims, moe: bool, lb: float, modules: frozenset[str] = frozenset(), frozen: bool = False
+) -> float:
     """Tensor-parallel-sharded MLP activations per token (dense MLP, or an MoE layer's shared experts
     and the router's fp32 probabilities; routed experts: :func:`_routed_bytes`). With 16-bit inputs
     this is 6f (SwiGLU) or 4f (GeLU), as Korthikanti et al.; a recomputed ``mlp`` (dense) or
-    ``shared_experts`` (MoE) keeps only its input, counted with the norms."""
+    ``shared_experts`` (MoE) keeps only its input, counted with the norms. ``frozen`` (LoRA, the MLP
+    frozen and unadapted): FC2's input is kept for no weight gradient, so only the activation's input stays."""
     if not moe:
-        return 0.0 if "mlp" in modules else _ffn_bytes_per_width(dims, lb, False) * dims.ffn
+        return 0.0 if "mlp" in modules else _ffn_bytes_per_width(dims, lb, frozen) * dims.ffn
     shared = 0.0 if "shared_experts" in modules else _ffn_bytes_per_width(dims, lb, False)
     return shared * dims.shared_experts * dims.expert_ffn + 4.0 * dims.experts
 
@@ -164,12 +167,14 @@ def layer_activation_bytes(
     mods = recompute_modules(recompute, modules)
     # LayerNorm inputs (4h), QKV and MLP inputs (2 x 2h as GEMM inputs; an MoE layer's MLP input also
     # feeds the 16-bit router), two 1-byte dropout masks (2h): 10h in 16-bit. Recomputing the
-    # ``layernorm`` module rebuilds the norm outputs (the QKV and MLP inputs).
-    norm_outputs = 0.0 if "layernorm" in mods else lb + (2.0 if moe else lb)
+    # ``layernorm`` module rebuilds the norm outputs (the QKV and MLP inputs). With frozen weights (LoRA on
+    # attention) a dense MLP's input is kept for no weight gradient; the QKV input feeds the adapters' A.
+    frozen = shape.frozen_weights
+    norm_outputs = 0.0 if "layernorm" in mods else lb + (2.0 if moe else 0.0 if frozen else lb)
     replicated = (6.0 + norm_outputs) * dims.hidden * tokens * replicated_share
     if dims.mla:  # latents before (16-bit) and after (up-projection input) their norms; not TP-split
         replicated += (2.0 + lb) * dims.mla_latent_width * tokens
-    sharded = _attention_bytes_per_token(dims, mods, lb) + _mlp_bytes_per_token(dims, moe, lb, mods)
+    sharded = _attention_bytes_per_token(dims, mods, lb) + _mlp_bytes_per_token(dims, moe, lb, mods, frozen)
     sharded *= tokens / t
     if moe:
         sharded += _routed_bytes(dims, shape, mods, tokens, lb)

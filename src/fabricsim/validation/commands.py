@@ -68,6 +68,8 @@ def train_command(
         args += ["--pipeline-layout", options.pipeline_layout]
     if options.recompute_modules is not None:
         args += ["--recompute-modules", ",".join(options.recompute_modules)]
+    if options.lora_rank:
+        args += ["--lora-rank", str(options.lora_rank)]
     return shlex.join([*args, "--json"])
 
 

@@ -94,6 +94,12 @@ class TrainingOptions:
     None: equal chunks), exclusive with the accounting flags. ``recompute_modules``: what selective
     recomputation rebuilds (Megatron-Core ``--recompute-modules``; :data:`fabricsim.specs.RECOMPUTE_MODULES`;
     None: its default, core_attn); it applies to layouts with ``recompute`` selective.
+    ``lora_rank``: LoRA fine-tuning (Hu et al. 2021, arXiv 2106.09685) with adapters of this rank on
+    the attention projections (QKV and output, NeMo's ``target_modules: ['attention']``, the MLPerf
+    Training llama2_70b_lora setting) and every base weight frozen: backward computes the activation
+    gradients only (no weight-gradient GEMMs), and gradients, their data-parallel reduction and the
+    optimizer cover the adapters only (:func:`lora_stage_parameters`);
+    0 (default) trains every weight.
     """
 
     flash_attention: bool = True
@@ -111,6 +117,7 @@ class TrainingOptions:
     grad_reduce_in_fp32: bool | None = None
     pipeline_layout: str | None = None
     recompute_modules: tuple[str, ...] | None = None
+    lora_rank: int = 0
 
     @property
     def selective_modules(self) -> frozenset[str] | None:
@@ -130,6 +137,11 @@ class TrainingOptions:
         """How layers split over pipeline chunks (:class:`PipelineSplit`)."""
         chunks = parse_layout(self.pipeline_layout) if self.pipeline_layout else ()
         return PipelineSplit(self.account_for_embedding, self.account_for_loss, chunks)
+
+    @property
+    def frozen_base(self) -> bool:
+        """Whether the base weights are frozen (LoRA fine-tuning, ``lora_rank`` > 0)."""
+        return self.lora_rank > 0
 
     def __post_init__(self) -> None:
         if self.fp8_recipe is not None and self.fp8_recipe not in FP8_RECIPES:
@@ -155,6 +167,7 @@ class TrainingOptions:
             "grad_reduce_in_fp32": self.grad_reduce_in_fp32 if dtype is None else self.gradients_in_fp32(dtype),
             "pipeline_layout": self.pipeline_layout,
             "recompute_modules": list(self.recompute_modules) if self.recompute_modules else None,
+            "lora_rank": self.lora_rank,
         }
 
     def validate(self) -> None:
@@ -166,6 +179,9 @@ class TrainingOptions:
         if self.cross_entropy not in CROSS_ENTROPY_IMPLS:
             problem = f"unknown implementation {self.cross_entropy!r}"
             raise FabricsimError("cross-entropy", problem, f"use {' | '.join(CROSS_ENTROPY_IMPLS)}")
+        rank = self.lora_rank
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise FabricsimError("lora-rank", f"must be a whole number >= 0, got {rank!r}", "e.g. 16 (0: all weights)")
         mtp = self.mtp_layers
         if isinstance(mtp, bool) or not isinstance(mtp, int) or not 0 <= mtp <= MAX_MTP_LAYERS:
             raise FabricsimError("mtp-layers", f"must be an integer in [0, {MAX_MTP_LAYERS}], got {mtp!r}")
@@ -376,6 +392,17 @@ def stage_parameters(
     dense += max(dims.embedding_params, dims.output_params)  # stage 0 or the last stage (tied: a copy)
     expert = stage.moe_layers * dims.experts / expert_parallel * dims.expert_params
     return dense / tensor_parallel, expert / (tensor_parallel if expert_tp is None else expert_tp)
+
+
+def lora_stage_parameters(dims: ModelDims, stage: StageLayers, tensor_parallel: int, rank: int) -> float:
+    """Trainable (adapter) parameters one GPU of the largest stage holds under LoRA of ``rank`` on the
+    attention projections: per layer A (rank x in) and B (out x rank) for QKV (h -> (heads + 2 kv_heads)
+    x head_dim) and for the output projection (heads x v_head_dim -> h), split over tensor parallelism
+    as the projections they adapt (Hu et al. 2021, arXiv 2106.09685; NeMo ``LoraKQVAdapter`` /
+    ``LoraDenseAttentionAdapter``). Multi-head latent attention is not supported (refused upstream)."""
+    qkv_out = (dims.heads + 2 * dims.kv_heads) * dims.qk_head_dim
+    per_layer = rank * (dims.hidden + qkv_out) + rank * (dims.heads * dims.v_head_dim + dims.hidden)
+    return stage.layers * per_layer / tensor_parallel
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ from fabricsim.engine.training.step_time import (
     step_time,
     zero3_exposed_s,
 )
+from fabricsim.errors import FabricsimError
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.specs.memory_tier import OFFLOAD_ORDER, MemoryTierSpec, OffloadSpec
 from fabricsim.transformer.compute import (
@@ -60,7 +61,13 @@ from fabricsim.transformer.compute import (
     layer_forward_times,
     logits_times_s,
 )
-from fabricsim.transformer.flops import ModelDims, hardware_flops_per_step, model_dims, model_flops_per_step
+from fabricsim.transformer.flops import (
+    ModelDims,
+    hardware_flops_per_step,
+    model_dims,
+    model_flops_per_step,
+    weight_gradient_flops,
+)
 from fabricsim.transformer.memory_tiers import class_shifts
 from fabricsim.workload import training as work
 from fabricsim.workload.training import TrainingOptions
@@ -166,11 +173,13 @@ class TrainingContext:
         key = (global_batch, seq_len, recompute)
         flops = self._flops.get(key)
         if flops is None:
+            # frozen base weights (LoRA): no weight-gradient GEMMs, in the model's FLOPs as in the hardware's
+            frozen = weight_gradient_flops(self.dims, global_batch, seq_len) if self.options.frozen_base else 0.0
             flops = self._flops[key] = (
-                model_flops_per_step(self.dims, global_batch, seq_len, self.options.mtp_layers),
+                model_flops_per_step(self.dims, global_batch, seq_len, self.options.mtp_layers) - frozen,
                 hardware_flops_per_step(
                     self.dims, global_batch, seq_len, recompute, self.options.mtp_layers, self.options.selective_modules
-                ),
+                ) - frozen,
             )
         return flops
 
@@ -219,11 +228,11 @@ class TrainingContext:
         key = (id(entry), layout.data_parallel, layout.zero_stage)
         times = self._dp_cache.get(key)
         if times is None:
-            params = (entry.dense_params, entry.expert_params)
+            params = (entry.dense_params, entry.expert_params)  # ZeRO-3 gathers every weight, frozen or not
             times = self._dp_cache[key] = (
-                dp_exposed_s(self, layout, entry.work, params),
+                dp_exposed_s(self, layout, entry.work, entry.trained),
                 zero3_exposed_s(self, layout, entry.work, params),
-                optimizer_s(self, layout, params),
+                optimizer_s(self, layout, entry.trained),
             )
         return times
 
@@ -356,6 +365,12 @@ def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> 
     modules = ctx.options.selective_modules
     per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules, stages[0])
     dense, expert = stage_parameters(dims, layout, mtp, accounting, stages[0])
+    rank = ctx.options.lora_rank
+    if rank and dims.mla:
+        raise FabricsimError("lora-rank", "LoRA on multi-head latent attention is not modelled", "drop --lora-rank")
+    if rank > dims.hidden:  # an adapter wider than the layer it adapts is no low-rank adapter
+        raise FabricsimError("lora-rank", f"must be at most the hidden size {dims.hidden}, got {rank}", "e.g. 16")
+    trainable = work.lora_stage_parameters(dims, stages[0], layout.tensor_parallel, rank) if rank else None
     return StageEntry(
         work=stage_work(ctx, layout, seq_len, shape, sizes, stages),
         dense_params=dense,
@@ -366,6 +381,7 @@ def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> 
         recompute_working=working,
         p2p_bytes=sizes.pipeline_bytes,  # the capacity factor (in sizes) changes the expert bytes only
         gradient_bytes=ctx.options.gradient_bytes(layout.dtype),
+        trainable_params=trainable,
     )
 
 

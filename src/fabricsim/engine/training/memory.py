@@ -106,6 +106,9 @@ def model_state_bytes(entry: StageEntry, shards: tuple[int, int, int]) -> tuple[
     zero, dp, _ = shards
     states = state_bytes(entry.dense_params, entry.expert_params, shards, entry.gradient_bytes)
     weights = states.weights
+    if entry.trainable_params is not None:  # LoRA: gradients and Adam state of the adapters only
+        adapters = state_bytes(*entry.trained, shards, entry.gradient_bytes)
+        states = states._replace(gradients=adapters.gradients, optimizer=adapters.optimizer)
     if zero == 3 and dp > 1:
         weights += 2.0 * WEIGHT_BYTES * (entry.dense_params + entry.expert_params) / max(1, entry.layers)
     return weights, states.gradients, states.optimizer

@@ -48,8 +48,8 @@ class OffloadTime(NamedTuple):
 
 def owned_params(layout: ParallelLayout, entry: StageEntry) -> float:
     """Parameters whose optimizer state this GPU holds (ZeRO >= 1 shards them as the memory model
-    does: dense over dp·cp, experts over the expert-data-parallel group)."""
-    dense, expert = entry.dense_params, entry.expert_params
+    does: dense over dp·cp, experts over the expert-data-parallel group); LoRA: the adapters only."""
+    dense, expert = entry.trained
     if layout.zero_stage >= 1:
         dense /= layout.data_context_parallel
         expert /= layout.expert_data_parallel
@@ -79,7 +79,7 @@ def resident_bytes(
         stored_activation_bytes=max(0.0, stored),
         layer_weight_bytes=WEIGHT_BYTES * params / layers,
         layer_activation_bytes=entry.activation_per_microbatch / layers,
-        bucket_gradient_bytes=grad * min(params, grad_bucket_params(layout.data_parallel)),
+        bucket_gradient_bytes=grad * min(sum(entry.trained), grad_bucket_params(layout.data_parallel)),
         microbatches=microbatches,
     )
 

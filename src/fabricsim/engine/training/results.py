@@ -162,3 +162,11 @@ class StageEntry:
     recompute_working: float
     p2p_bytes: float
     gradient_bytes: float = 4.0  # per parameter: fp32 or 16-bit (TrainingOptions.gradient_bytes)
+    trainable_params: float | None = None  # LoRA: the adapters' (dense) parameters; None: every parameter trains
+
+    @property
+    def trained(self) -> tuple[float, float]:
+        """(dense, expert) parameters with gradients and optimizer state (all, or the LoRA adapters)."""
+        if self.trainable_params is None:
+            return self.dense_params, self.expert_params
+        return self.trainable_params, 0.0

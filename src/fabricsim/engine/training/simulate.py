@@ -133,7 +133,7 @@ def _reduction(case: TrainingCase, ctx: analytic.TrainingContext) -> tuple[tuple
         return (), None
     stride = layout.tensor_parallel
     entry = ctx.stage(layout, case.seq_len)  # the analytic path's own parameter split
-    dense, expert, grad = entry.dense_params, entry.expert_params, entry.gradient_bytes
+    (dense, expert), grad = entry.trained, entry.gradient_bytes  # LoRA: the adapters' gradients only
     op = "all-reduce" if layout.zero_stage == 0 else "reduce-scatter"
     buckets: list[Transfer] = []
     gather_s = 0.0

@@ -115,6 +115,7 @@ def shard_shape(ctx: StepContext, layout: ParallelLayout, seq_len: int) -> Shard
         capacity_factor=ctx.options.capacity_factor or 1.0,
         cross_entropy=ctx.options.cross_entropy,
         sort_chunks=ctx.options.moe_dispatcher == "alltoall",
+        frozen_weights=ctx.options.frozen_base,
     )
 
 
@@ -195,7 +196,7 @@ def paired_a2a_s(comm_s: float, times: LayerTimes, passes: int) -> float:
     half = per_pass / 2.0
     mlp_forward = times.mlp_linear_s
     attention_forward = times.total_s - mlp_forward
-    mlp_backward = 2.0 * mlp_forward
+    mlp_backward = times.backward_gemms * mlp_forward
     attention_backward = times.backward_s - mlp_backward
     paired = (attention_forward, mlp_backward, mlp_forward, attention_backward)
     exposed = sum(overlapped_s(half, compute, A2A_OVERLAP_SM_SHARE) for compute in paired)
@@ -365,7 +366,7 @@ def _tail_work(ctx: StepContext, layout: ParallelLayout, sizes: work.CommSizes, 
     layer = _layer_work(ctx, layout, sizes, shape, dims.moe_layers > 0)
     extra = StageWork(
         layer.forward_s + projection + norms[0] + logits_fwd,
-        layer.backward_s + 2.0 * projection + norms[1] + logits_bwd,
+        layer.backward_s + (1.0 if shape.frozen_weights else 2.0) * projection + norms[1] + logits_bwd,
         layer.recompute_s, layer.tp_comm_s, layer.cp_comm_s, layer.ep_comm_s, layer.ep_unpaired_s,
     )
     return _sum_work([tail, extra], (1.0, float(depth)))
