@@ -19,6 +19,7 @@ SUITES: dict[str, str] = {
     "fabric": "fabric:run",
     "inference": "inference:run",
     "kernels": "kernels:run",
+    "mlperf-inference": "mlperf_inference:run",
     "serving": "serving:run",
     "training": "training:run",
     "training-h100": "training_h100:run",
