@@ -19,6 +19,7 @@ SUITES: dict[str, str] = {
     "fabric": "fabric:run",
     "inference": "inference:run",
     "kernels": "kernels:run",
+    "mlperf-inference": "mlperf_inference:run",
     "mlperf-training": "mlperf_training:run",
     "serving": "serving:run",
     "training": "training:run",
