@@ -36,9 +36,9 @@ def vendor_errors(vendors: list[str], entries: tuple[ValidationEntry, ...]) -> t
 
 
 CALIBRATION = (
-    "out-of-sample: no constant fitted on these rows; NVIDIA devices from kernel benchmarks, AMD devices at "
-    "their generation defaults (no kernel-level figures in the catalog); each submission's own layout, batch, "
-    "token budget, KV memory fraction and scheduler from its configs; dataset lengths per request"
+    "out-of-sample: no constant fitted on these rows; compute from each device's kernel benchmarks in the "
+    "catalog (figures a device lacks on its generation defaults: catalog show says which); each submission's "
+    "own layout, batch, token budget, KV memory fraction and scheduler from its configs; dataset lengths per request"
 )
 
 
