@@ -65,3 +65,29 @@ def test_validate_mlperf_inference_json_reports_per_vendor_errors(monkeypatch, c
     nvidia, amd = (abs(e["error"]) for e in only["entries"])
     assert holdout[("vendor", "NVIDIA")]["mean_abs_error"] == pytest.approx(nvidia)
     assert holdout[("leave-one-vendor-out", "NVIDIA")]["mean_abs_error"] == pytest.approx(amd)
+
+
+@pytest.fixture(scope="module")
+def whole_suite():
+    from fabricsim import catalog
+    from fabricsim.validation import run_suite
+
+    return run_suite("mlperf-inference", catalog)
+
+
+def _vendor_error(result, kind: str, vendor: str) -> float:
+    return next(h.mean_abs_error for h in result.holdout if (h.kind, h.group) == (kind, vendor))
+
+
+def test_done_when_other_vendors_within_20_percent(whole_suite) -> None:
+    """Issue 25: mean |error| <= 20% over the non-NVIDIA rows (AMD: 14.1% over 10 rows on the AMD GEMM figures
+    of kernel-efficiency.md V1-V7; 66.2% on the generation defaults), and leave-one-vendor-out is reported."""
+    assert _vendor_error(whole_suite, "vendor", "AMD") <= 0.20
+    assert _vendor_error(whole_suite, "leave-one-vendor-out", "NVIDIA") == _vendor_error(whole_suite, "vendor", "AMD")
+
+
+@pytest.mark.xfail(strict=True, reason="NVIDIA rows 25.2% (14 rows): Hopper -4..+10%, B200/GB200 NVFP4 -18..-38%, "
+                   "GB300 +44/+77% (no GB300 kernel figure): the serving suite's miss")
+def test_done_when_nvidia_within_15_percent(whole_suite) -> None:
+    """Issue 25: mean |error| <= 15% over the NVIDIA rows."""
+    assert _vendor_error(whole_suite, "vendor", "NVIDIA") <= 0.15
