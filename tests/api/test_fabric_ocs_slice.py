@@ -119,3 +119,15 @@ def test_bad_combinations_are_one_line_errors(capsys, system, gpus, topology, fi
     with pytest.raises(FabricsimError) as caught:
         job_system(catalog.load_system(system), gpus, topology)
     assert caught.value.field == field
+
+
+def test_plan_train_with_an_explicit_slice_searches_on_the_slice() -> None:
+    """``plan train --topology ocs-torus:4x4x8 --refine 1``: the analytic search runs on the slice's
+    torus, as ``ocs-torus:auto`` does on its default (here the same 4x4x8) shape, not on two cubes
+    joined by the data-center network."""
+    args = ("llama3-8b", "tpu-v5p", 128, 256, 2048)
+    explicit = api.plan_train(*args, topology=SLICE, refine=1, top=1).to_json()["plans"][0]
+    auto = api.plan_train(*args, topology="ocs-torus:auto", top=1).to_json()["plans"][0]
+    cubes = api.plan_train(*args, top=1).to_json()["plans"][0]
+    assert explicit["analytic_step_time_s"] == pytest.approx(auto["step_time_s"], rel=1e-12)
+    assert explicit["analytic_step_time_s"] != pytest.approx(cubes["step_time_s"], rel=1e-6)
