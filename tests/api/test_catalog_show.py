@@ -19,7 +19,7 @@ def test_systems_and_devices_carry_kernel_figures() -> None:
 
 
 def test_cli_json_and_table(capsys, monkeypatch) -> None:
-    assert main(["catalog", "show", "devices", "b300", "--json"]) == 0
+    assert main(["catalog", "show", "devices", "gb300", "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)["kernel_figures"]
     assert figures["generation"] == "blackwell" and figures["measured"] == []
     monkeypatch.setenv("COLUMNS", "400")  # one table row per line

@@ -70,3 +70,19 @@ def test_train_infer_and_collective_accept_an_ocs_slice(capsys, command) -> None
             "--fidelity", "flow", "--json"]  # fmt: skip
     assert main(argv) == 0
     assert '"fidelity": "flow"' in capsys.readouterr().out
+
+
+def test_a_job_slice_is_one_scale_up_domain_and_a_standalone_slice_is_a_router_fabric() -> None:
+    """As a job's fabric (a system graph: no NIC) every chip pair of the slice is scale-up (ICI);
+    the ``traffic`` builder's slice keeps the router-hop tiers of a torus network."""
+    import numpy as np
+
+    from fabricsim.topology.ocs import job_slice
+    from fabricsim.topology.placement import pair_tiers
+
+    src, dst = np.repeat(np.arange(128), 128), np.tile(np.arange(128), 128)
+    job = job_slice((4, 4, 8), True, (45e9, 45e9, 90e9), 1e-6, 270e9, 4)
+    assert not pair_tiers(job, src, dst).any()
+    assert set(job.capacity_Bps.tolist()) == {270e9, 45e9, 90e9}  # chip attach; x and y links; z links
+    standalone = build_topology("ocs-torus:4x4x8,twisted=1")
+    assert pair_tiers(standalone, src, dst).max() == 3

@@ -21,7 +21,9 @@ NVIDIA = (Generation.VOLTA, Generation.AMPERE, Generation.HOPPER, Generation.BLA
 
 def test_defaults_are_the_catalog_medians() -> None:
     """Medians over the NVIDIA devices' figures (the defaults' docstring: non-NVIDIA figures not folded in)."""
-    devices = [d for d in _devices() if d.kernels is not None and d.generation in NVIDIA]
+    # B300's MAMF figures (issue 25, kernel-efficiency.md V8) are not folded in, as the AMD and Intel
+    # ones are not: the defaults stay the ones the NVIDIA suites were validated with
+    devices = [d for d in _devices() if d.kernels is not None and d.generation in NVIDIA and d.name != "b300"]
     assert len(devices) >= 5
     bf16 = [d.kernels.gemm["bf16"] for d in devices]
     gemm_fraction = statistics.median(b.flops_per_s / d.peak("bf16") for b, d in zip(bf16, devices, strict=True))

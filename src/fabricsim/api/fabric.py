@@ -25,6 +25,7 @@ the pause/ECN/queue/drop and loss-recovery counters.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,6 +93,44 @@ def with_nic(system: SystemSpec, nic: str | None) -> SystemSpec:
     return system.model_copy(update={"scale_out": out})
 
 
+def job_system(system: SystemSpec, gpus: int, topology: str | None) -> SystemSpec:
+    """The system a job of ``gpus`` chips runs on: with ``topology`` an OCS slice
+    (``ocs-torus:DxDxD[,twisted=0|1]``) on an OCS system (tpu-v5p, tpu7x: 4x4x4 ICI cubes joined by
+    optical circuit switches), the slice is the job's whole fabric and, for the analytic model, its
+    system: one ICI torus of the slice's dims (:func:`fabricsim.planner.slice.slice_system`; the
+    analytic collectives see the regular torus, the fabric in the loop the twist). Any other
+    topology: ``system`` unchanged. Applying it twice changes nothing. One-line errors: a slice on a
+    system without OCS-joined torus cubes, or a slice of other than ``gpus`` chips."""
+    from fabricsim.planner.slice import PODS, slice_system
+    from fabricsim.topology.parse import ocs_slice_request
+
+    shape = ocs_slice_request(topology)
+    if shape is None:
+        return system
+    dims, _ = shape
+    if system.name not in PODS or not system.scale_up.torus:
+        kind = "a torus of ICI links" if system.scale_up.torus else f"a {system.scale_up.topology.value} domain"
+        problem = f"ocs-torus is a slice of OCS-joined 4x4x4 TPU cubes; {system.name}'s scale-up is {kind} without OCS"
+        raise FabricsimError("topology", problem, f"use --system {' or '.join(sorted(PODS))}, or a scale-out "
+                             "builder (e.g. fat-tree:k=16)")  # fmt: skip
+    chips = math.prod(dims)
+    if chips != gpus:
+        shape_text = "x".join(map(str, dims))
+        raise FabricsimError("gpus", f"the {shape_text} slice is {chips} chips, not {gpus}",
+                             f"use --gpus {chips}, or a slice of {gpus} chips")  # fmt: skip
+    return slice_system(system, dims)
+
+
+def _slice_topology(system: SystemSpec, topology: str) -> Topology:
+    """The job's OCS slice (:func:`job_system` already applied) on ``system``'s ICI links."""
+    from fabricsim.topology.ocs import job_slice
+    from fabricsim.topology.parse import ocs_slice_request
+
+    dims, twisted = ocs_slice_request(topology)  # type: ignore[misc]  # job_system checked it is a slice
+    up = system.scale_up
+    return job_slice(dims, twisted, up.torus_link_Bps, up.link.latency_s, up.bandwidth_Bps, system.gpus_per_node)
+
+
 def check_fabric_options(options: FabricOptions, fidelity: Fidelity, variability: Variability | None) -> None:
     """Refuse fabric choices the fidelity ignores, and ECMP re-hashing off the flow network."""
     if variability is not None:
@@ -151,12 +190,18 @@ def build_fabric(
 ) -> PlacedFabric:
     """The fabric of ``gpus`` GPUs of ``system`` (its NIC already swapped, see :func:`with_nic`)."""
     from fabricsim.api.topologies import build_topology
+    from fabricsim.topology.parse import ocs_slice_request
     from fabricsim.topology.placement import parse_placement, place
     from fabricsim.topology.system import build_system_topology
 
-    scale_out = build_topology(options.topology) if options.topology is not None else None
-    fabric_gpus = gpus if scale_out is None else _fabric_gpus(system, gpus, scale_out.hosts)
-    topology = build_system_topology(system, fabric_gpus, **({"fabric": scale_out} if scale_out is not None else {}))
+    if ocs_slice_request(options.topology) is not None:  # an OCS slice: the job's whole fabric, no NICs
+        system = job_system(system, gpus, options.topology)
+        topology = _slice_topology(system, options.topology)  # type: ignore[arg-type]
+    else:
+        scale_out = build_topology(options.topology) if options.topology is not None else None
+        fabric_gpus = gpus if scale_out is None else _fabric_gpus(system, gpus, scale_out.hosts)
+        fabric = {"fabric": scale_out} if scale_out is not None else {}
+        topology = build_system_topology(system, fabric_gpus, **fabric)
     policy = parse_placement(options.placement or "packed")
     placed = place(topology, gpus, min(system.gpus_per_node, gpus), policy)
     nic_share_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node

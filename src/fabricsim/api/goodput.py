@@ -357,6 +357,25 @@ def expected_goodput(step: TrainResult, setup: GoodputSetup) -> tuple[float, flo
     return step.tokens_per_s * ettr, ettr, interval_s
 
 
+def ocs_blast_radius(setup: GoodputSetup, gpus: int, restart_s: float) -> reliability.CubeBlastRadius | None:
+    """What a failed cube costs ``gpus`` chips of an OCS pod (tpu-v5p, tpu7x) with and without the
+    OCS (:mod:`fabricsim.reliability.ocs`), from the run's failure-rate set and restart time; None on
+    other systems and for a job of less than whole 4x4x4 cubes."""
+    from fabricsim.planner.slice import PODS
+    from fabricsim.reliability.ocs import CUBE_CHIPS, Pod, blast_radius
+
+    system = setup.system
+    pod = PODS.get(system.name)
+    if pod is None or not system.scale_up.torus or gpus % CUBE_CHIPS:
+        return None
+    hosts = CUBE_CHIPS // system.gpus_per_node
+    # without OCS the pod is one statically wired torus (as the TPU v3 pod was): its chips are the blast radius
+    shape = Pod(pod.max_chips // CUBE_CHIPS, hosts, hosts * system.scale_out.nics_per_node, pod.max_chips)
+    reference = setup.options.rates.reference
+    causes = reliability.rates(setup.options.rates, component_counts(reference.system, reference.gpus))
+    return blast_radius(gpus, shape, causes, restart_s)
+
+
 def _result(step: TrainResult, inputs: tuple[GoodputSetup, Scenario], estimate: GoodputEstimate) -> GoodputResult:
     setup, scenario = inputs
     samples, plan, cluster, options = estimate.samples, setup.options.plan, setup.cluster, setup.options
@@ -391,4 +410,5 @@ def _result(step: TrainResult, inputs: tuple[GoodputSetup, Scenario], estimate: 
         tokens_per_s=step.tokens_per_s,
         goodput_tokens_per_s=step.tokens_per_s * ettr["mean"],
         lost_gpu_hours=step.gpus * plan.days * 24.0 * (1.0 - ettr["mean"]),
+        ocs=ocs_blast_radius(setup, step.gpus, estimate.restart_s),
     )

@@ -235,12 +235,12 @@ def serve(
     KV goes to and comes back from (:mod:`fabricsim.engine.inference.kv_pool`), shared by
     ``pool_sharing`` GPUs (default: the pool's hosts x the system's GPUs per node).
     Returns :class:`metrics.ServeResult`."""
-    from fabricsim.api.fabric import FabricOptions, check_fabric_options, with_nic
+    from fabricsim.api.fabric import FabricOptions, check_fabric_options, job_system, with_nic
 
     choices = FabricOptions(topology, placement, nic, background, transport, ber)
     check_fabric_options(choices, fidelity, None)
     model_spec, system_spec, layout = inference_specs(model, system, LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype))
-    system_spec = with_nic(system_spec, nic)
+    system_spec = job_system(with_nic(system_spec, nic), gpus, topology)  # an OCS slice: its torus
     split = _parse_disaggregate(disaggregate)
     if split and sum(split) != layout.replicas:
         raise FabricsimError("disaggregate", f"{split[0]}:{split[1]} needs {sum(split)} replicas of "
@@ -400,7 +400,7 @@ def simulate_infer(
     ``variability`` (stragglers, jitter; ECMP re-hashing with ``flow``) gives P50/P99 TTFT over runs
     and TPOT over tokens.
     """
-    from fabricsim.api.fabric import FabricOptions, check_fabric_options, network_report, seat, with_nic
+    from fabricsim.api.fabric import FabricOptions, check_fabric_options, job_system, network_report, seat, with_nic
 
     choices = FabricOptions(topology, placement, nic, background, transport, ber)
     check_fabric_options(choices, fidelity, variability)
@@ -408,7 +408,7 @@ def simulate_infer(
     get = options.get
     request = LayoutRequest(gpus, get("tp"), get("pp"), get("ep"), get("dtype"), get("kv_dtype"))
     model_spec, system_spec, layout = inference_specs(model, system, request)
-    system_spec = with_nic(system_spec, choices.nic)
+    system_spec = job_system(with_nic(system_spec, choices.nic), gpus, choices.topology)  # an OCS slice: its torus
     scenario = InferScenario(model_spec, system_spec, layout, input_len, output_len, base.batch,
                              cuda_graphs=bool(get("cuda_graphs", True)))
     placed = on_fabric = None

@@ -9,7 +9,7 @@ from typing import Any
 
 from fabricsim import catalog, planner
 from fabricsim.api.cost import attach_infer, attach_train
-from fabricsim.api.fabric import FABRIC_KEYS, FabricOptions, seat, with_nic
+from fabricsim.api.fabric import FABRIC_KEYS, FabricOptions, job_system, seat, with_nic
 from fabricsim.api.inference import infer_result, request_stream
 from fabricsim.api.training import SETTINGS, a2a_overlap_unavailable, train_result, training_options
 from fabricsim.api.training_simulated import simulated_train_result
@@ -114,7 +114,7 @@ def plan_train(
         shapes = planner.check_slice_chips(gpus, planner.ocs_pod(system_spec), system_spec.name)
         system_spec, topology = planner.slice_system(system_spec, planner.default_shape(shapes).dims), None
     fabric = _refine_fabric(system_spec, gpus, refine, FabricOptions(topology, placement, nic, background))
-    system_spec = with_nic(system_spec, nic)
+    system_spec = job_system(with_nic(system_spec, nic), gpus, topology)  # an explicit OCS slice: the plans' system
     check_cluster_can_hold(model_spec, system_spec)
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints.model_dump() if constraints is not None else {})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fabricsim.api.fabric import FabricOptions, check_fabric_options, network_report, seat, with_nic
+from fabricsim.api.fabric import FabricOptions, check_fabric_options, job_system, network_report, seat, with_nic
 from fabricsim.api.training import SETTINGS, train, training_options, training_specs
 from fabricsim.cost.energy import retime_train_energy
 from fabricsim.engine.training.simulate import TrainingCase, TrainingSimulation, simulate_training, step_breakdown
@@ -59,7 +59,7 @@ def simulate_train(
     shape = {key: value for key, value in layout.items() if key not in SETTINGS}
     model_spec, system_spec, layout_spec = training_specs(model, system, gpus, shape)
     options = training_options(**dict(base.options))  # type: ignore[arg-type]  # as the analytic step ran
-    system_spec = with_nic(system_spec, choices.nic)
+    system_spec = job_system(with_nic(system_spec, choices.nic), gpus, choices.topology)  # an OCS slice: its torus
     case = TrainingCase(model_spec, system_spec, layout_spec, global_batch, seq_len, options)
     if fidelity.on_fabric:
         placed, on_fabric = seat(system_spec, gpus, fidelity, choices, variability)

@@ -86,7 +86,8 @@ TOPOLOGY = typer.Option(
     None,
     "--topology",
     help="scale-out fabric as a builder string (traffic's syntax, e.g. leaf-spine:leaves=32,spines=8,"
-    "hosts_per_leaf=32,oversubscription=4); default the system's own (flow/packet)",
+    "hosts_per_leaf=32,oversubscription=4); default the system's own (flow/packet); on tpu-v5p/tpu7x "
+    "ocs-torus:4x4x8[,twisted=1] is the job's whole ICI slice (chips = --gpus)",
 )
 PLACEMENT = typer.Option(
     None, "--placement", help="ranks on hosts: packed | spread | random:SEED | FILE (default packed; flow/packet)"

@@ -4,7 +4,8 @@ Pure math and a seeded Monte-Carlo; no catalog, no I/O. :mod:`.interval` (Young'
 checkpoint intervals, Daly's expected ETTR), :mod:`.failures` (per-cause rates scaled by component
 counts), :mod:`.checkpoint` (checkpoint and restart costs on the fabric), :mod:`.montecarlo`
 (vectorised runs), :mod:`.goodput` (the combination), :mod:`.spec` (the rate-set document),
-:mod:`.result` (the JSON contract). The api (:func:`fabricsim.api.goodput`) feeds it the counts
+:mod:`.result` (the JSON contract), :mod:`.ocs` (a failed cube's blast radius with and without
+optical circuit switching). The api (:func:`fabricsim.api.goodput`) feeds it the counts
 of the topology, the state bytes of the memory model and the slowdown of the flow model.
 """
 
@@ -26,6 +27,7 @@ from fabricsim.reliability.failures import (
 )
 from fabricsim.reliability.goodput import Degradation, RunPlan, Scenario, Training, estimate, summary
 from fabricsim.reliability.interval import daly_interval_s, expected_ettr, young_interval_s
+from fabricsim.reliability.ocs import CubeBlastRadius
 from fabricsim.reliability.result import GoodputResult
 from fabricsim.reliability.spec import FailureRatesSpec, rates
 
@@ -35,6 +37,7 @@ __all__ = [
     "CheckpointTarget",
     "Component",
     "ComponentCounts",
+    "CubeBlastRadius",
     "Degradation",
     "FailureCause",
     "FailureRates",

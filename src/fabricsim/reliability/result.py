@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fabricsim.reliability.failures import ComponentCounts
+from fabricsim.reliability.ocs import CubeBlastRadius
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +15,9 @@ class GoodputResult:
     ``interruptions`` and ``ettr`` summarise the Monte-Carlo runs (mean, p10, p90);
     ``ettr_expected`` is the closed form. ``checkpoint_time_s`` is the blocking part of one
     checkpoint; ``checkpoint_overlapped_s`` the part behind training (async targets).
-    ``lost_gpu_hours`` = GPUs × wall hours × (1 − mean ETTR).
+    ``lost_gpu_hours`` = GPUs × wall hours × (1 − mean ETTR). ``ocs``: on a pod of OCS-joined
+    torus cubes (TPU v5p, TPU7x), what a failed cube costs with and without OCS
+    (:mod:`fabricsim.reliability.ocs`); None elsewhere, and then absent from the JSON.
     """
 
     model: str
@@ -45,10 +48,11 @@ class GoodputResult:
     tokens_per_s: float
     goodput_tokens_per_s: float
     lost_gpu_hours: float
+    ocs: CubeBlastRadius | None = None
 
     def to_json(self) -> dict[str, object]:
         counts = self.components
-        return {
+        out: dict[str, object] = {
             "model": self.model,
             "system": self.system,
             "gpus": self.gpus,
@@ -85,3 +89,6 @@ class GoodputResult:
             "goodput_tokens_per_s": self.goodput_tokens_per_s,
             "lost_gpu_hours": self.lost_gpu_hours,
         }
+        if self.ocs is not None:
+            out["ocs"] = self.ocs.to_json()
+        return out

@@ -46,4 +46,20 @@ def goodput_table(result: dict[str, Any]) -> Group:
     causes.add_column("count", justify="right")
     for name, count in sorted(result["interruptions_by_cause"].items(), key=lambda item: -item[1]):
         causes.add_row(name, f"{count:.1f}")
-    return Group(summary, causes)
+    if "ocs" not in result:
+        return Group(summary, causes)
+    return Group(summary, causes, _ocs_table(result["ocs"]))
+
+
+def _ocs_table(ocs: dict[str, Any]) -> Table:
+    """A failed cube with and without optical circuit switching (TPU pods; the ``ocs`` block)."""
+    table = Table(title=f"a failed {ocs['cube_chips']}-chip cube ({ocs['cube_failures_per_day']:.3g}/day, available "
+                  f"{ocs['cube_availability']:.4f}); slice of {ocs['cubes']} of {ocs['pool_cubes']} cubes",
+                  title_justify="left")  # fmt: skip
+    for column in ("", "blast radius (chips)", "resume after", "slice availability"):
+        table.add_column(column, justify="right" if column else "left")
+    for key, label in (("ocs", "with OCS"), ("static", "statically wired")):
+        table.add_row(label, f"{ocs['blast_radius_chips'][key]:,}",
+                      format_seconds(ocs["resume_after_cube_failure_s"][key]),
+                      f"{ocs['slice_availability'][key]:.4f}")  # fmt: skip
+    return table

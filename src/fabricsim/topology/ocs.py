@@ -74,13 +74,42 @@ def ocs_torus(dims: tuple[int, ...], twisted: bool, ici: LinkParams, chip_Bps: f
     """A slice of ``dims`` chips (whole 4x4x4 cubes) as the OCS wires it, regular or twisted: one
     router per chip (its chip attached at ``chip_Bps``, no latency: the router is on the die), the
     routers cabled by :func:`slice_pairs` at ``ici`` (per link, per direction)."""
+    graph, chips = _slice_graph(dims, twisted, (ici.capacity_Bps,) * len(dims), ici.latency_s, chip_Bps)
+    return graph.build(slice_name(dims, twisted), chips, chip_Bps, {"dims": len(dims), "twisted": float(twisted)})
+
+
+def job_slice(
+    dims: tuple[int, ...], twisted: bool, link_Bps: tuple[float, ...], latency_s: float, chip_Bps: float,
+    chips_per_host: int,
+) -> Topology:
+    """The slice as a job's own fabric (``train``/``infer --topology ocs-torus:...`` on an OCS system):
+    :func:`ocs_torus`'s graph with dimension d's cables at ``link_Bps[d]`` (the system's ICI link per
+    direction), marked a system graph (``gpus_per_node``, no NIC), so its routers form the job's one
+    scale-up domain and every chip pair's bytes are scale-up (ICI) bytes
+    (:func:`fabricsim.topology.placement.pair_tiers`). No data-center network: the slice is the job."""
+    graph, chips = _slice_graph(dims, twisted, link_Bps, latency_s, chip_Bps)
+    meta = {"dims": len(dims), "twisted": float(twisted), "gpus_per_node": chips_per_host}
+    return graph.build(slice_name(dims, twisted), chips, chip_Bps, meta)
+
+
+def slice_name(dims: tuple[int, ...], twisted: bool) -> str:
+    return "ocs-torus-" + "x".join(map(str, dims)) + ("-twisted" if twisted else "")
+
+
+def _slice_graph(
+    dims: tuple[int, ...], twisted: bool, link_Bps: tuple[float, ...], latency_s: float, chip_Bps: float
+) -> tuple[GraphBuilder, np.ndarray]:
     check_slice(dims, twisted)
     count = int(np.prod(dims))
     graph = GraphBuilder()
     chips = graph.add_nodes(count, NodeKind.GPU)
     routers = graph.add_nodes(count, NodeKind.SWITCH)
     graph.connect(chips, routers, chip_Bps, 0.0)
-    src, dst = slice_pairs(dims, twisted)
-    graph.connect(routers[src], routers[dst], ici.capacity_Bps, ici.latency_s)
-    name = "ocs-torus-" + "x".join(map(str, dims)) + ("-twisted" if twisted else "")
-    return graph.build(name, chips, chip_Bps, {"dims": len(dims), "twisted": float(twisted)})
+    src, dst = slice_pairs(dims, twisted)  # dimension by dimension, ``count`` cables each
+    if len(set(link_Bps)) == 1:  # one call: the link order of a uniform slice as it always was
+        graph.connect(routers[src], routers[dst], link_Bps[0], latency_s)
+        return graph, chips
+    for d, capacity in enumerate(link_Bps):
+        part = slice(d * count, (d + 1) * count)
+        graph.connect(routers[src[part]], routers[dst[part]], capacity, latency_s)
+    return graph, chips

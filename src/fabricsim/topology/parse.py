@@ -43,7 +43,7 @@ from fabricsim.topology.builders import (
     torus,
 )
 from fabricsim.topology.graph import Topology
-from fabricsim.topology.ocs import ocs_torus
+from fabricsim.topology.ocs import check_slice, ocs_torus
 from fabricsim.topology.system import build_system_topology
 from fabricsim.units import gbit_to_Bps, parse_duration
 
@@ -191,9 +191,8 @@ def _torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
     return torus(dims, _default_link(p, known), _spine_link(p, known))
 
 
-def _ocs_torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
-    """A TPU slice's torus of whole 4x4x4 cubes joined by OCS (:mod:`fabricsim.topology.ocs`), the
-    ICI link and chip bandwidth of ``system=`` (default tpu-v5p), ``twisted=0|1``."""
+def _slice_shape(p: dict[str, str]) -> tuple[tuple[int, ...], bool]:
+    """``dims`` and ``twisted`` of an ``ocs-torus`` string, checked (:func:`fabricsim.topology.ocs.check_slice`)."""
     try:
         dims = tuple(int(d) for d in p.get("dims", "").lower().split("x"))
     except ValueError:
@@ -201,6 +200,28 @@ def _ocs_torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
     twisted = p.get("twisted", "0")
     if twisted not in ("0", "1"):
         raise FabricsimError("twisted", f"must be 0 or 1, got {twisted[:20]!r}", "e.g. ocs-torus:4x4x8,twisted=1")
+    check_slice(dims, twisted == "1")
+    return dims, twisted == "1"
+
+
+def ocs_slice_request(text: str | None) -> tuple[tuple[int, ...], bool] | None:
+    """The slice shape and twist ``ocs-torus:DxDxD[,twisted=0|1]`` asks for as a job's own fabric
+    (``train``/``infer`` on an OCS system, whose ICI link it uses: no ``system=`` or ``latency=``);
+    None for any other topology string (``ocs-torus:auto`` included: the planner's)."""
+    if text is None:
+        return None
+    name, _, rest = text.strip().partition(":")
+    if name.strip() != "ocs-torus" or "auto" in (p.strip() for p in rest.split(",")):
+        return None
+    name, params = _split(text)
+    _check_keys(name, params, ("dims", "twisted"))
+    return _slice_shape(params)
+
+
+def _ocs_torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
+    """A TPU slice's torus of whole 4x4x4 cubes joined by OCS (:mod:`fabricsim.topology.ocs`), the
+    ICI link and chip bandwidth of ``system=`` (default tpu-v5p), ``twisted=0|1``."""
+    dims, twisted = _slice_shape(p)
     name = p.get("system", DEFAULT_OCS_SYSTEM)
     if name not in known.systems:
         raise unknown_name("system", name, known.systems)
@@ -210,7 +231,7 @@ def _ocs_torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
     count = math.prod(dims)
     _size(2 * count, count * (1 + len(dims)))
     latency = parse_duration(p["latency"], "latency") if "latency" in p else up.link.latency_s
-    return ocs_torus(dims, twisted == "1", LinkParams(up.link.bandwidth_Bps, latency), up.bandwidth_Bps)
+    return ocs_torus(dims, twisted, LinkParams(up.link.bandwidth_Bps, latency), up.bandwidth_Bps)
 
 
 def _nvswitch(p: dict[str, str], known: TopologyCatalog) -> Topology:

@@ -24,8 +24,9 @@ endpoints ``host_of_gpu[r]``.
 :func:`pair_tiers` names the highest switch tier (:data:`TIERS`) on the path between two endpoints,
 from per-endpoint ids computed once per topology (:class:`TierMap`), so ~10^5 pairs take a few numpy
 passes. Trees (Clos, fat-tree, leaf-spine, rail-optimized): 0 in one scale-up domain (an NVSwitch
-node) or the same endpoint, 1 under a common leaf, 2 under a common pod (leaves joined through
-tier-2 switches: every leaf of a 2-tier Clos), else 3. Fabrics with cables between switches of one
+node, a full mesh, or the cabled ICI routers of one torus domain of a system graph) or the same
+endpoint, 1 under a common leaf, 2 under a common pod (leaves joined through tier-2 switches: every
+leaf of a 2-tier Clos), else 3. Fabrics with cables between switches of one
 tier (dragonfly, torus) count switches on the shortest path instead, capped at 3: 1 on one router,
 2 on adjacent routers, 3 beyond. An endpoint without a first-hop switch (none cabled) is tier 3 to
 every endpoint outside its scale-up domain.
@@ -334,6 +335,7 @@ def _build_tier_map(topology: Topology) -> TierMap:
     domain = -1 - np.arange(topology.hosts, dtype=np.int64)
     up = (index[src] >= 0) & switch[dst] & (tier[dst] == 0)
     domain[index[src[up]]] = dst[up]
+    domain = _torus_domains(domain, src, dst, switch & (tier == 0))
     domain = _mesh_domains(domain, index[src], index[dst])
     leaf = _padded(_first_hops(topology, tier, index))
     between = switch[src] & switch[dst]
@@ -344,6 +346,21 @@ def _build_tier_map(topology: Topology) -> TierMap:
     pod = np.where(leaf >= 0, label[np.maximum(leaf, 0)], -1)
     adjacent = np.unique(src[between] * topology.nodes + dst[between]) if peer else None
     return TierMap(domain, leaf, pod, adjacent, topology.nodes)
+
+
+def _torus_domains(domain: np.ndarray, src: np.ndarray, dst: np.ndarray, scale_up: np.ndarray) -> np.ndarray:
+    """``domain`` with scale-up switches cabled to each other (the per-chip ICI routers of a torus
+    domain: a TPU cube, an OCS slice, a Trn2 UltraServer) as one domain, named by its lowest node id:
+    their chips talk over the scale-up links only. ``scale_up``: per node, a tier-0 switch."""
+    joined = scale_up[src] & scale_up[dst]
+    if not joined.any():
+        return domain
+    nodes = scale_up.size
+    links = sp.csr_matrix((np.ones(int(joined.sum())), (src[joined], dst[joined])), shape=(nodes, nodes))
+    component = csgraph.connected_components(links, directed=False)[1].astype(np.int64)
+    lowest = np.full(int(component.max()) + 1, nodes, dtype=np.int64)
+    np.minimum.at(lowest, component, np.arange(nodes, dtype=np.int64))
+    return np.where(domain >= 0, lowest[component[np.maximum(domain, 0)]], domain)
 
 
 def _mesh_domains(domain: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

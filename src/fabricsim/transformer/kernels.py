@@ -115,7 +115,7 @@ DEFAULT_GEMM_K = 8192.0
 
 # Generation defaults for a device YAML without ``kernels`` (a user's own device, or a device held
 # out by ``validate``) or for a figure its ``kernels`` block lacks: the medians of the catalog's
-# NVIDIA kernel figures (the AMD and Intel figures added for issue 25 are not folded in, so the
+# NVIDIA kernel figures (the AMD, Intel and B300 figures added for issue 25 are not folded in, so the
 # defaults stay the ones the NVIDIA suites were validated with) as bursts (BF16 GEMM fraction
 # 0.803 at median K 8,576; inverted attention fraction 0.811 forward and backward, in-step figures
 # divided by their device's sustained fraction; achieved HBM 0.888 of the datasheet), rounded;
