@@ -10,8 +10,8 @@ from fabricsim.cli.app import main
 
 
 def test_systems_and_devices_carry_kernel_figures() -> None:
-    system = api.catalog_show("systems", "gb300-nvl72")
-    assert system["kernel_figures"] == api.catalog_show("devices", "gb300")["kernel_figures"]
+    system = api.catalog_show("systems", "tpu-v5p")
+    assert system["kernel_figures"] == api.catalog_show("devices", "tpu-v5p")["kernel_figures"]
     assert "attention" in system["kernel_figures"]["defaults"]
     measured = api.catalog_show("systems", "dgx-h100")["kernel_figures"]
     assert "attention" in measured["measured"] and "attention" not in measured["defaults"]
@@ -19,9 +19,9 @@ def test_systems_and_devices_carry_kernel_figures() -> None:
 
 
 def test_cli_json_and_table(capsys, monkeypatch) -> None:
-    assert main(["catalog", "show", "devices", "gb300", "--json"]) == 0
+    assert main(["catalog", "show", "devices", "trainium2", "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)["kernel_figures"]
-    assert figures["generation"] == "blackwell" and figures["measured"] == []
+    assert figures["generation"] == "trainium2" and figures["measured"] == []
     monkeypatch.setenv("COLUMNS", "400")  # one table row per line
     assert main(["catalog", "show", "devices", "gb200"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if "kernel_figures." in line]

@@ -15,13 +15,13 @@ from fabricsim.transformer.kernels import (
 
 
 def test_a_device_without_kernels_runs_on_generation_defaults_and_says_so() -> None:
-    gb300 = catalog.load_device("gb300")  # no kernel-level GB300 figure is published (devices/gb300.yaml)
-    assert gb300.kernels is None
-    figures = kernel_provenance(gb300)
+    tpu = catalog.load_device("tpu-v5p")  # no kernel-level TPU figure is published (kernel-efficiency.md V6)
+    assert tpu.kernels is None
+    figures = kernel_provenance(tpu)
     assert figures["measured"] == [] and figures["borrowed"] == {}
     assert {f"gemm {fmt}" for fmt in PROVENANCE_GEMM_FORMATS} <= set(figures["defaults"])
     assert {"attention", "hbm achieved", "sustained clock", "sm count"} <= set(figures["defaults"])
-    assert str(figures["summary"]).startswith("defaults (generation blackwell): ")
+    assert str(figures["summary"]).startswith("defaults (generation tpu-v5): ")
 
 
 def test_a_missing_sustained_clock_is_reported_as_the_default_it_runs_on() -> None:

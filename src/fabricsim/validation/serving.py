@@ -24,12 +24,10 @@ and KV precision and CUDA graphs on or off:
   tokens: LoadGen's "Completed tokens per second" over a >= 2,400 s run, whose drain is ~1%.
 
 Nothing is fitted to these rows. Result (README accuracy table; measured here, not tuned): the Hopper rows
-are within -4% to +10%. The B200 and GB200 rows (NVFP4 weights) are 18-38% low: the measured B200 Offline rate
-needs (222 + 273) tokens x 371.4 samples/s / 8 GPUs x 2 x 69e9 FLOP = 3.2 PFLOP/s per GPU over the whole step,
-81% of the catalog's NVFP4 GEMM kernel figure (3,904 TFLOP/s, a CUTLASS GEMM in vLLM PR #20646; GB200's is that
-x 10/9), so the simulated GEMMs are slower than TensorRT-LLM's FP4 GEMMs were. The GB300 rows are 44-77% high:
-GB300 has no kernel figure and runs on the generation default at its 15 PFLOP/s NVFP4 peak, while the
-submission is only 1.09x GB200's. The previous version of this suite gave every request a 684-token input
+are within -4% to +10%; the B200 and GB200 rows (NVFP4 weights) -12% to +3% on the cuBLASLt NVFP4 GEMM
+figure (kernel-efficiency.md W1; on the earlier CUTLASS figure of vLLM PR #20646, 3,904 TFLOP/s, they were 18-38%
+low); the GB300 rows +13% (Offline) and +33% (Server) on the B300 kernel figures (W2/W3: no GB300-measured GEMM is
+published). The previous version of this suite gave every request a 684-token input
 (unsourced; 684.68 is the llama3.1-405b benchmark's tokens per sample): the dataset's mean input is 222.3
 tokens, and the -44% misses it reported came from that input.
 """
@@ -243,10 +241,10 @@ def server_tokens_per_s(setup: _Setup, rate_per_s: float) -> float:
 
 
 CALIBRATION = (
-    "out-of-sample: no constant fitted on these rows; compute from the catalog's kernel figures (GB300: generation "
-    "defaults), each submission's own layout, batch, token budget, scheduler and KV memory fraction, the datasets' "
-    "per-request lengths; Server rate found by bisection against MLPerf's TTFT/TPOT P99 limits (steady state, at "
-    "most the full replicas' rate), not against the measured rate"
+    "out-of-sample: no constant fitted on these rows; compute from the catalog's kernel figures (GB300: the B300's, "
+    "kernel-efficiency.md W2/W3), each submission's own layout, batch, token budget, scheduler and KV memory "
+    "fraction, the datasets' per-request lengths; Server rate found by bisection against MLPerf's TTFT/TPOT P99 "
+    "limits (steady state, at most the full replicas' rate), not against the measured rate"
 )
 
 
