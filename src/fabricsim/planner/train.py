@@ -42,7 +42,8 @@ from enum import StrEnum
 
 from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
 from fabricsim.engine.training.memory import FRAMEWORK_MEMORY_BYTES, activation_bytes, model_state_bytes
-from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
+from fabricsim.engine.training.offload import activation_shift, state_shifts
+from fabricsim.engine.training.results import TimeBreakdown
 from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
@@ -182,6 +183,7 @@ class _Walk:
     unfit: list = field(default_factory=list)  # heap of (-bound, -key, layout): best time bounds that do not fit
     offload_always: bool = False  # try offload on layouts that fit without it (see planner.offload)
     offload_groups: tuple[tuple[OffloadSpec, ...], ...] = ()  # settings.offload grouped by tier
+    states: dict = field(default_factory=dict)  # model-state bytes per (entry's parameters, dp, edp, ZeRO stages)
 
 
 _RECOMPUTE_INDEX = {r: i for i, r in enumerate(sp.RECOMPUTE_ORDER)}
@@ -264,48 +266,84 @@ def _sized(
     # stages only (and the layout rules, hence the micro-batch count, not on the ZeRO stage)
     entry = context.stage(first, q.seq_len)
     dp, edp = first.data_context_parallel, first.expert_data_parallel
-    states = [model_state_bytes(entry, (zero, dp, edp)) for zero in zeros]
-    activations = []
-    for vpp in virtual:
-        layout = group.layout(micro_batch, zeros[0], vpp) if vpp != virtual[0] else first
-        activations.append(activation_bytes(layout, entry, context.microbatches(layout, q.global_batch, q.seq_len)))
+    # the model states do not depend on the micro-batch either: sized once per group and ZeRO stage
+    params = (entry.dense_params, entry.expert_params, entry.gradient_bytes, entry.layers, dp, edp)
+    states = walk.states.get((params, zeros))
+    if states is None:
+        states = walk.states[(params, zeros)] = [model_state_bytes(entry, (zero, dp, edp)) for zero in zeros]
+    # the micro-batch count does not depend on the virtual stages (the walk's layouts are valid: checked once)
+    microbatches = context.microbatches(first, q.global_batch, q.seq_len)
+    activations = [
+        activation_bytes(group.layout(micro_batch, zeros[0], vpp) if vpp != virtual[0] else first, entry, microbatches)
+        for vpp in virtual
+    ]
     capacity = walk.capacity_bytes
-    rows = []  # (zero, vpp, model states, activations, total): MemoryBreakdown.total's additions, in its order
-    for zero, (weights, gradients, optimizer) in zip(zeros, states, strict=True):
+    rows = []  # (zero, vpp, total, (zero index, vpp index)): MemoryBreakdown.total's additions, in its order
+    for z, (zero, (weights, gradients, optimizer)) in enumerate(zip(zeros, states, strict=True)):
         held = weights + gradients + optimizer
-        rows += [(zero, vpp, (weights, gradients, optimizer), acts, held + acts + FRAMEWORK_MEMORY_BYTES)
-                 for vpp, acts in zip(virtual, activations, strict=True)]
+        rows += [(zero, vpp, held + acts + FRAMEWORK_MEMORY_BYTES, (z, v))
+                 for v, (vpp, acts) in enumerate(zip(virtual, activations, strict=True))]
     unfit = None
-    for zero, vpp, _, _, total in rows:  # in the walk's order: the first of equals is kept
+    for zero, vpp, total, _ in rows:  # in the walk's order: the first of equals is kept
         if total < walk.smallest[0]:
             walk.smallest = (total, group.layout(micro_batch, zero, vpp))
         if unfit is None and total > capacity:
             unfit = group.layout(micro_batch, zero, vpp)
-    alone = sum(row[4] <= capacity for row in rows)
+    alone = sum(row[2] <= capacity for row in rows)
+    if not walk.offload_groups:
+        if not offload:
+            return [], unfit, alone, 0
+        return [(group.layout(micro_batch, zero, vpp), None, total) for zero, vpp, total, _ in rows
+                if total <= capacity], unfit, alone, 0
+    if not offload and alone:  # counted only: no offload choice to size
+        return [], unfit, alone, len(rows) - alone
+    shifts = _BlockShifts(group, first, zeros, (entry, states, activations), walk.problem.global_batch)
     if not offload:
-        if alone or not walk.offload_groups:  # counted only: no offload choice to size
-            return [], unfit, alone, (len(rows) - alone if walk.offload_groups else 0)
         # none fits by itself: offload choices sized, least HBM first, until one layout fits with one
-        for tried, (zero, vpp, held_parts, acts, _) in enumerate(sorted(rows, key=lambda row: row[4]), 1):
-            memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
-            layout = group.layout(micro_batch, zero, vpp)
-            if context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry):
+        for tried, (_, _, total, index) in enumerate(sorted(rows, key=lambda row: row[2]), 1):
+            if context.fitting_choices(shifts.of(index), total, walk.offload_groups):
                 return [], unfit, 1, len(rows) - tried
         return [], unfit, 0, 0
     fitting: list[Variant] = []
     feasible = 0
-    for zero, vpp, held_parts, acts, total in rows:
+    for zero, vpp, total, index in rows:
         layout = group.layout(micro_batch, zero, vpp)
         fits = total <= capacity
         if fits:
             fitting.append((layout, None, total))
-        if walk.offload_groups and (not fits or walk.offload_always):
-            memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
-            offloads = context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry)
+        if not fits or walk.offload_always:
+            offloads = context.fitting_choices(shifts.of(index), total, walk.offload_groups)
             fitting += [(layout, choice, hbm_bytes) for choice, hbm_bytes in offloads]
             fits = fits or bool(offloads)
         feasible += fits
     return fitting, unfit, feasible, 0
+
+
+class _BlockShifts:
+    """The offload class shifts of a block's layouts, factored as its memory is (the optimizer's and
+    the weights' per ZeRO stage, the activations' per virtual-stage count) and computed when first
+    asked for (:meth:`TrainingContext.fitting_offloads` per layout, its class shifts shared)."""
+
+    __slots__ = ("_activations", "_first", "_group", "_microbatches", "_sized", "_states", "_zeros")
+
+    def __init__(self, group: Group, first: ParallelLayout, zeros: tuple[int, ...], sized: tuple, batch: int) -> None:
+        self._group, self._first, self._zeros, self._sized = group, first, zeros, sized
+        self._microbatches = batch // (first.data_parallel * first.micro_batch_size)
+        self._states: dict[int, tuple] = {}
+        self._activations: dict[int, object] = {}
+
+    def of(self, index: tuple[int, int]) -> tuple:
+        """(optimizer, weights, activations) shifts of the layout at (ZeRO index, vpp index)."""
+        z, v = index
+        entry, states, activations = self._sized
+        held = self._states.get(z)
+        if held is None:
+            layout = self._group.layout(self._first.micro_batch_size, self._zeros[z], self._first.virtual_stages)
+            held = self._states[z] = state_shifts(layout, entry, states[z], self._microbatches)
+        acts = self._activations.get(v)
+        if acts is None:
+            acts = self._activations[v] = activation_shift(entry, activations[v])
+        return (*held, acts)
 
 
 def _block_size(walk: _Walk, group: Group, micro_batch: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

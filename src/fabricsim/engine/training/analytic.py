@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.training.memory import memory_breakdown, stage_activations, stage_parameters
-from fabricsim.engine.training.offload import offload_memory, offload_time, resident_bytes
+from fabricsim.engine.training.offload import activation_shift, offload_memory, offload_time, state_shifts
 from fabricsim.engine.training.results import (
     MemoryBreakdown,
     StageEntry,
@@ -61,7 +61,7 @@ from fabricsim.transformer.compute import (
     logits_times_s,
 )
 from fabricsim.transformer.flops import ModelDims, hardware_flops_per_step, model_dims, model_flops_per_step
-from fabricsim.transformer.memory_tiers import class_shifts
+from fabricsim.transformer.memory_tiers import ClassShift
 from fabricsim.workload import training as work
 from fabricsim.workload.training import TrainingOptions
 
@@ -263,8 +263,17 @@ class TrainingContext:
         ``entry``: the layout's :meth:`stage` when the caller has it."""
         microbatches = global_batch // (layout.data_parallel * layout.micro_batch_size)
         entry = entry or self.stage(layout, seq_len)
-        shifts = class_shifts(resident_bytes(layout, entry, base, microbatches))
-        over = base.total - self.system.device.hbm_capacity_bytes
+        states = (base.weights, base.gradients, base.optimizer_states)
+        shifts = (*state_shifts(layout, entry, states, microbatches), activation_shift(entry, base.activations))
+        return self.fitting_choices(shifts, base.total, choices)
+
+    def fitting_choices(
+        self, shifts: tuple[ClassShift, ClassShift, ClassShift], total: float, choices: Offloads
+    ) -> list[tuple[OffloadSpec, float]]:
+        """:meth:`fitting_offloads` from a layout's HBM bytes without offload (``total``) and its
+        class shifts (:func:`~fabricsim.transformer.memory_tiers.class_shifts`): each choice's bytes
+        are the sums of its classes' shifts."""
+        over = total - self.system.device.hbm_capacity_bytes
         if over > sum(shift.hbm_freed for shift in shifts):
             return []  # offloading everything does not fit in HBM: no choice does
         fitting = []
@@ -276,7 +285,7 @@ class TrainingContext:
                     freed += shifts[index].hbm_freed
                     tier_bytes += shifts[index].tier_bytes
                 if freed >= over and tier_bytes <= capacity:
-                    fitting.append((choice, base.total - freed))
+                    fitting.append((choice, total - freed))
         return fitting
 
     def tier(self, offload: OffloadSpec) -> MemoryTierSpec:

@@ -35,7 +35,15 @@ from fabricsim.specs import ParallelLayout
 from fabricsim.specs.memory_tier import MemoryTierSpec, OffloadClass, OffloadSpec
 from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE
 from fabricsim.transformer.memory import WEIGHT_BYTES
-from fabricsim.transformer.memory_tiers import ResidentBytes, TierBytes, place
+from fabricsim.transformer.memory_tiers import (
+    ClassShift,
+    ResidentBytes,
+    TierBytes,
+    activations_shift,
+    optimizer_shift,
+    place,
+    weights_shift,
+)
 from fabricsim.workload.pipeline import bubble_stage_times
 
 
@@ -82,6 +90,29 @@ def resident_bytes(
         bucket_gradient_bytes=grad * min(params, grad_bucket_params(layout.data_parallel)),
         microbatches=microbatches,
     )
+
+
+def state_shifts(
+    layout: ParallelLayout, entry: StageEntry, states: tuple[float, float, float], microbatches: int
+) -> tuple[ClassShift, ClassShift]:
+    """(optimizer, weights) shifts of ``layout`` holding ``states`` = (weights, gradients, optimizer)
+    bytes: :func:`~fabricsim.transformer.memory_tiers.class_shifts` of :func:`resident_bytes`, the
+    two that do not depend on the activations (the planner computes them once per ZeRO stage)."""
+    weights, gradients, optimizer = states
+    params = entry.dense_params + entry.expert_params
+    grad = entry.gradient_bytes
+    bucket = grad * min(params, grad_bucket_params(layout.data_parallel))
+    return (
+        optimizer_shift(gradients, optimizer, grad * owned_params(layout, entry), bucket, microbatches),
+        weights_shift(weights, weight_store_bytes(layout, entry), WEIGHT_BYTES * params / max(1, entry.layers)),
+    )
+
+
+def activation_shift(entry: StageEntry, activations: float) -> ClassShift:
+    """The activations' shift of a layout holding ``activations`` bytes (as :func:`state_shifts`;
+    it depends on the virtual stages, not on the ZeRO stage)."""
+    stored = max(0.0, activations - entry.logits_activation - entry.recompute_working)
+    return activations_shift(activations, stored, entry.activation_per_microbatch / max(1, entry.layers))
 
 
 def offload_memory(
