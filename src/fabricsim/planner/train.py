@@ -264,7 +264,7 @@ def _sized(
     # memory_breakdown per layout, factored: the stage entry is shared (its key has no ZeRO stage or
     # virtual stages), the model states depend on the ZeRO stage only, the activations on the virtual
     # stages only (and the layout rules, hence the micro-batch count, not on the ZeRO stage)
-    entry = context.stage(first, q.seq_len)
+    entry = context.stage_memory(first, q.seq_len)  # sizing needs no stage work (a beaten block has none)
     dp, edp = first.data_context_parallel, first.expert_data_parallel
     # the model states do not depend on the micro-batch either: sized once per group and ZeRO stage
     params = (entry.dense_params, entry.expert_params, entry.gradient_bytes, entry.layers, dp, edp)
@@ -360,10 +360,13 @@ def _prune_rest(walk: _Walk, group: Group, sizes: tuple[int, ...]) -> None:
         walk.evaluated += len(zeros) * len(virtual)
 
 
-def _lower_bound_s(walk: _Walk, layout: ParallelLayout) -> float:
-    """m micro-batches of the slowest stage's work: no variant of the block can be faster."""
+def _lower_bound_s(walk: _Walk, layout: ParallelLayout, body: bool = False) -> float:
+    """m micro-batches of the slowest stage's work: no variant of the block can be faster. With
+    ``body``, of its transformer layers' work only (no output layer; the stage is not sized): every
+    field is at most the stage's, so (rounded additions and products being monotone) this is at
+    most the first bound, a bound on it that costs a few dictionary look-ups."""
     q = walk.question
-    work = walk.context.stage(layout, q.seq_len).work
+    work = walk.context.body_work(layout, q.seq_len) if body else walk.context.stage(layout, q.seq_len).work
     per_microbatch_s = work.forward_s + work.backward_s + work.recompute_s
     per_microbatch_s += work.tp_comm_s + work.cp_comm_s + work.ep_comm_s
     return q.global_batch // (layout.data_parallel * layout.micro_batch_size) * per_microbatch_s
@@ -380,8 +383,12 @@ def _search_group(walk: _Walk, group: Group) -> None:
         if block == 0:  # no (ZeRO, vpp) variant is allowed here, e.g. --vpp 2 where m is not a multiple of pp
             continue
         first = group.layout(micro_batch, zeros[0], virtual[0])
-        bound_s = _lower_bound_s(walk, first)
+        # the cheap bound first: when it loses already, so does the stage's (its step time is not needed)
+        bound_s, exact = _lower_bound_s(walk, first, body=True), False
         beaten = _time_bound_beaten(walk, bound_s)
+        if not beaten:
+            bound_s, exact = _lower_bound_s(walk, first), True
+            beaten = _time_bound_beaten(walk, bound_s)
         # offload variants of a block the time bound rejects would not be timed: not sized either
         sized = not beaten or not walk.settings.bound_offload
         fitting, unfit, feasible, unsized = _sized(walk, group, first, (zeros, virtual), sized)
@@ -390,7 +397,7 @@ def _search_group(walk: _Walk, group: Group) -> None:
         walk.feasible += feasible
         walk.offload_unsized += unsized
         if unfit is not None:
-            _note_unfit(walk, bound_s, unfit)
+            _note_unfit(walk, bound_s, unfit, None if exact else first)
         if not feasible and not unsized:  # memory does not shrink with a larger micro-batch: neither do they fit
             position = _skip_unfit(walk, group, sizes, position)
             continue
@@ -440,9 +447,15 @@ def _skip_unfit(walk: _Walk, group: Group, sizes: tuple[int, ...], position: int
 UNFIT_KEPT = 8  # unfit layouts with the best time bounds kept for ``faster_unfit``
 
 
-def _note_unfit(walk: _Walk, bound_s: float, layout: ParallelLayout) -> None:
+def _note_unfit(walk: _Walk, bound_s: float, layout: ParallelLayout, first: ParallelLayout | None = None) -> None:
+    """Keep ``layout`` among the unfit layouts with the best bounds; ``first``: its block's first
+    layout when ``bound_s`` is only a bound on the block's bound (computed here where it matters)."""
     if len(walk.unfit) == UNFIT_KEPT and -bound_s < walk.unfit[0][0]:
         return  # slower than every kept one: would not enter whatever its key (the test below, first term)
+    if first is not None:
+        bound_s = _lower_bound_s(walk, first)
+        if len(walk.unfit) == UNFIT_KEPT and -bound_s < walk.unfit[0][0]:
+            return
     item = (-bound_s, _neg_key(layout_key(layout)), layout)
     if len(walk.unfit) < UNFIT_KEPT:
         heapq.heappush(walk.unfit, item)

@@ -30,6 +30,7 @@ from fabricsim.engine.training.offload import activation_shift, offload_memory, 
 from fabricsim.engine.training.results import (
     MemoryBreakdown,
     StageEntry,
+    StageMemory,
     StageWork,
     TierMemory,
     TimeBreakdown,
@@ -41,6 +42,7 @@ from fabricsim.engine.training.step_time import (
     AR,
     GRAD_BUCKET_PARAMS,
     RS,
+    body_work,
     dp_exposed_s,
     optimizer_s,
     pipeline_stages,
@@ -100,6 +102,7 @@ class TrainingContext:
         "_flops",
         "_layer_times",
         "_logits_times",
+        "_memory_cache",
         "_peaks",
         "_pipeline_stages",
         "_rates",
@@ -121,6 +124,7 @@ class TrainingContext:
         self._peaks: dict[str, float] = {}
         self._flops: dict[tuple[int, int, Recompute], tuple[float, float]] = {}
         self._stage_cache: dict[tuple, StageEntry] = {}
+        self._memory_cache: dict[tuple, StageMemory] = {}
         self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
         self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
         self._logits_times: dict[tuple[str, ShardShape], tuple[float, float]] = {}
@@ -183,22 +187,26 @@ class TrainingContext:
 
     def stage(self, layout: ParallelLayout, seq_len: int) -> StageEntry:
         """Everything about the slowest stage that depends on the per-GPU shape only (cached)."""
-        key = (
-            layout.tensor_parallel,
-            layout.pipeline_parallel,
-            layout.context_parallel,
-            layout.expert_parallel,
-            layout.micro_batch_size,
-            layout.sequence_parallel,
-            layout.recompute,
-            layout.dtype,
-            seq_len,
-            layout.expert_tensor_parallel,
-        )
+        key = _stage_key(layout, seq_len)
         entry = self._stage_cache.get(key)
         if entry is None:
             entry = self._stage_cache[key] = _stage_entry(self, layout, seq_len)
         return entry
+
+    def stage_memory(self, layout: ParallelLayout, seq_len: int, shape: ShardShape | None = None) -> StageMemory:
+        """The memory side of :meth:`stage` (cached apart: sizing a layout needs no stage work).
+        ``shape``: the layout's :func:`shard_shape` when the caller has it."""
+        key = _stage_key(layout, seq_len)
+        memory = self._memory_cache.get(key)
+        if memory is None:
+            memory = self._memory_cache[key] = _stage_memory(self, layout, shape or shard_shape(self, layout, seq_len))
+        return memory
+
+    def body_work(self, layout: ParallelLayout, seq_len: int) -> StageWork:
+        """:func:`~fabricsim.engine.training.step_time.body_work` of ``layout``: its stage's work
+        without the output layer, no field above :meth:`stage`'s (a time bound before sizing it)."""
+        stage = self.pipeline_stages(layout.pipeline_parallel)[0]
+        return body_work(self, layout, (seq_len, shard_shape(self, layout, seq_len), stage))
 
     def pipeline_stages(self, pipeline_parallel: int) -> tuple[work.StageLayers, int]:
         """:func:`~fabricsim.engine.training.step_time.pipeline_stages` (cached per pipeline depth)."""
@@ -356,25 +364,55 @@ def check_layout(model: ModelSpec | ModelDims, layout: ParallelLayout, global_ba
     return work.check_layout(dims, layout, layout.gpus, global_batch, seq_len)
 
 
-def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> StageEntry:
+def _stage_key(layout: ParallelLayout, seq_len: int) -> tuple:
+    """What a stage entry depends on of the layout: the per-GPU shape and the pipeline depth."""
+    return (
+        layout.tensor_parallel,
+        layout.pipeline_parallel,
+        layout.context_parallel,
+        layout.expert_parallel,
+        layout.micro_batch_size,
+        layout.sequence_parallel,
+        layout.recompute,
+        layout.dtype,
+        seq_len,
+        layout.expert_tensor_parallel,
+    )
+
+
+def _stage_memory(ctx: TrainingContext, layout: ParallelLayout, shape: ShardShape) -> StageMemory:
     dims = ctx.dims
     mtp, accounting = ctx.options.mtp_layers, ctx.options.pipeline_accounting
-    shape = shard_shape(ctx, layout, seq_len)
-    sizes = stage_comm_sizes(ctx, layout, seq_len)
-    stages = ctx.pipeline_stages(layout.pipeline_parallel)
+    stage = ctx.pipeline_stages(layout.pipeline_parallel)[0]
     modules = ctx.options.selective_modules
-    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules, stages[0])
-    dense, expert = stage_parameters(dims, layout, mtp, accounting, stages[0])
-    return StageEntry(
-        work=stage_work(ctx, layout, seq_len, shape, sizes, stages),
+    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules, stage)
+    dense, expert = stage_parameters(dims, layout, mtp, accounting, stage)
+    return StageMemory(
         dense_params=dense,
         expert_params=expert,
-        layers=stages[0].layers,
+        layers=stage.layers,
         activation_per_microbatch=per_microbatch,
         logits_activation=logits,
         recompute_working=working,
-        p2p_bytes=sizes.pipeline_bytes,  # the capacity factor (in sizes) changes the expert bytes only
         gradient_bytes=ctx.options.gradient_bytes(layout.dtype),
+    )
+
+
+def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> StageEntry:
+    shape = shard_shape(ctx, layout, seq_len)
+    sizes = stage_comm_sizes(ctx, layout, seq_len)
+    stages = ctx.pipeline_stages(layout.pipeline_parallel)
+    memory = ctx.stage_memory(layout, seq_len, shape)
+    return StageEntry(
+        work=stage_work(ctx, layout, seq_len, shape, sizes, stages),
+        dense_params=memory.dense_params,
+        expert_params=memory.expert_params,
+        layers=memory.layers,
+        activation_per_microbatch=memory.activation_per_microbatch,
+        logits_activation=memory.logits_activation,
+        recompute_working=memory.recompute_working,
+        p2p_bytes=sizes.pipeline_bytes,  # the capacity factor (in sizes) changes the expert bytes only
+        gradient_bytes=memory.gradient_bytes,
     )
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fabricsim.engine.training.results import MemoryBreakdown, StageEntry, StageWork, TierMemory
+from fabricsim.engine.training.results import MemoryBreakdown, StageEntry, StageMemory, StageWork, TierMemory
 from fabricsim.engine.training.step_time import grad_bucket_params
 from fabricsim.specs import ParallelLayout
 from fabricsim.specs.memory_tier import MemoryTierSpec, OffloadClass, OffloadSpec
@@ -54,7 +54,7 @@ class OffloadTime(NamedTuple):
     optimizer_s: float | None
 
 
-def owned_params(layout: ParallelLayout, entry: StageEntry) -> float:
+def owned_params(layout: ParallelLayout, entry: StageEntry | StageMemory) -> float:
     """Parameters whose optimizer state this GPU holds (ZeRO >= 1 shards them as the memory model
     does: dense over dp·cp, experts over the expert-data-parallel group)."""
     dense, expert = entry.dense_params, entry.expert_params
@@ -64,7 +64,7 @@ def owned_params(layout: ParallelLayout, entry: StageEntry) -> float:
     return dense + expert
 
 
-def weight_store_bytes(layout: ParallelLayout, entry: StageEntry) -> float:
+def weight_store_bytes(layout: ParallelLayout, entry: StageEntry | StageMemory) -> float:
     """16-bit weights this GPU keeps (its shard under ZeRO-3)."""
     if layout.zero_stage < 3:
         return WEIGHT_BYTES * (entry.dense_params + entry.expert_params)
@@ -93,7 +93,7 @@ def resident_bytes(
 
 
 def state_shifts(
-    layout: ParallelLayout, entry: StageEntry, states: tuple[float, float, float], microbatches: int
+    layout: ParallelLayout, entry: StageEntry | StageMemory, states: tuple[float, float, float], microbatches: int
 ) -> tuple[ClassShift, ClassShift]:
     """(optimizer, weights) shifts of ``layout`` holding ``states`` = (weights, gradients, optimizer)
     bytes: :func:`~fabricsim.transformer.memory_tiers.class_shifts` of :func:`resident_bytes`, the
@@ -108,7 +108,7 @@ def state_shifts(
     )
 
 
-def activation_shift(entry: StageEntry, activations: float) -> ClassShift:
+def activation_shift(entry: StageEntry | StageMemory, activations: float) -> ClassShift:
     """The activations' shift of a layout holding ``activations`` bytes (as :func:`state_shifts`;
     it depends on the virtual stages, not on the ZeRO stage)."""
     stored = max(0.0, activations - entry.logits_activation - entry.recompute_working)

@@ -162,3 +162,18 @@ class StageEntry:
     recompute_working: float
     p2p_bytes: float
     gradient_bytes: float = 4.0  # per parameter: fp32 or 16-bit (TrainingOptions.gradient_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class StageMemory:
+    """The memory side of a :class:`StageEntry` (the same fields, without the work): what sizing a
+    layout's memory reads, cached apart so that a planner can size a layout whose time bound
+    already loses without timing its stage (:meth:`TrainingContext.stage_memory`)."""
+
+    dense_params: float
+    expert_params: float
+    layers: int
+    activation_per_microbatch: float
+    logits_activation: float
+    recompute_working: float
+    gradient_bytes: float = 4.0
