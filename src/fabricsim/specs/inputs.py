@@ -33,7 +33,7 @@ from pydantic import (
 )
 
 from fabricsim.errors import FabricsimError, parse_choice
-from fabricsim.limits import check_cap, show
+from fabricsim.limits import cap, check_cap, show
 from fabricsim.specs.layout import Recompute
 from fabricsim.units import parse_duration
 
@@ -74,7 +74,7 @@ def _at_least(low: int, cap_name: str | None) -> Callable[[int, ValidationInfo],
         if value < low:
             problem = "a positive integer" if low == 1 else f"an integer >= {low}"
             raise FabricsimError(flag(info.field_name or "value"), f"must be {problem}, got {show(value)}")
-        if cap_name is not None:
+        if cap_name is not None and value > cap(cap_name):  # the option's name is spelled only for the error
             check_cap(flag(info.field_name or "value"), value, cap_name)
         return value
 
