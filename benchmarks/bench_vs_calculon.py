@@ -24,6 +24,22 @@ the Python that can import it (numpy, psutil, pandas) with ``--calculon-python P
 ``CALCULON_PYTHON`` (default: this Python). Without it the script says how to get it and exits 0.
 
 Run: ``python benchmarks/bench_vs_calculon.py [--repeats 9] [--calculon DIR --calculon-python PY]``.
+
+Measured (issue 27 speed work, 2026-12-02 ~05:00 UTC, 2-core machine shared with five other
+sessions, load average 4-5, so walls are far above CPU; ratios are from one run, alternating):
+
+* before (the previous session, quiet machine): CLI CPU 2.24x/2.30x (min/median), wall 1.71x/1.84x;
+  in-process 0.125 ms vs 1.95 ms, 15.6x.
+* after, ``--repeats 15``: CLI wall min/median fabricsim 0.700/0.956 s, Calculon 1.408/1.664 s
+  (2.01x/1.74x); CPU 0.272/0.352 s vs 0.555/0.651 s (2.04x/1.85x). In-process: fabricsim
+  ``api.train`` + ``to_json`` 0.178 ms repeated (0.505 ms with a cold context) vs Calculon
+  4.896 ms: 27.5x (9.7x cold). Under that load every figure moves by tens of percent between runs;
+  a quiet machine is needed for the wall goal.
+* what is left of an estimate (cProfile of 5,000 repeated calls): the edge checks ~27% (each
+  argument's validator, ``FABRICSIM_MAX_*`` caps read from the environment per call), catalog
+  look-ups and the cluster/layout checks ~17%, the engine's estimate ~15%, the result and its
+  energy figures ~26% (``dataclasses.replace`` in cost/energy.py), ``to_json`` ~6%. 200x would
+  need ~10 us per validated estimate in Python: not reached; no result is cached.
 """
 
 from __future__ import annotations
