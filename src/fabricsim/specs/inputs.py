@@ -360,8 +360,9 @@ def _validator(metadata: object) -> tuple[str, Callable[..., Any]] | None:
     if kind is None:
         return None
     func = metadata.func  # type: ignore[attr-defined]
-    if len(inspect.signature(func).parameters) != 2:
-        return None  # a validator without the info argument: not one of this module's
+    code = getattr(func, "__code__", None)  # a plain function (inspect.signature costs more at start-up)
+    if code is None or code.co_argcount != 2 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None  # not a function of exactly (value, info): not one of this module's
     return kind, func
 
 

@@ -62,3 +62,12 @@ def test_search_is_the_same_without_the_layer_work_bound(monkeypatch) -> None:
     without = search_train(question, settings=settings)
     assert with_bound == without
     assert with_bound.pruned_time > 0 and with_bound.plans
+
+
+def test_the_memory_side_carries_every_sizing_field_of_the_entry() -> None:
+    """A field added to StageEntry for sizing (say an adapter's parameters) must be added to
+    StageMemory too: the planner sizes layouts from StageMemory alone."""
+    from fabricsim.engine.training.results import StageEntry, StageMemory
+
+    entry = {field.name for field in dataclasses.fields(StageEntry)} - {"work", "p2p_bytes"}
+    assert entry == {field.name for field in dataclasses.fields(StageMemory)}
