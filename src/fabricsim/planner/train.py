@@ -15,9 +15,13 @@ groups of layouts sharing (tp, pp, cp, ep, dtype, sequence parallel, recompute).
 2. **Time bound.** A layout's step is at least ``m`` micro-batches of the slowest stage's work
    (the other terms -- bubble, p2p, exposed DP, optimizer -- are non-negative), a figure shared
    by every ZeRO/interleaving variant of a micro-batch size. When that bound is already slower
-   than the K-th best plan found, the block's fitting layouts are not timed. Only the step-time
-   objective uses this bound; the memory objective skips timing a variant whose memory (known
-   before timing) exceeds the K-th best's.
+   than the K-th best plan found, the block's fitting layouts are not timed. The bound is first
+   taken over the stage's transformer layers only (per-layer work cached per shape: no stage entry
+   is built; every term at most the stage's, so a bound on the bound), and the stage's own is
+   computed only when that one can still win (issue 27: most blocks lose without their stage's
+   work, and are sized from its memory side alone). Only the step-time objective uses this bound;
+   the memory objective skips timing a variant whose memory (known before timing) exceeds the
+   K-th best's.
 4. **Offload** (:mod:`fabricsim.planner.offload`): a layout that does not fit by itself is tried
    with every offload choice that fits it in HBM and on the tier, each a variant timed like a layout.
    Bounds apply to them too (issue 27: offload search cost 3-4x the search without): in a block the
