@@ -57,6 +57,7 @@ from fabricsim.planner.offload import by_tier, cpu_can_beat_gpu, offload_key
 from fabricsim.planner.space import Group, TrainProblem, TrainSpace
 from fabricsim.specs import ModelSpec, ParallelLayout, SystemSpec
 from fabricsim.specs.memory_tier import OffloadSpec
+from fabricsim.transformer.compute import ShardShape
 from fabricsim.transformer.flops import model_dims
 from fabricsim.workload.training import DTYPES, TrainingOptions
 
@@ -251,7 +252,11 @@ Variant = tuple[ParallelLayout, OffloadSpec | None, float]  # layout, offload ch
 
 
 def _sized(
-    walk: _Walk, group: Group, first: ParallelLayout, block: tuple[tuple[int, ...], tuple[int, ...]], offload: bool
+    walk: _Walk,
+    group: Group,
+    first_of: tuple[ParallelLayout, ShardShape],
+    block: tuple[tuple[int, ...], tuple[int, ...]],
+    offload: bool,
 ) -> tuple[list[Variant], ParallelLayout | None, int, int]:
     """(variants of the block that fit, its first layout that does not fit in HBM by itself,
     layouts that fit some way, layouts left unsized with offload): every (ZeRO stage, virtual
@@ -261,14 +266,15 @@ def _sized(
     the block fits by itself, and then (least HBM first) only until one fits with a choice; the other
     layouts that do not fit by themselves are counted as unsized (what the micro-batch pruning needs
     is known).
-    ``first``: the block's layout of its first ZeRO stage and virtual-stage count."""
+    ``first_of``: the block's layout of its first ZeRO stage and virtual-stage count, and its shard shape."""
     q, context = walk.question, walk.context
+    first, shape = first_of
     zeros, virtual = block  # _block_size
     micro_batch = first.micro_batch_size
     # memory_breakdown per layout, factored: the stage entry is shared (its key has no ZeRO stage or
     # virtual stages), the model states depend on the ZeRO stage only, the activations on the virtual
     # stages only (and the layout rules, hence the micro-batch count, not on the ZeRO stage)
-    entry = context.stage_memory(first, q.seq_len)  # sizing needs no stage work (a beaten block has none)
+    entry = context.stage_memory(first, q.seq_len, shape)  # sizing needs no stage work (a beaten block has none)
     dp, edp = first.data_context_parallel, first.expert_data_parallel
     # the model states do not depend on the micro-batch either: sized once per group and ZeRO stage
     params = (entry.dense_params, entry.expert_params, entry.gradient_bytes, entry.layers, dp, edp)
@@ -364,13 +370,13 @@ def _prune_rest(walk: _Walk, group: Group, sizes: tuple[int, ...]) -> None:
         walk.evaluated += len(zeros) * len(virtual)
 
 
-def _lower_bound_s(walk: _Walk, layout: ParallelLayout, body: bool = False) -> float:
+def _lower_bound_s(walk: _Walk, layout: ParallelLayout, body: ShardShape | None = None) -> float:
     """m micro-batches of the slowest stage's work: no variant of the block can be faster. With
-    ``body``, of its transformer layers' work only (no output layer; the stage is not sized): every
-    field is at most the stage's, so (rounded additions and products being monotone) this is at
-    most the first bound, a bound on it that costs a few dictionary look-ups."""
+    ``body`` (the layout's shard shape), of its transformer layers' work only (no output layer; the
+    stage is not sized): every field is at most the stage's, so (rounded additions and products
+    being monotone) this is at most the first bound, a bound on it that costs a few look-ups."""
     q = walk.question
-    work = walk.context.body_work(layout, q.seq_len) if body else walk.context.stage(layout, q.seq_len).work
+    work = walk.context.body_work(layout, q.seq_len, body) if body else walk.context.stage(layout, q.seq_len).work
     per_microbatch_s = work.forward_s + work.backward_s + work.recompute_s
     per_microbatch_s += work.tp_comm_s + work.cp_comm_s + work.ep_comm_s
     return q.global_batch // (layout.data_parallel * layout.micro_batch_size) * per_microbatch_s
@@ -388,14 +394,15 @@ def _search_group(walk: _Walk, group: Group) -> None:
             continue
         first = group.layout(micro_batch, zeros[0], virtual[0])
         # the cheap bound first: when it loses already, so does the stage's (its step time is not needed)
-        bound_s, exact = _lower_bound_s(walk, first, body=True), False
+        shape = walk.context.shard_shape(first, walk.question.seq_len)
+        bound_s, exact = _lower_bound_s(walk, first, body=shape), False
         beaten = _time_bound_beaten(walk, bound_s)
         if not beaten:
             bound_s, exact = _lower_bound_s(walk, first), True
             beaten = _time_bound_beaten(walk, bound_s)
         # offload variants of a block the time bound rejects would not be timed: not sized either
         sized = not beaten or not walk.settings.bound_offload
-        fitting, unfit, feasible, unsized = _sized(walk, group, first, (zeros, virtual), sized)
+        fitting, unfit, feasible, unsized = _sized(walk, group, (first, shape), (zeros, virtual), sized)
         walk.evaluated += block
         walk.pruned_memory += block - feasible - unsized
         walk.feasible += feasible

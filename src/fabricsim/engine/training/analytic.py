@@ -103,6 +103,7 @@ class TrainingContext:
         "_layer_times",
         "_logits_times",
         "_memory_cache",
+        "_offload_plans",
         "_peaks",
         "_pipeline_stages",
         "_rates",
@@ -125,6 +126,7 @@ class TrainingContext:
         self._flops: dict[tuple[int, int, Recompute], tuple[float, float]] = {}
         self._stage_cache: dict[tuple, StageEntry] = {}
         self._memory_cache: dict[tuple, StageMemory] = {}
+        self._offload_plans: dict[int, tuple] = {}  # fitting_choices' per-choices preparation (kept with them)
         self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
         self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
         self._logits_times: dict[tuple[str, ShardShape], tuple[float, float]] = {}
@@ -202,11 +204,16 @@ class TrainingContext:
             memory = self._memory_cache[key] = _stage_memory(self, layout, shape or shard_shape(self, layout, seq_len))
         return memory
 
-    def body_work(self, layout: ParallelLayout, seq_len: int) -> StageWork:
+    def body_work(self, layout: ParallelLayout, seq_len: int, shape: ShardShape | None = None) -> StageWork:
         """:func:`~fabricsim.engine.training.step_time.body_work` of ``layout``: its stage's work
-        without the output layer, no field above :meth:`stage`'s (a time bound before sizing it)."""
+        without the output layer, no field above :meth:`stage`'s (a time bound before sizing it).
+        ``shape``: the layout's :func:`shard_shape` when the caller has it."""
         stage = self.pipeline_stages(layout.pipeline_parallel)[0]
-        return body_work(self, layout, (seq_len, shard_shape(self, layout, seq_len), stage))
+        return body_work(self, layout, (seq_len, shape or shard_shape(self, layout, seq_len), stage))
+
+    def shard_shape(self, layout: ParallelLayout, seq_len: int) -> ShardShape:
+        """:func:`~fabricsim.engine.training.step_time.shard_shape` (for callers that pass it on)."""
+        return shard_shape(self, layout, seq_len)
 
     def pipeline_stages(self, pipeline_parallel: int) -> tuple[work.StageLayers, int]:
         """:func:`~fabricsim.engine.training.step_time.pipeline_stages` (cached per pipeline depth)."""
@@ -285,16 +292,27 @@ class TrainingContext:
         if over > sum(shift.hbm_freed for shift in shifts):
             return []  # offloading everything does not fit in HBM: no choice does
         fitting = []
-        for group in choices:
-            capacity = self.tier(group[0]).capacity_per_gpu_bytes
-            for choice in group:
+        for capacity, group in self._offload_plan(choices):
+            for choice, indices in group:
                 freed = tier_bytes = 0.0
-                for index in _class_indices(choice):
+                for index in indices:
                     freed += shifts[index].hbm_freed
                     tier_bytes += shifts[index].tier_bytes
                 if freed >= over and tier_bytes <= capacity:
                     fitting.append((choice, total - freed))
         return fitting
+
+    def _offload_plan(self, choices: Offloads) -> tuple[tuple[float, tuple], ...]:
+        """Per tier group of ``choices``: (the tier's capacity per GPU, each choice with its classes'
+        positions), prepared once per ``choices`` object (a search passes the same one every time)."""
+        hit = self._offload_plans.get(id(choices))
+        if hit is None or hit[0] is not choices:
+            plan = tuple(
+                (self.tier(group[0]).capacity_per_gpu_bytes, tuple((c, _class_indices(c)) for c in group))
+                for group in choices
+            )
+            hit = self._offload_plans[id(choices)] = (choices, plan)
+        return hit[1]
 
     def tier(self, offload: OffloadSpec) -> MemoryTierSpec:
         return self.system.memory_tier(offload.tier)
