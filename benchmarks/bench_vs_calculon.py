@@ -24,6 +24,27 @@ the Python that can import it (numpy, psutil, pandas) with ``--calculon-python P
 ``CALCULON_PYTHON`` (default: this Python). Without it the script says how to get it and exits 0.
 
 Run: ``python benchmarks/bench_vs_calculon.py [--repeats 9] [--calculon DIR --calculon-python PY]``.
+
+Measured (issue 27 speed work, 2026-12-02 ~05:00 UTC, 2-core machine shared with five other
+sessions, load average 4-5, so walls are far above CPU; ratios are from one run, alternating):
+
+* before (the previous session, quiet machine): CLI CPU 2.24x/2.30x (min/median), wall 1.71x/1.84x;
+  in-process 0.125 ms vs 1.95 ms, 15.6x.
+* after, ``--repeats 15``, three runs at load 3-5 (ratios Calculon / fabricsim, min/median):
+  05:00 UTC CLI wall 2.01x/1.74x, CPU 2.04x/1.85x, in-process 27.5x (0.178 vs 4.896 ms);
+  05:04 UTC CLI wall 1.97x/2.13x (0.208/0.260 s vs 0.409/0.552 s), CPU 1.86x/1.92x (0.207/0.221 s
+  vs 0.385/0.424 s), in-process 28.3x (0.063 vs 1.780 ms; cold context 10.3x);
+  05:19 UTC (spec validators built on first use) CLI wall 1.98x/1.85x, CPU 2.06x/2.00x, in-process
+  29.0x (0.065 vs 1.898 ms). The CLI goal sits at the noise of this machine; a quiet one decides.
+* what is left of a CLI run (~0.20 s CPU): Python 10 ms, pydantic's import ~70 ms, typer's ~50 ms
+  (and its pydantic adapters for the 49 options, ~3-5 ms), fabricsim's imports with ~90
+  dataclasses created (a fifth of its own import) and the estimate; our part is ~140 ms of CPU
+  for ``import fabricsim.api`` + one ``train`` + ``to_json`` once pydantic and typer are loaded.
+* what is left of an estimate (cProfile of 5,000 repeated calls): the edge checks ~27% (each
+  argument's validator, ``FABRICSIM_MAX_*`` caps read from the environment per call), catalog
+  look-ups and the cluster/layout checks ~17%, the engine's estimate ~15%, the result and its
+  energy figures ~26% (``dataclasses.replace`` in cost/energy.py), ``to_json`` ~6%. 200x would
+  need ~10 us per validated estimate in Python: not reached; no result is cached.
 """
 
 from __future__ import annotations

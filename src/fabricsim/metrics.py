@@ -14,6 +14,7 @@ unlike their fields, such as ``TrafficResult``, still spell it out).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Any
 
 FLATTEN = {"json": "flatten"}
@@ -25,24 +26,30 @@ def _pairs(annotation: object) -> bool:
     return str(annotation).replace(" ", "").startswith("tuple[tuple[str,")
 
 
+@lru_cache(maxsize=256)
+def _plan(kind: type) -> tuple[tuple[str, object, bool], ...]:
+    """(name, JSON role, holds name/value pairs) per field of the result class ``kind``, in order:
+    read once per class (per call it was most of an estimate's ``to_json``, issue 27)."""
+    return tuple((item.name, item.metadata.get("json"), _pairs(item.type)) for item in fields(kind))
+
+
 def contract_json(result: Any) -> dict[str, object]:
     """The JSON object of a result dataclass, from its fields (see the module docstring)."""
     out: dict[str, object] = {}
-    for item in fields(result):
-        role = item.metadata.get("json")
-        value = getattr(result, item.name)
+    for name, role, pairs in _plan(type(result)):
         if role == "skip":
             continue
+        value = getattr(result, name)
         if role == "empty-as-null" and not value:
             value = None
-        elif value is not None and _pairs(item.type):
+        elif value is not None and pairs:
             value = dict(value)
         elif isinstance(value, tuple) and value and hasattr(value[0], "to_json"):
             value = [entry.to_json() for entry in value]
         if role == "flatten":
             out.update(value or {})  # type: ignore[call-overload]
         else:
-            out[item.name] = value
+            out[name] = value
     return out
 
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabricsim import catalog, planner
 from fabricsim.api.cost import attach_infer, attach_train
-from fabricsim.api.fabric import FABRIC_KEYS, FabricOptions, job_system, seat, with_nic
 from fabricsim.api.inference import infer_result, request_stream
 from fabricsim.api.training import SETTINGS, a2a_overlap_unavailable, train_result, training_options
-from fabricsim.api.training_simulated import simulated_train_result
 from fabricsim.engine.inference.step import check_lengths
 from fabricsim.engine.training import analytic
 from fabricsim.errors import FabricsimError
@@ -42,6 +40,9 @@ from fabricsim.specs.memory_tier import OffloadSpec
 from fabricsim.transformer.flops import model_dims
 from fabricsim.transformer.parameters import check_cluster_can_hold
 from fabricsim.workload.pipeline_layout import check_layout_content
+
+if TYPE_CHECKING:
+    from fabricsim.api.fabric import FabricOptions
 
 
 @edge
@@ -113,8 +114,13 @@ def plan_train(
     if auto_slice:  # the job's own OCS slice: searched on the default shape, each plan's slice chosen after
         shapes = planner.check_slice_chips(gpus, planner.ocs_pod(system_spec), system_spec.name)
         system_spec, topology = planner.slice_system(system_spec, planner.default_shape(shapes).dims), None
-    fabric = _refine_fabric(system_spec, gpus, refine, FabricOptions(topology, placement, nic, background))
-    system_spec = job_system(with_nic(system_spec, nic), gpus, topology)  # an explicit OCS slice: the plans' system
+    fabric = None
+    if any(value is not None for value in (topology, placement, nic, background)):
+        # the fabric (and the network simulator behind it) is imported only when a plan asks for one
+        from fabricsim.api.fabric import FabricOptions, job_system, with_nic
+
+        fabric = _refine_fabric(system_spec, gpus, refine, FabricOptions(topology, placement, nic, background))
+        system_spec = job_system(with_nic(system_spec, nic), gpus, topology)  # an explicit OCS slice: its system
     check_cluster_can_hold(model_spec, system_spec)
     goal = planner.parse_train_objective(objective)
     space = planner.train_space(constraints.model_dump() if constraints is not None else {})
@@ -158,6 +164,8 @@ def _with_slices(
 def _refine_fabric(system: SystemSpec, gpus: int, refine: int, options: FabricOptions) -> Any:
     """The fabric the refined plans run on (flow fidelity), or None when no fabric option is given;
     the options need ``--refine`` (the analytic search does not see the fabric)."""
+    from fabricsim.api.fabric import FABRIC_KEYS, seat, with_nic
+
     if not options.given:
         return None
     if refine == 0:
@@ -255,7 +263,9 @@ def _plan_entry(
     result: TrainResult | SimulatedTrainResult = attach_train(
         train_result(model, system.name, plan.estimate, options), system
     )
-    if plan.simulation is not None:
+    if plan.simulation is not None:  # refined: the simulated result (its module imports the fabric simulator)
+        from fabricsim.api.training_simulated import simulated_train_result
+
         result = simulated_train_result(result, plan.simulation, "simulate")
     return PlanEntry(rank, result, plan.reasons)
 

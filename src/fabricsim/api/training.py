@@ -185,18 +185,41 @@ def train(
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
     """
-    settings = {name: value for name, value in locals().items() if name in SETTINGS}  # first: the arguments
+    arguments = locals()  # first: the arguments
+    settings = {name: arguments[name] for name in SETTINGS}
     given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "micro_batch": micro_batch}
     given |= {"zero": zero, "recompute": recompute, "sequence_parallel": sequence_parallel, "dtype": dtype}
     given["expert_tp"] = expert_tp
     model_spec, system_spec, layout = training_specs(model, system, gpus, given)
-    options = training_options(**settings)
+    options = _options(settings)
     check_settings_for_layout(options, layout)
     placement = parse_offload(offload, offload_tier)
     if placement is not None:
         system_spec.memory_tier(placement.tier)
     estimate = _context(model_spec, system_spec, options).estimate(layout, global_batch, seq_len, placement)
     return attach_train(train_result(model_spec.name, system_spec.name, estimate, options), system_spec)
+
+
+_OPTIONS: dict[tuple, TrainingOptions] = {}  # training_options per distinct settings (immutable, pure)
+OPTIONS_KEPT = 64
+
+
+def _options(settings: dict[str, object]) -> TrainingOptions:
+    """:func:`training_options` of ``settings``, built and checked once per distinct value (a
+    refusal is not kept: it raises each time; unhashable settings, e.g. a list, are not kept)."""
+    values = tuple(settings.values())
+    key = (values, tuple(map(type, values)))  # True and 1 are equal keys, not the same setting
+    try:
+        return _OPTIONS[key]
+    except KeyError:
+        pass
+    except TypeError:
+        return training_options(**settings)
+    options = training_options(**settings)
+    if len(_OPTIONS) >= OPTIONS_KEPT:
+        _OPTIONS.clear()
+    _OPTIONS[key] = options
+    return options
 
 
 # The engine's per-(model, system, options) context, reused by later train calls of this thread (a

@@ -15,9 +15,13 @@ groups of layouts sharing (tp, pp, cp, ep, dtype, sequence parallel, recompute).
 2. **Time bound.** A layout's step is at least ``m`` micro-batches of the slowest stage's work
    (the other terms -- bubble, p2p, exposed DP, optimizer -- are non-negative), a figure shared
    by every ZeRO/interleaving variant of a micro-batch size. When that bound is already slower
-   than the K-th best plan found, the block's fitting layouts are not timed. Only the step-time
-   objective uses this bound; the memory objective skips timing a variant whose memory (known
-   before timing) exceeds the K-th best's.
+   than the K-th best plan found, the block's fitting layouts are not timed. The bound is first
+   taken over the stage's transformer layers only (per-layer work cached per shape: no stage entry
+   is built; every term at most the stage's, so a bound on the bound), and the stage's own is
+   computed only when that one can still win (issue 27: most blocks lose without their stage's
+   work, and are sized from its memory side alone). Only the step-time objective uses this bound;
+   the memory objective skips timing a variant whose memory (known before timing) exceeds the
+   K-th best's.
 4. **Offload** (:mod:`fabricsim.planner.offload`): a layout that does not fit by itself is tried
    with every offload choice that fits it in HBM and on the tier, each a variant timed like a layout.
    Bounds apply to them too (issue 27: offload search cost 3-4x the search without): in a block the
@@ -42,7 +46,8 @@ from enum import StrEnum
 
 from fabricsim.engine.training.analytic import TrainingContext, TrainingEstimate, training_context
 from fabricsim.engine.training.memory import FRAMEWORK_MEMORY_BYTES, activation_bytes, model_state_bytes
-from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
+from fabricsim.engine.training.offload import activation_shift, state_shifts
+from fabricsim.engine.training.results import TimeBreakdown
 from fabricsim.engine.training.simulate import TrainingSimulation
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import check_cap
@@ -52,6 +57,7 @@ from fabricsim.planner.offload import by_tier, cpu_can_beat_gpu, offload_key
 from fabricsim.planner.space import Group, TrainProblem, TrainSpace
 from fabricsim.specs import ModelSpec, ParallelLayout, SystemSpec
 from fabricsim.specs.memory_tier import OffloadSpec
+from fabricsim.transformer.compute import ShardShape
 from fabricsim.transformer.flops import model_dims
 from fabricsim.workload.training import DTYPES, TrainingOptions
 
@@ -182,6 +188,7 @@ class _Walk:
     unfit: list = field(default_factory=list)  # heap of (-bound, -key, layout): best time bounds that do not fit
     offload_always: bool = False  # try offload on layouts that fit without it (see planner.offload)
     offload_groups: tuple[tuple[OffloadSpec, ...], ...] = ()  # settings.offload grouped by tier
+    states: dict = field(default_factory=dict)  # model-state bytes per (entry's parameters, dp, edp, ZeRO stages)
 
 
 _RECOMPUTE_INDEX = {r: i for i, r in enumerate(sp.RECOMPUTE_ORDER)}
@@ -245,7 +252,11 @@ Variant = tuple[ParallelLayout, OffloadSpec | None, float]  # layout, offload ch
 
 
 def _sized(
-    walk: _Walk, group: Group, first: ParallelLayout, block: tuple[tuple[int, ...], tuple[int, ...]], offload: bool
+    walk: _Walk,
+    group: Group,
+    first_of: tuple[ParallelLayout, ShardShape],
+    block: tuple[tuple[int, ...], tuple[int, ...]],
+    offload: bool,
 ) -> tuple[list[Variant], ParallelLayout | None, int, int]:
     """(variants of the block that fit, its first layout that does not fit in HBM by itself,
     layouts that fit some way, layouts left unsized with offload): every (ZeRO stage, virtual
@@ -255,57 +266,94 @@ def _sized(
     the block fits by itself, and then (least HBM first) only until one fits with a choice; the other
     layouts that do not fit by themselves are counted as unsized (what the micro-batch pruning needs
     is known).
-    ``first``: the block's layout of its first ZeRO stage and virtual-stage count."""
+    ``first_of``: the block's layout of its first ZeRO stage and virtual-stage count, and its shard shape."""
     q, context = walk.question, walk.context
+    first, shape = first_of
     zeros, virtual = block  # _block_size
     micro_batch = first.micro_batch_size
     # memory_breakdown per layout, factored: the stage entry is shared (its key has no ZeRO stage or
     # virtual stages), the model states depend on the ZeRO stage only, the activations on the virtual
     # stages only (and the layout rules, hence the micro-batch count, not on the ZeRO stage)
-    entry = context.stage(first, q.seq_len)
+    entry = context.stage_memory(first, q.seq_len, shape)  # sizing needs no stage work (a beaten block has none)
     dp, edp = first.data_context_parallel, first.expert_data_parallel
-    states = [model_state_bytes(entry, (zero, dp, edp)) for zero in zeros]
-    activations = []
-    for vpp in virtual:
-        layout = group.layout(micro_batch, zeros[0], vpp) if vpp != virtual[0] else first
-        activations.append(activation_bytes(layout, entry, context.microbatches(layout, q.global_batch, q.seq_len)))
+    # the model states do not depend on the micro-batch either: sized once per group and ZeRO stage
+    params = (entry.dense_params, entry.expert_params, entry.gradient_bytes, entry.layers, dp, edp)
+    states = walk.states.get((params, zeros))
+    if states is None:
+        states = walk.states[(params, zeros)] = [model_state_bytes(entry, (zero, dp, edp)) for zero in zeros]
+    # the micro-batch count does not depend on the virtual stages (the walk's layouts are valid: checked once)
+    microbatches = context.microbatches(first, q.global_batch, q.seq_len)
+    activations = [
+        activation_bytes(group.layout(micro_batch, zeros[0], vpp) if vpp != virtual[0] else first, entry, microbatches)
+        for vpp in virtual
+    ]
     capacity = walk.capacity_bytes
-    rows = []  # (zero, vpp, model states, activations, total): MemoryBreakdown.total's additions, in its order
-    for zero, (weights, gradients, optimizer) in zip(zeros, states, strict=True):
+    rows = []  # (zero, vpp, total, (zero index, vpp index)): MemoryBreakdown.total's additions, in its order
+    for z, (zero, (weights, gradients, optimizer)) in enumerate(zip(zeros, states, strict=True)):
         held = weights + gradients + optimizer
-        rows += [(zero, vpp, (weights, gradients, optimizer), acts, held + acts + FRAMEWORK_MEMORY_BYTES)
-                 for vpp, acts in zip(virtual, activations, strict=True)]
+        rows += [(zero, vpp, held + acts + FRAMEWORK_MEMORY_BYTES, (z, v))
+                 for v, (vpp, acts) in enumerate(zip(virtual, activations, strict=True))]
     unfit = None
-    for zero, vpp, _, _, total in rows:  # in the walk's order: the first of equals is kept
+    for zero, vpp, total, _ in rows:  # in the walk's order: the first of equals is kept
         if total < walk.smallest[0]:
             walk.smallest = (total, group.layout(micro_batch, zero, vpp))
         if unfit is None and total > capacity:
             unfit = group.layout(micro_batch, zero, vpp)
-    alone = sum(row[4] <= capacity for row in rows)
+    alone = sum(row[2] <= capacity for row in rows)
+    if not walk.offload_groups:
+        if not offload:
+            return [], unfit, alone, 0
+        return [(group.layout(micro_batch, zero, vpp), None, total) for zero, vpp, total, _ in rows
+                if total <= capacity], unfit, alone, 0
+    if not offload and alone:  # counted only: no offload choice to size
+        return [], unfit, alone, len(rows) - alone
+    shifts = _BlockShifts(group, first, zeros, (entry, states, activations), walk.problem.global_batch)
     if not offload:
-        if alone or not walk.offload_groups:  # counted only: no offload choice to size
-            return [], unfit, alone, (len(rows) - alone if walk.offload_groups else 0)
         # none fits by itself: offload choices sized, least HBM first, until one layout fits with one
-        for tried, (zero, vpp, held_parts, acts, _) in enumerate(sorted(rows, key=lambda row: row[4]), 1):
-            memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
-            layout = group.layout(micro_batch, zero, vpp)
-            if context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry):
+        for tried, (_, _, total, index) in enumerate(sorted(rows, key=lambda row: row[2]), 1):
+            if context.fitting_choices(shifts.of(index), total, walk.offload_groups):
                 return [], unfit, 1, len(rows) - tried
         return [], unfit, 0, 0
     fitting: list[Variant] = []
     feasible = 0
-    for zero, vpp, held_parts, acts, total in rows:
+    for zero, vpp, total, index in rows:
         layout = group.layout(micro_batch, zero, vpp)
         fits = total <= capacity
         if fits:
             fitting.append((layout, None, total))
-        if walk.offload_groups and (not fits or walk.offload_always):
-            memory = MemoryBreakdown(*held_parts, acts, FRAMEWORK_MEMORY_BYTES)
-            offloads = context.fitting_offloads(layout, memory, q.global_batch, q.seq_len, walk.offload_groups, entry)
+        if not fits or walk.offload_always:
+            offloads = context.fitting_choices(shifts.of(index), total, walk.offload_groups)
             fitting += [(layout, choice, hbm_bytes) for choice, hbm_bytes in offloads]
             fits = fits or bool(offloads)
         feasible += fits
     return fitting, unfit, feasible, 0
+
+
+class _BlockShifts:
+    """The offload class shifts of a block's layouts, factored as its memory is (the optimizer's and
+    the weights' per ZeRO stage, the activations' per virtual-stage count) and computed when first
+    asked for (:meth:`TrainingContext.fitting_offloads` per layout, its class shifts shared)."""
+
+    __slots__ = ("_activations", "_first", "_group", "_microbatches", "_sized", "_states", "_zeros")
+
+    def __init__(self, group: Group, first: ParallelLayout, zeros: tuple[int, ...], sized: tuple, batch: int) -> None:
+        self._group, self._first, self._zeros, self._sized = group, first, zeros, sized
+        self._microbatches = batch // (first.data_parallel * first.micro_batch_size)
+        self._states: dict[int, tuple] = {}
+        self._activations: dict[int, object] = {}
+
+    def of(self, index: tuple[int, int]) -> tuple:
+        """(optimizer, weights, activations) shifts of the layout at (ZeRO index, vpp index)."""
+        z, v = index
+        entry, states, activations = self._sized
+        held = self._states.get(z)
+        if held is None:
+            layout = self._group.layout(self._first.micro_batch_size, self._zeros[z], self._first.virtual_stages)
+            held = self._states[z] = state_shifts(layout, entry, states[z], self._microbatches)
+        acts = self._activations.get(v)
+        if acts is None:
+            acts = self._activations[v] = activation_shift(entry, activations[v])
+        return (*held, acts)
 
 
 def _block_size(walk: _Walk, group: Group, micro_batch: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -322,10 +370,13 @@ def _prune_rest(walk: _Walk, group: Group, sizes: tuple[int, ...]) -> None:
         walk.evaluated += len(zeros) * len(virtual)
 
 
-def _lower_bound_s(walk: _Walk, layout: ParallelLayout) -> float:
-    """m micro-batches of the slowest stage's work: no variant of the block can be faster."""
+def _lower_bound_s(walk: _Walk, layout: ParallelLayout, body: ShardShape | None = None) -> float:
+    """m micro-batches of the slowest stage's work: no variant of the block can be faster. With
+    ``body`` (the layout's shard shape), of its transformer layers' work only (no output layer; the
+    stage is not sized): every field is at most the stage's, so (rounded additions and products
+    being monotone) this is at most the first bound, a bound on it that costs a few look-ups."""
     q = walk.question
-    work = walk.context.stage(layout, q.seq_len).work
+    work = walk.context.body_work(layout, q.seq_len, body) if body else walk.context.stage(layout, q.seq_len).work
     per_microbatch_s = work.forward_s + work.backward_s + work.recompute_s
     per_microbatch_s += work.tp_comm_s + work.cp_comm_s + work.ep_comm_s
     return q.global_batch // (layout.data_parallel * layout.micro_batch_size) * per_microbatch_s
@@ -342,17 +393,22 @@ def _search_group(walk: _Walk, group: Group) -> None:
         if block == 0:  # no (ZeRO, vpp) variant is allowed here, e.g. --vpp 2 where m is not a multiple of pp
             continue
         first = group.layout(micro_batch, zeros[0], virtual[0])
-        bound_s = _lower_bound_s(walk, first)
+        # the cheap bound first: when it loses already, so does the stage's (its step time is not needed)
+        shape = walk.context.shard_shape(first, walk.question.seq_len)
+        bound_s, exact = _lower_bound_s(walk, first, body=shape), False
         beaten = _time_bound_beaten(walk, bound_s)
+        if not beaten:
+            bound_s, exact = _lower_bound_s(walk, first), True
+            beaten = _time_bound_beaten(walk, bound_s)
         # offload variants of a block the time bound rejects would not be timed: not sized either
         sized = not beaten or not walk.settings.bound_offload
-        fitting, unfit, feasible, unsized = _sized(walk, group, first, (zeros, virtual), sized)
+        fitting, unfit, feasible, unsized = _sized(walk, group, (first, shape), (zeros, virtual), sized)
         walk.evaluated += block
         walk.pruned_memory += block - feasible - unsized
         walk.feasible += feasible
         walk.offload_unsized += unsized
         if unfit is not None:
-            _note_unfit(walk, bound_s, unfit)
+            _note_unfit(walk, bound_s, unfit, None if exact else first)
         if not feasible and not unsized:  # memory does not shrink with a larger micro-batch: neither do they fit
             position = _skip_unfit(walk, group, sizes, position)
             continue
@@ -402,9 +458,15 @@ def _skip_unfit(walk: _Walk, group: Group, sizes: tuple[int, ...], position: int
 UNFIT_KEPT = 8  # unfit layouts with the best time bounds kept for ``faster_unfit``
 
 
-def _note_unfit(walk: _Walk, bound_s: float, layout: ParallelLayout) -> None:
+def _note_unfit(walk: _Walk, bound_s: float, layout: ParallelLayout, first: ParallelLayout | None = None) -> None:
+    """Keep ``layout`` among the unfit layouts with the best bounds; ``first``: its block's first
+    layout when ``bound_s`` is only a bound on the block's bound (computed here where it matters)."""
     if len(walk.unfit) == UNFIT_KEPT and -bound_s < walk.unfit[0][0]:
         return  # slower than every kept one: would not enter whatever its key (the test below, first term)
+    if first is not None:
+        bound_s = _lower_bound_s(walk, first)
+        if len(walk.unfit) == UNFIT_KEPT and -bound_s < walk.unfit[0][0]:
+            return
     item = (-bound_s, _neg_key(layout_key(layout)), layout)
     if len(walk.unfit) < UNFIT_KEPT:
         heapq.heappush(walk.unfit, item)

@@ -16,6 +16,7 @@ import functools
 import inspect
 import math
 import numbers
+import types
 import typing
 from collections.abc import Callable
 from enum import Enum
@@ -32,7 +33,7 @@ from pydantic import (
 )
 
 from fabricsim.errors import FabricsimError, parse_choice
-from fabricsim.limits import check_cap, show
+from fabricsim.limits import cap, check_cap, show
 from fabricsim.specs.layout import Recompute
 from fabricsim.units import parse_duration
 
@@ -46,6 +47,8 @@ def flag(name: str) -> str:
 
 
 def _integer(value: object, info: ValidationInfo) -> int:
+    if type(value) is int:  # the common case first (isinstance of an ABC is slow; bool is not int here)
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 2**53:
             return int(value)  # YAML/JSON 8.0: exact
@@ -68,12 +71,11 @@ def _number(value: object, info: ValidationInfo) -> float:
 
 def _at_least(low: int, cap_name: str | None) -> Callable[[int, ValidationInfo], int]:
     def check(value: int, info: ValidationInfo) -> int:
-        name = flag(info.field_name or "value")
         if value < low:
             problem = "a positive integer" if low == 1 else f"an integer >= {low}"
-            raise FabricsimError(name, f"must be {problem}, got {show(value)}")
-        if cap_name is not None:
-            check_cap(name, value, cap_name)
+            raise FabricsimError(flag(info.field_name or "value"), f"must be {problem}, got {show(value)}")
+        if cap_name is not None and value > cap(cap_name):  # the option's name is spelled only for the error
+            check_cap(flag(info.field_name or "value"), value, cap_name)
         return value
 
     return check
@@ -297,9 +299,16 @@ def edge(function: F) -> F:
     :class:`FabricsimError` naming the parameter as the CLI spells it.
     """
     signature = inspect.signature(function)
+    fast: list[_FastEdge | None] = []  # built on the first call (type hints resolve once the module is loaded)
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
+        if not fast:
+            fast.append(_FastEdge.of(function, signature))
+        if fast[0] is not None:
+            call = fast[0].call(args, kwargs)
+            if call is not None:
+                return function(**call[0], **call[1])
         model, names = signature_model(function)
         try:
             bound = signature.bind(*args, **kwargs)
@@ -317,3 +326,144 @@ def edge(function: F) -> F:
 
 def _var_keyword(signature: inspect.Signature) -> str | None:
     return next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
+
+
+# The fast path of :func:`edge`. Building and validating the pydantic model costs tens of
+# microseconds per call, most of an analytic estimate (issue 27: api.train in a loop). For the
+# common call -- every given argument a plain int, float, str, bool or None whose annotation is one
+# of this module's types -- the same validator functions run directly, in the same order pydantic
+# runs them (one BeforeValidator, the type's identity, one AfterValidator). Anything else (an error,
+# a list, a value of another type, a missing required argument, a duplicate keyword) goes to the
+# pydantic path, which decides and words the error as before.
+
+
+class _UndecidedError(Exception):
+    """The fast path cannot decide this value: the pydantic model does."""
+
+
+class _Info:
+    """What this module's validators read of pydantic's ``ValidationInfo``: the field name."""
+
+    __slots__ = ("field_name",)
+
+    def __init__(self, field_name: str) -> None:
+        self.field_name = field_name
+
+
+_PLAIN = (int, float, str, bool)
+_DEFAULTS = (type(None), int, float, str, bool, tuple, frozenset, Enum)
+
+
+def _validator(metadata: object) -> tuple[str, Callable[..., Any]] | None:
+    """("before" | "after", a function of (value, info)) of a pydantic validator marker, else None."""
+    kind = {BeforeValidator: "before", AfterValidator: "after"}.get(type(metadata))
+    if kind is None:
+        return None
+    func = metadata.func  # type: ignore[attr-defined]
+    code = getattr(func, "__code__", None)  # a plain function (inspect.signature costs more at start-up)
+    if code is None or code.co_argcount != 2 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None  # not a function of exactly (value, info): not one of this module's
+    return kind, func
+
+
+def _fast_check(hint: Any) -> Callable[[object, _Info], object] | None:
+    """A function validating one value as pydantic validates ``hint`` (raising :class:`_UndecidedError` where
+    it cannot tell), or None when ``hint`` is not one it knows."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        rest = [option for option in options if option is not type(None)]
+        inner = _fast_check(rest[0]) if len(rest) == 1 and len(options) == 2 else None
+        if inner is None:
+            return None
+        return lambda value, info: None if value is None else inner(value, info)
+    if hint is Any:
+        return lambda value, info: value
+    if hint in _PLAIN:
+        def plain(value: object, info: _Info) -> object:
+            if type(value) is not hint:
+                raise _UndecidedError
+            return value
+        return plain
+    if typing.get_origin(hint) is not Annotated:
+        return None
+    base, *metadata = typing.get_args(hint)
+    steps = [_validator(item) for item in metadata]
+    kinds = [step[0] for step in steps if step is not None]
+    if None in steps or kinds not in (["before"], ["before", "after"]):
+        return None
+    if not (base in (int, float) or (isinstance(base, type) and issubclass(base, Enum))):
+        return None
+    before = steps[0][1]  # type: ignore[index]
+    after = steps[1][1] if len(steps) == 2 else None  # type: ignore[index]
+
+    def annotated(value: object, info: _Info) -> object:
+        if type(value) not in _PLAIN:
+            raise _UndecidedError
+        try:
+            value = before(value, info)
+            if type(value) is not base:
+                raise _UndecidedError  # pydantic would convert it: let it
+            return value if after is None else after(value, info)
+        except Exception:  # refused (or a validator needing more of ValidationInfo): pydantic decides and
+            raise _UndecidedError from None  # words the first error of all fields
+    return annotated
+
+
+class _FastEdge:
+    """The fast path of one :func:`edge` function (:meth:`of`; None where it has none)."""
+
+    __slots__ = ("checks", "defaults", "infos", "positional", "var_keyword")
+
+    def __init__(self, checks: dict, defaults: dict, positional: tuple[str, ...], var_keyword: str | None) -> None:
+        self.checks, self.defaults, self.positional, self.var_keyword = checks, defaults, positional, var_keyword
+        self.infos = {name: _Info(name) for name in checks}
+
+    @staticmethod
+    def of(function: Callable[..., Any], signature: inspect.Signature) -> _FastEdge | None:
+        hints = typing.get_type_hints(function, include_extras=True)
+        checks, defaults, positional, var_keyword = {}, {}, [], None
+        for name, parameter in signature.parameters.items():
+            if parameter.kind is parameter.VAR_KEYWORD:
+                var_keyword = name
+                continue
+            if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+                return None
+            if parameter.kind is parameter.POSITIONAL_OR_KEYWORD:
+                positional.append(name)
+            if parameter.default is not parameter.empty:
+                if not isinstance(parameter.default, _DEFAULTS):
+                    return None  # a mutable default pydantic would copy
+                defaults[name] = parameter.default
+            checks[name] = _fast_check(hints.get(name, Any))
+        return _FastEdge(checks, defaults, tuple(positional), var_keyword)
+
+    def call(self, args: tuple, kwargs: dict) -> tuple[dict, dict] | None:
+        """(validated named arguments with the defaults filled in, the ``**kwargs`` passed on), or
+        None where the pydantic path must decide."""
+        if len(args) > len(self.positional):
+            return None
+        given = dict(zip(self.positional, args, strict=False))  # fewer args than positional names: fine
+        extra = {}
+        for name, value in kwargs.items():
+            if name in given:
+                return None
+            if name in self.checks:
+                given[name] = value
+            elif self.var_keyword is not None:
+                extra[name] = value
+            else:
+                return None
+        values = {}
+        try:
+            for name, check in self.checks.items():
+                if name in given:
+                    if check is None:
+                        return None
+                    values[name] = check(given[name], self.infos[name])
+                elif name in self.defaults:
+                    values[name] = self.defaults[name]
+                else:
+                    return None  # required and missing
+        except _UndecidedError:
+            return None
+        return values, extra

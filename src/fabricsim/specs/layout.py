@@ -96,10 +96,11 @@ class ParallelLayout:
 
     def as_dict(self) -> dict[str, object]:
         """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`)."""
-        raw = {f.name: getattr(self, f.name) for f in fields(self)}  # flat immutable fields: asdict without its copies
+        # flat immutable fields: asdict without its copies, in field order (names listed once: a hot path)
+        raw = {short: getattr(self, name) for name, short in _FIELD_SHORT_NAMES}
         raw["recompute"] = self.recompute.value
-        raw["expert_tensor_parallel"] = self.expert_tp  # resolved: tp unless set
-        return {SHORT_NAMES[name]: value for name, value in raw.items()}
+        raw["expert_tp"] = self.expert_tp  # resolved: tp unless set
+        return raw
 
 
 SHORT_NAMES: dict[str, str] = {
@@ -117,6 +118,8 @@ SHORT_NAMES: dict[str, str] = {
     "expert_tensor_parallel": "expert_tp",
 }
 """The ONE map between a layout field's full name and its short (CLI / JSON) name."""
+
+_FIELD_SHORT_NAMES = tuple((f.name, SHORT_NAMES[f.name]) for f in fields(ParallelLayout))
 
 LONG_NAMES: dict[str, str] = {short: full for full, short in SHORT_NAMES.items()}
 

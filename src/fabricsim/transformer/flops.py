@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fabricsim.specs import ModelSpec, Recompute, recompute_modules
-from fabricsim.transformer.parameters import mlp_parameters, parameter_counts
+from fabricsim.transformer.parameters import mlp_parameters, parameter_counts, per_model
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,7 @@ class ModelDims:
         return self.router_params + (self.experts_per_token + self.shared_experts) * self.expert_params
 
 
+@per_model
 def model_dims(model: ModelSpec) -> ModelDims:
     """Collect the dimensions the step model needs from a Hugging Face style spec."""
     counts = parameter_counts(model)

@@ -75,13 +75,36 @@ def class_shifts(sizes: ResidentBytes) -> tuple[ClassShift, ClassShift, ClassShi
     class moves is independent of the others, so a set's bytes are sums of these (the planner sizes
     every offload choice of a layout from them)."""
     weights, gradients, optimizer, activations = sizes.resident
-    kept_gradients = min(gradients, 2.0 * sizes.bucket_gradient_bytes) if sizes.microbatches == 1 else gradients
-    stored = min(sizes.stored_activation_bytes, activations)
     return (
-        ClassShift(optimizer + gradients - kept_gradients, optimizer + sizes.gradient_shard_bytes),
-        ClassShift(weights - min(weights, 2.0 * sizes.layer_weight_bytes), sizes.weight_store_bytes),
-        ClassShift(stored - min(stored, 2.0 * sizes.layer_activation_bytes), stored),
+        optimizer_shift(
+            gradients, optimizer, sizes.gradient_shard_bytes, sizes.bucket_gradient_bytes, sizes.microbatches
+        ),
+        weights_shift(weights, sizes.weight_store_bytes, sizes.layer_weight_bytes),
+        activations_shift(activations, sizes.stored_activation_bytes, sizes.layer_activation_bytes),
     )
+
+
+# The three shifts one by one: the planner sizes a block of layouts from them, the optimizer's and
+# the weights' once per ZeRO stage and the activations' once per virtual-stage count.
+
+
+def optimizer_shift(
+    gradients: float, optimizer: float, gradient_shard: float, bucket_gradient: float, microbatches: int
+) -> ClassShift:
+    """Offloading the optimizer (bytes as in :class:`ResidentBytes`)."""
+    kept_gradients = min(gradients, 2.0 * bucket_gradient) if microbatches == 1 else gradients
+    return ClassShift(optimizer + gradients - kept_gradients, optimizer + gradient_shard)
+
+
+def weights_shift(weights: float, weight_store: float, layer_weight: float) -> ClassShift:
+    """Offloading the weights (bytes as in :class:`ResidentBytes`)."""
+    return ClassShift(weights - min(weights, 2.0 * layer_weight), weight_store)
+
+
+def activations_shift(activations: float, stored_activation: float, layer_activation: float) -> ClassShift:
+    """Offloading the activations (bytes as in :class:`ResidentBytes`)."""
+    stored = min(stored_activation, activations)
+    return ClassShift(stored - min(stored, 2.0 * layer_activation), stored)
 
 
 def place(sizes: ResidentBytes, offload: OffloadSpec) -> tuple[TierBytes, TierBytes]:

@@ -9,7 +9,10 @@ kv compression, arXiv 2405.04434 sec. 2.1). MLPs are 2-matrix (GELU) or 3-matrix
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from fabricsim.errors import FabricsimError
 from fabricsim.limits import cap, cap_hint
@@ -97,6 +100,32 @@ def mlp_parameters(hidden: int, intermediate: int, gated: bool) -> int:
     return (3 if gated else 2) * hidden * intermediate
 
 
+ModelT = TypeVar("ModelT")
+_PER_MODEL_KEPT = 64  # model objects whose derived figures are kept (a catalog holds one per name)
+
+
+def per_model(function: Callable[[ModelSpec], ModelT]) -> Callable[[ModelSpec], ModelT]:
+    """Cache ``function`` of a model by the model object's identity: a :class:`ModelSpec` is frozen
+    (its figures cannot change) and the catalog returns one object per name, so repeated estimates
+    derive them once (issue 27: ``api.train`` in a loop). The cache holds the model alive with its
+    value (its id is not reused while kept); bounded, cleared when full."""
+    kept: dict[int, tuple[ModelSpec, ModelT]] = {}
+
+    @functools.wraps(function)
+    def cached(model: ModelSpec) -> ModelT:
+        hit = kept.get(id(model))
+        if hit is not None and hit[0] is model:
+            return hit[1]
+        value = function(model)
+        if len(kept) >= _PER_MODEL_KEPT:
+            kept.clear()
+        kept[id(model)] = (model, value)
+        return value
+
+    return cached
+
+
+@per_model
 def parameter_counts(model: ModelSpec) -> ParameterCounts:
     h = model.hidden_size
     gated = model.gated_mlp

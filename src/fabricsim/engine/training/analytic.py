@@ -26,10 +26,11 @@ from functools import lru_cache
 
 from fabricsim.collectives.times import CollectiveTimes
 from fabricsim.engine.training.memory import memory_breakdown, stage_activations, stage_parameters
-from fabricsim.engine.training.offload import offload_memory, offload_time, resident_bytes
+from fabricsim.engine.training.offload import activation_shift, offload_memory, offload_time, state_shifts
 from fabricsim.engine.training.results import (
     MemoryBreakdown,
     StageEntry,
+    StageMemory,
     StageWork,
     TierMemory,
     TimeBreakdown,
@@ -41,6 +42,7 @@ from fabricsim.engine.training.step_time import (
     AR,
     GRAD_BUCKET_PARAMS,
     RS,
+    body_work,
     dp_exposed_s,
     optimizer_s,
     pipeline_stages,
@@ -68,7 +70,7 @@ from fabricsim.transformer.flops import (
     model_flops_per_step,
     weight_gradient_flops,
 )
-from fabricsim.transformer.memory_tiers import class_shifts
+from fabricsim.transformer.memory_tiers import ClassShift
 from fabricsim.workload import training as work
 from fabricsim.workload.training import TrainingOptions
 
@@ -107,6 +109,8 @@ class TrainingContext:
         "_flops",
         "_layer_times",
         "_logits_times",
+        "_memory_cache",
+        "_offload_plans",
         "_peaks",
         "_pipeline_stages",
         "_rates",
@@ -128,6 +132,8 @@ class TrainingContext:
         self._peaks: dict[str, float] = {}
         self._flops: dict[tuple[int, int, Recompute], tuple[float, float]] = {}
         self._stage_cache: dict[tuple, StageEntry] = {}
+        self._memory_cache: dict[tuple, StageMemory] = {}
+        self._offload_plans: dict[int, tuple] = {}  # fitting_choices' per-choices preparation (kept with them)
         self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
         self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
         self._logits_times: dict[tuple[str, ShardShape], tuple[float, float]] = {}
@@ -192,22 +198,31 @@ class TrainingContext:
 
     def stage(self, layout: ParallelLayout, seq_len: int) -> StageEntry:
         """Everything about the slowest stage that depends on the per-GPU shape only (cached)."""
-        key = (
-            layout.tensor_parallel,
-            layout.pipeline_parallel,
-            layout.context_parallel,
-            layout.expert_parallel,
-            layout.micro_batch_size,
-            layout.sequence_parallel,
-            layout.recompute,
-            layout.dtype,
-            seq_len,
-            layout.expert_tensor_parallel,
-        )
+        key = _stage_key(layout, seq_len)
         entry = self._stage_cache.get(key)
         if entry is None:
             entry = self._stage_cache[key] = _stage_entry(self, layout, seq_len)
         return entry
+
+    def stage_memory(self, layout: ParallelLayout, seq_len: int, shape: ShardShape | None = None) -> StageMemory:
+        """The memory side of :meth:`stage` (cached apart: sizing a layout needs no stage work).
+        ``shape``: the layout's :func:`shard_shape` when the caller has it."""
+        key = _stage_key(layout, seq_len)
+        memory = self._memory_cache.get(key)
+        if memory is None:
+            memory = self._memory_cache[key] = _stage_memory(self, layout, shape or shard_shape(self, layout, seq_len))
+        return memory
+
+    def body_work(self, layout: ParallelLayout, seq_len: int, shape: ShardShape | None = None) -> StageWork:
+        """:func:`~fabricsim.engine.training.step_time.body_work` of ``layout``: its stage's work
+        without the output layer, no field above :meth:`stage`'s (a time bound before sizing it).
+        ``shape``: the layout's :func:`shard_shape` when the caller has it."""
+        stage = self.pipeline_stages(layout.pipeline_parallel)[0]
+        return body_work(self, layout, (seq_len, shape or shard_shape(self, layout, seq_len), stage))
+
+    def shard_shape(self, layout: ParallelLayout, seq_len: int) -> ShardShape:
+        """:func:`~fabricsim.engine.training.step_time.shard_shape` (for callers that pass it on)."""
+        return shard_shape(self, layout, seq_len)
 
     def pipeline_stages(self, pipeline_parallel: int) -> tuple[work.StageLayers, int]:
         """:func:`~fabricsim.engine.training.step_time.pipeline_stages` (cached per pipeline depth)."""
@@ -272,21 +287,41 @@ class TrainingContext:
         ``entry``: the layout's :meth:`stage` when the caller has it."""
         microbatches = global_batch // (layout.data_parallel * layout.micro_batch_size)
         entry = entry or self.stage(layout, seq_len)
-        shifts = class_shifts(resident_bytes(layout, entry, base, microbatches))
-        over = base.total - self.system.device.hbm_capacity_bytes
+        states = (base.weights, base.gradients, base.optimizer_states)
+        shifts = (*state_shifts(layout, entry, states, microbatches), activation_shift(entry, base.activations))
+        return self.fitting_choices(shifts, base.total, choices)
+
+    def fitting_choices(
+        self, shifts: tuple[ClassShift, ClassShift, ClassShift], total: float, choices: Offloads
+    ) -> list[tuple[OffloadSpec, float]]:
+        """:meth:`fitting_offloads` from a layout's HBM bytes without offload (``total``) and its
+        class shifts (:func:`~fabricsim.transformer.memory_tiers.class_shifts`): each choice's bytes
+        are the sums of its classes' shifts."""
+        over = total - self.system.device.hbm_capacity_bytes
         if over > sum(shift.hbm_freed for shift in shifts):
             return []  # offloading everything does not fit in HBM: no choice does
         fitting = []
-        for group in choices:
-            capacity = self.tier(group[0]).capacity_per_gpu_bytes
-            for choice in group:
+        for capacity, group in self._offload_plan(choices):
+            for choice, indices in group:
                 freed = tier_bytes = 0.0
-                for index in _class_indices(choice):
+                for index in indices:
                     freed += shifts[index].hbm_freed
                     tier_bytes += shifts[index].tier_bytes
                 if freed >= over and tier_bytes <= capacity:
-                    fitting.append((choice, base.total - freed))
+                    fitting.append((choice, total - freed))
         return fitting
+
+    def _offload_plan(self, choices: Offloads) -> tuple[tuple[float, tuple], ...]:
+        """Per tier group of ``choices``: (the tier's capacity per GPU, each choice with its classes'
+        positions), prepared once per ``choices`` object (a search passes the same one every time)."""
+        hit = self._offload_plans.get(id(choices))
+        if hit is None or hit[0] is not choices:
+            plan = tuple(
+                (self.tier(group[0]).capacity_per_gpu_bytes, tuple((c, _class_indices(c)) for c in group))
+                for group in choices
+            )
+            hit = self._offload_plans[id(choices)] = (choices, plan)
+        return hit[1]
 
     def tier(self, offload: OffloadSpec) -> MemoryTierSpec:
         return self.system.memory_tier(offload.tier)
@@ -356,32 +391,63 @@ def check_layout(model: ModelSpec | ModelDims, layout: ParallelLayout, global_ba
     return work.check_layout(dims, layout, layout.gpus, global_batch, seq_len)
 
 
-def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> StageEntry:
+def _stage_key(layout: ParallelLayout, seq_len: int) -> tuple:
+    """What a stage entry depends on of the layout: the per-GPU shape and the pipeline depth."""
+    return (
+        layout.tensor_parallel,
+        layout.pipeline_parallel,
+        layout.context_parallel,
+        layout.expert_parallel,
+        layout.micro_batch_size,
+        layout.sequence_parallel,
+        layout.recompute,
+        layout.dtype,
+        seq_len,
+        layout.expert_tensor_parallel,
+    )
+
+
+def _stage_memory(ctx: TrainingContext, layout: ParallelLayout, shape: ShardShape) -> StageMemory:
     dims = ctx.dims
     mtp, accounting = ctx.options.mtp_layers, ctx.options.pipeline_accounting
-    shape = shard_shape(ctx, layout, seq_len)
-    sizes = stage_comm_sizes(ctx, layout, seq_len)
-    stages = ctx.pipeline_stages(layout.pipeline_parallel)
+    stage = ctx.pipeline_stages(layout.pipeline_parallel)[0]
     modules = ctx.options.selective_modules
-    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules, stages[0])
-    dense, expert = stage_parameters(dims, layout, mtp, accounting, stages[0])
+    per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules, stage)
+    dense, expert = stage_parameters(dims, layout, mtp, accounting, stage)
     rank = ctx.options.lora_rank
     if rank and dims.mla:
         raise FabricsimError("lora-rank", "LoRA on multi-head latent attention is not modelled", "drop --lora-rank")
     if rank > dims.hidden:  # an adapter wider than the layer it adapts is no low-rank adapter
         raise FabricsimError("lora-rank", f"must be at most the hidden size {dims.hidden}, got {rank}", "e.g. 16")
-    trainable = work.lora_stage_parameters(dims, stages[0], layout.tensor_parallel, rank) if rank else None
-    return StageEntry(
-        work=stage_work(ctx, layout, seq_len, shape, sizes, stages),
+    trainable = work.lora_stage_parameters(dims, stage, layout.tensor_parallel, rank) if rank else None
+    return StageMemory(
         dense_params=dense,
         expert_params=expert,
-        layers=stages[0].layers,
+        layers=stage.layers,
         activation_per_microbatch=per_microbatch,
         logits_activation=logits,
         recompute_working=working,
-        p2p_bytes=sizes.pipeline_bytes,  # the capacity factor (in sizes) changes the expert bytes only
         gradient_bytes=ctx.options.gradient_bytes(layout.dtype),
         trainable_params=trainable,
+    )
+
+
+def _stage_entry(ctx: TrainingContext, layout: ParallelLayout, seq_len: int) -> StageEntry:
+    shape = shard_shape(ctx, layout, seq_len)
+    sizes = stage_comm_sizes(ctx, layout, seq_len)
+    stages = ctx.pipeline_stages(layout.pipeline_parallel)
+    memory = ctx.stage_memory(layout, seq_len, shape)
+    return StageEntry(
+        work=stage_work(ctx, layout, seq_len, shape, sizes, stages),
+        dense_params=memory.dense_params,
+        expert_params=memory.expert_params,
+        layers=memory.layers,
+        activation_per_microbatch=memory.activation_per_microbatch,
+        logits_activation=memory.logits_activation,
+        recompute_working=memory.recompute_working,
+        p2p_bytes=sizes.pipeline_bytes,  # the capacity factor (in sizes) changes the expert bytes only
+        gradient_bytes=memory.gradient_bytes,
+        trainable_params=memory.trainable_params,
     )
 
 

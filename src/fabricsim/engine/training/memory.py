@@ -12,7 +12,7 @@ per-GPU shape.
 
 from __future__ import annotations
 
-from fabricsim.engine.training.results import MemoryBreakdown, StageEntry
+from fabricsim.engine.training.results import MemoryBreakdown, StageEntry, StageMemory
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.compute import ShardShape
 from fabricsim.transformer.constants import FRAMEWORK_MEMORY_BYTES
@@ -98,7 +98,7 @@ def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: in
                            FRAMEWORK_MEMORY_BYTES)
 
 
-def model_state_bytes(entry: StageEntry, shards: tuple[int, int, int]) -> tuple[float, float, float]:
+def model_state_bytes(entry: StageEntry | StageMemory, shards: tuple[int, int, int]) -> tuple[float, float, float]:
     """(weights, gradients, optimizer state) bytes of :func:`memory_breakdown`, ``shards`` = (ZeRO
     stage, data x context parallel, expert-data-parallel size): they depend on the ZeRO stage and
     not on the virtual stages or the micro-batch count (a planner sizes them once per ZeRO stage of
@@ -114,7 +114,7 @@ def model_state_bytes(entry: StageEntry, shards: tuple[int, int, int]) -> tuple[
     return weights, states.gradients, states.optimizer
 
 
-def activation_bytes(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> float:
+def activation_bytes(layout: ParallelLayout, entry: StageEntry | StageMemory, microbatches: int) -> float:
     """Activation bytes of :func:`memory_breakdown`: they depend on the virtual stages and the
     micro-batch count and not on the ZeRO stage."""
     pp = layout.pipeline_parallel

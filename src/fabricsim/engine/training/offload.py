@@ -29,13 +29,21 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from fabricsim.engine.training.results import MemoryBreakdown, StageEntry, StageWork, TierMemory
+from fabricsim.engine.training.results import MemoryBreakdown, StageEntry, StageMemory, StageWork, TierMemory
 from fabricsim.engine.training.step_time import grad_bucket_params
 from fabricsim.specs import ParallelLayout
 from fabricsim.specs.memory_tier import MemoryTierSpec, OffloadClass, OffloadSpec
 from fabricsim.transformer.constants import OPTIMIZER_BYTES_PER_PARAM_UPDATE
 from fabricsim.transformer.memory import WEIGHT_BYTES
-from fabricsim.transformer.memory_tiers import ResidentBytes, TierBytes, place
+from fabricsim.transformer.memory_tiers import (
+    ClassShift,
+    ResidentBytes,
+    TierBytes,
+    activations_shift,
+    optimizer_shift,
+    place,
+    weights_shift,
+)
 from fabricsim.workload.pipeline import bubble_stage_times
 
 
@@ -46,7 +54,7 @@ class OffloadTime(NamedTuple):
     optimizer_s: float | None
 
 
-def owned_params(layout: ParallelLayout, entry: StageEntry) -> float:
+def owned_params(layout: ParallelLayout, entry: StageEntry | StageMemory) -> float:
     """Parameters whose optimizer state this GPU holds (ZeRO >= 1 shards them as the memory model
     does: dense over dp·cp, experts over the expert-data-parallel group); LoRA: the adapters only."""
     dense, expert = entry.trained
@@ -56,7 +64,7 @@ def owned_params(layout: ParallelLayout, entry: StageEntry) -> float:
     return dense + expert
 
 
-def weight_store_bytes(layout: ParallelLayout, entry: StageEntry) -> float:
+def weight_store_bytes(layout: ParallelLayout, entry: StageEntry | StageMemory) -> float:
     """16-bit weights this GPU keeps (its shard under ZeRO-3)."""
     if layout.zero_stage < 3:
         return WEIGHT_BYTES * (entry.dense_params + entry.expert_params)
@@ -82,6 +90,29 @@ def resident_bytes(
         bucket_gradient_bytes=grad * min(sum(entry.trained), grad_bucket_params(layout.data_parallel)),
         microbatches=microbatches,
     )
+
+
+def state_shifts(
+    layout: ParallelLayout, entry: StageEntry | StageMemory, states: tuple[float, float, float], microbatches: int
+) -> tuple[ClassShift, ClassShift]:
+    """(optimizer, weights) shifts of ``layout`` holding ``states`` = (weights, gradients, optimizer)
+    bytes: :func:`~fabricsim.transformer.memory_tiers.class_shifts` of :func:`resident_bytes`, the
+    two that do not depend on the activations (the planner computes them once per ZeRO stage)."""
+    weights, gradients, optimizer = states
+    params = entry.dense_params + entry.expert_params
+    grad = entry.gradient_bytes
+    bucket = grad * min(sum(entry.trained), grad_bucket_params(layout.data_parallel))  # LoRA: the adapters
+    return (
+        optimizer_shift(gradients, optimizer, grad * owned_params(layout, entry), bucket, microbatches),
+        weights_shift(weights, weight_store_bytes(layout, entry), WEIGHT_BYTES * params / max(1, entry.layers)),
+    )
+
+
+def activation_shift(entry: StageEntry | StageMemory, activations: float) -> ClassShift:
+    """The activations' shift of a layout holding ``activations`` bytes (as :func:`state_shifts`;
+    it depends on the virtual stages, not on the ZeRO stage)."""
+    stored = max(0.0, activations - entry.logits_activation - entry.recompute_working)
+    return activations_shift(activations, stored, entry.activation_per_microbatch / max(1, entry.layers))
 
 
 def offload_memory(

@@ -166,7 +166,29 @@ class StageEntry:
 
     @property
     def trained(self) -> tuple[float, float]:
-        """(dense, expert) parameters with gradients and optimizer state (all, or the LoRA adapters)."""
-        if self.trainable_params is None:
-            return self.dense_params, self.expert_params
-        return self.trainable_params, 0.0
+        return trained_params(self.dense_params, self.expert_params, self.trainable_params)
+
+
+@dataclass(frozen=True, slots=True)
+class StageMemory:
+    """The memory side of a :class:`StageEntry` (the same fields, without the work): what sizing a
+    layout's memory reads, cached apart so that a planner can size a layout whose time bound
+    already loses without timing its stage (:meth:`TrainingContext.stage_memory`)."""
+
+    dense_params: float
+    expert_params: float
+    layers: int
+    activation_per_microbatch: float
+    logits_activation: float
+    recompute_working: float
+    gradient_bytes: float = 4.0
+    trainable_params: float | None = None
+
+    @property
+    def trained(self) -> tuple[float, float]:
+        return trained_params(self.dense_params, self.expert_params, self.trainable_params)
+
+
+def trained_params(dense: float, expert: float, trainable: float | None) -> tuple[float, float]:
+    """(dense, expert) parameters with gradients and optimizer state: all of them, or (LoRA) the adapters."""
+    return (dense, expert) if trainable is None else (trainable, 0.0)

@@ -240,12 +240,7 @@ def stage_work(
     shape = shape or shard_shape(ctx, layout, seq_len)
     stage, last_layers = stages or pipeline_stages(ctx, layout.pipeline_parallel)
     sizes = sizes or stage_comm_sizes(ctx, layout, seq_len)
-    layers = [
-        _scaled(_unit_layer_work(ctx, layout, sizes, shape, moe), count)
-        for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True))
-        if count
-    ]
-    body = _sum_work(layers)
+    body = body_work(ctx, layout, (seq_len, shape, stage), sizes)
     tail = _tail_work(ctx, layout, sizes, shape)
     share = 1.0
     if layout.pipeline_parallel > 1:  # the last stage: its layers plus the output layer (and MTP)
@@ -253,6 +248,27 @@ def stage_work(
         tail_compute = tail.forward_s + tail.backward_s
         share = max(0.0, last_layers * compute / stage.layers + tail_compute - compute) / tail_compute
     return _sum_work([body, tail], (1.0, share))
+
+
+def body_work(
+    ctx: StepContext,
+    layout: ParallelLayout,
+    stage_of: tuple[int, ShardShape, work.StageLayers],
+    sizes: work.CommSizes | None = None,
+) -> StageWork:
+    """Per-micro-batch seconds of the largest stage's transformer layers, ``stage_of`` = (sequence
+    length, :func:`shard_shape`, the largest stage): :func:`stage_work` without the last stage's
+    output layer, so no field exceeds :func:`stage_work`'s (a planner's time bound before the
+    stage is sized). ``sizes`` (:func:`stage_comm_sizes`) is computed only when a layer's work is
+    not cached yet."""
+    seq_len, shape, stage = stage_of
+    layers = []
+    for count, moe in ((stage.dense_layers, False), (stage.moe_layers, True)):
+        if count:
+            if sizes is None and (layout.dtype, shape, moe, layout.recompute) not in ctx.layer_works:
+                sizes = stage_comm_sizes(ctx, layout, seq_len)
+            layers.append(_scaled(_unit_layer_work(ctx, layout, sizes, shape, moe), count))  # type: ignore[arg-type]
+    return _sum_work(layers)
 
 
 def pipeline_stages(ctx: StepContext, pipeline_parallel: int) -> tuple[work.StageLayers, int]:
