@@ -14,7 +14,7 @@ sources in shared/reference/congestion-control.md).
 from __future__ import annotations
 
 import numpy as np
-from packet_helpers import jain, simulate, star
+from packet_helpers import goodput, jain, simulate, star
 
 from fabricsim.network.base import make_flows
 from fabricsim.network.patterns import Pattern, pattern_flows
@@ -80,7 +80,8 @@ def test_dcqcn_gentle_recovery_converges_to_a_fair_share():
 
     Measured with the fix (60 MB flows, Jain in the 4 ms before the first finish), seeds 0-39:
     mean 0.966, minimum 0.928 (seed 7), 34 of 40 seeds at 0.95 or more (below: seeds 7, 9, 16, 24,
-    26, 39 at 0.928-0.946); seeds 0-9 mean 0.957; utilization 0.977 or more on every seed. With
+    26, 39 at 0.928-0.946); seeds 0-9 mean 0.957; utilization 0.977 or more on every seed (of the line
+    rate, before packets had headers; 0.957 with RoCEv2's 82 B of headers and gap per 4,096 B). With
     AI = 1 Mb/s the additive part is tiny and fast recovery returns each flow to its own pre-cut
     rate, so an imbalance can persist (200 MB runs hold seed 7 at 0.91): a single seed at >= 0.95
     is not a property of the model, the mean over seeds is (the reference sweep: 4 of 4 runs).
@@ -89,7 +90,8 @@ def test_dcqcn_gentle_recovery_converges_to_a_fair_share():
     fairness = [f for f, _ in results]
     assert sum(fairness) / len(fairness) >= 0.95
     assert min(fairness) >= 0.92
-    assert min(utilization for _, utilization in results) > 0.97
+    # payload utilisation: the headers take 82 of every 4,178 B on the wire (RoCEv2, params.HEADERS)
+    assert min(utilization for _, utilization in results) > 0.97 * goodput()
 
 
 def test_dcqcn_with_timer_driven_increase_converges_to_a_fair_share():
