@@ -212,16 +212,19 @@ def _reply(S, kind, arg, p, lk, t):
 def _control_hop(S, c, lk, t):
     """Control packet ``c`` crossed link ``lk``: at the sender its event happens now; at a switch it
     takes the reverse of the previous link of its data packet's path (the first: the sender's NIC port)."""
-    LI, LF, FI, _FF, PI, PF, P, _hosts, uplink, _wake_t, H, meta, _LINT, _rcvd = S
-    if LI[lk, LI_DST_HOST] >= 0:
+    LI, LF, FI, FF, PI, PF, P, _hosts, uplink, _wake_t, H, meta, _LINT, _rcvd = S
+    h = PI[c, PI_HOP] - 1
+    nl = -1
+    if LI[lk, LI_DST_HOST] < 0:
+        came = int(PF[c, (h - 1) * INT_FIELDS + 4]) if h >= 1 else uplink[FI[PI[c, PI_FLOW], FI_SRC]]
+        nl = LI[came, LI_REV]
+    if nl < 0:  # at the sender (or, should a link have no reverse, the rest of the way as a delay)
         if PI[c, PI_CTRL] != CTRL_ACK:
-            heap.push(H[0], H[1], H[2], H[3], t, _key(PI[c, PI_CTRL], PI[c, PI_REF]))
+            late = 0.0 if LI[lk, LI_DST_HOST] >= 0 else FF[PI[c, PI_FLOW], FF_RET_LAT]
+            heap.push(H[0], H[1], H[2], H[3], t + late, _key(PI[c, PI_CTRL], PI[c, PI_REF]))
         _free(PI, meta, c)
         return
-    h = PI[c, PI_HOP] - 1
     PI[c, PI_HOP] = h
-    came = int(PF[c, (h - 1) * INT_FIELDS + 4]) if h >= 1 else uplink[FI[PI[c, PI_FLOW], FI_SRC]]
-    nl = LI[came, LI_REV]
     _push_control(LI, PI, nl, c)
     _try_switch_tx(LI, LF, PI, PF, P, nl, t, H)
 
