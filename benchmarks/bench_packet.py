@@ -4,7 +4,9 @@
 2. The issue's speed target: a 64 -> 1 incast of 1 MB each at 400 Gb/s on one switch, run to
    completion, with no CC, DCQCN and HPCC (PFC on). Target: < 10 s wall.
 3. Events per second on one core (target >= 1,000,000): the incast above, a 255 -> 1 incast at
-   100 Gb/s with DCQCN, and a sprayed 4 MB permutation on a k=8 fat-tree (128 hosts, 6 hops).
+   100 Gb/s with DCQCN, a sprayed 4 MB permutation on a k=8 fat-tree (128 hosts, 6 hops), and the
+   issue's case, spraying at k=16 (1,024 hosts, 400 Gb/s, 1 us links, a 1 MB permutation; also
+   ``python benchmarks/bench_packet.py spray16`` alone).
    Reported against wall time and against this process's CPU time (the machine may be shared:
    CPU time is what one core delivers).
 4. DCQCN recovery profiles on a 4 -> 1 incast at 100 Gb/s (60 MB each, starts 0.5 ms apart):
@@ -14,6 +16,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -72,6 +75,15 @@ def events_per_second() -> None:
     _line("k=8 fat-tree permutation 4 MB, spray", run, wall, cpu, f"throughput fraction {mean:.3f}")
 
 
+def spray_k16() -> None:
+    """Spraying at k=16: the issue's events-per-second case (PFC, no CC, headers as RoCEv2's)."""
+    tree = fat_tree(16, LinkParams(400e9 / 8, 1e-6))
+    flows = pattern_flows(Pattern.PERMUTATION, tree.hosts, 1e6, 1)
+    run, wall, cpu = _run(tree, flows, "none", routing=Routing.SPRAY)
+    mean = host_throughput_fraction(flows, run.finish_s, tree.line_rate_Bps).mean()
+    _line("k=16 fat-tree permutation 1 MB, spray", run, wall, cpu, f"throughput fraction {mean:.3f}")
+
+
 def dcqcn_profiles() -> None:
     topo = _star(5, 100)
     flows = make_flows([1, 2, 3, 4], 0, 60e6, np.arange(4) * 0.5e-3)
@@ -93,7 +105,12 @@ def dcqcn_profiles() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["spray16"]:
+        compile_time()
+        spray_k16()
+        sys.exit(0)
     compile_time()
     incast_64()
     events_per_second()
+    spray_k16()
     dcqcn_profiles()

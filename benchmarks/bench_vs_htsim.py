@@ -15,7 +15,13 @@ switch, 400 Gb/s, 1 us links. Pairs compared:
   Only the means over draws compare; the per-seed rows pair two different hashes.
 * fabricsim ``uet`` (spraying over 256 entropies, trimming, NSCC, selective repeat) vs
   ``htsim_eqds`` (EQDS: receiver-driven pull, trimming, spraying over ``-paths 256`` entropies).
-  htsim at this commit has no UEC/NSCC code, so EQDS is the closest UEC reference.
+  htsim at this commit has no UEC/NSCC code, so EQDS is the closest UEC reference. ``uet-q35`` also
+  caps every switch egress queue at htsim's ``-q`` 35 packets (``queue_bytes``; trimming above it).
+
+Both sides put headers on every packet and send ACKs as packets: htsim 64 B per packet and 64 B
+ACKs; fabricsim its transports' real headers and control frames (packet/params.py HEADERS, CONTROL:
+RoCEv2 62 B + 20 B of preamble and gap, ACK 66 B; UET 102 B + 20 B, ACK 78 B). htsim's PFC
+thresholds are in packets, so ``roce-nocc-pfc`` takes them as that many of fabricsim's frames.
 
 Per scenario it prints each side's mean throughput fraction (bytes / FCT / line rate, per sending
 host) and last FCT, and the error of fabricsim against htsim. ``--time-suite`` also times the
@@ -60,6 +66,8 @@ SUITE = [("perm", 0, "roce", s) for s in ECMP_SEEDS[:5]] + [("perm", 0, "uet", 1
 SUITE += [("incast", n, t, 0) for n in INCASTS for t in ("roce", "uet")]
 
 ROCE_VARIANTS = ("roce", "roce-nocc", "roce-nocc-pfc")
+UET_VARIANTS = ("uet", "uet-q35")
+HTSIM_EQDS_QUEUE_PKTS = 35  # htsim_eqds's default -q (packets per switch queue)
 _FINISHED = re.compile(r"Flow (?:Roce|Eqds)_(\d+)_(\d+) .*?finished at ([0-9.eE+-]+)")
 
 
@@ -98,7 +106,7 @@ def run_fabricsim(kind: str, n: int, transport: str, seed: int) -> Result:
     dynamic shared-buffer threshold."""
     from bench_transports import LINK
     from fabricsim.network.packet.model import PacketNetwork
-    from fabricsim.network.packet.params import CongestionControl, RunOptions
+    from fabricsim.network.packet.params import CongestionControl, RunOptions, wire_overhead
     from fabricsim.network.phase import named_transport
     from fabricsim.topology.builders import fat_tree, nvswitch_domain
     from fabricsim.topology.routing import route_table
@@ -108,9 +116,12 @@ def run_fabricsim(kind: str, n: int, transport: str, seed: int) -> Result:
     chosen = named_transport(transport.split("-")[0])
     cc = CongestionControl.NONE if "-nocc" in transport else chosen.cc
     params = chosen.params
+    frame = MTU_BYTES + wire_overhead(params, cc, chosen.lossless)[0]  # a full packet in a buffer
     if transport.endswith("-pfc"):  # pfc_resume_bytes is the gap below Xoff at which the pause ends
-        gap = (HTSIM_PFC_XOFF_PKTS - HTSIM_PFC_XON_PKTS) * MTU_BYTES
-        params = replace(params, pfc_xoff_bytes=HTSIM_PFC_XOFF_PKTS * MTU_BYTES, pfc_resume_bytes=gap)
+        gap = (HTSIM_PFC_XOFF_PKTS - HTSIM_PFC_XON_PKTS) * frame
+        params = replace(params, pfc_xoff_bytes=HTSIM_PFC_XOFF_PKTS * frame, pfc_resume_bytes=gap)
+    if transport.endswith("-q35"):
+        params = replace(params, queue_bytes=HTSIM_EQDS_QUEUE_PKTS * frame)
     opts = RunOptions(cc, chosen.lossless, topo.line_rate_Bps, 0.0, seed)
     run = PacketNetwork(route_table(topo), chosen.routing, params, opts).simulate(flows)
     return _result(flows, np.asarray(run.finish_s), topo.line_rate_Bps)
@@ -208,14 +219,16 @@ def compare(bin_dir: Path, work: Path) -> None:
             _line(f"k=8 perm 4MB {transport} seed {seed}", draws[transport][-1], draws["htsim"][-1])
     for transport in ROCE_VARIANTS:
         _line(f"k=8 perm 4MB {transport} mean/{len(ECMP_SEEDS)}", _mean(draws[transport]), _mean(draws["htsim"]))
-    _line("k=8 perm 4MB uet vs eqds", run_fabricsim("perm", 0, "uet", 1),
-          run_htsim(htsim_command(bin_dir, work, "perm", 0, "uet", 1), "perm", 0))  # fmt: skip
+    eqds = run_htsim(htsim_command(bin_dir, work, "perm", 0, "uet", 1), "perm", 0)
+    for transport in UET_VARIANTS:
+        _line(f"k=8 perm 4MB {transport} vs eqds", run_fabricsim("perm", 0, transport, 1), eqds)
     for n in INCASTS:
         roce = run_htsim(htsim_command(bin_dir, work, "incast", n, "roce", 0), "incast", n)
         for transport in ROCE_VARIANTS:
             _line(f"{n}->1 incast 1MB {transport}", run_fabricsim("incast", n, transport, 0), roce)
         eqds = run_htsim(htsim_command(bin_dir, work, "incast", n, "uet", 0), "incast", n)
-        _line(f"{n}->1 incast 1MB uet vs eqds", run_fabricsim("incast", n, "uet", 0), eqds)
+        for transport in UET_VARIANTS:
+            _line(f"{n}->1 incast 1MB {transport} vs eqds", run_fabricsim("incast", n, transport, 0), eqds)
 
 
 def _children_cpu() -> float:

@@ -46,7 +46,11 @@ def test_websearch_with_spray_and_trace(capsys, tmp_path):
 
 
 def test_lossy_incast_reports_retransmitted_bytes_go_back_n_by_default(capsys):
-    """RoCE NICs recover losses by go-back-N (the default); selective repeat and trimming resend less."""
+    """RoCE NICs recover losses by go-back-N (the default); selective repeat resends less. Trimming
+    never drops, and resends what it trimmed. Whether it resends fewer bytes than drops depends on the
+    run (here, with packet headers, it resends more: 25.6 MB against go-back-N's 21.8 MB; with NSCC
+    and selective repeat 1.15 MB against 0.68 MB): tests/network/packet/test_loss_recovery.py pins a
+    case where it does."""
     argv = ["traffic", "incast", "--topology", TOPO, "--fidelity", "packet", "--size", "1MB", "--lossless", "none"]
     argv += ["--buffer", "200KB", "--json"]
     gbn = _json(capsys, argv)
@@ -55,8 +59,7 @@ def test_lossy_incast_reports_retransmitted_bytes_go_back_n_by_default(capsys):
     for out in (gbn, sel, trim):
         assert out["delivered_bytes"] == out["offered_bytes"]
     assert gbn["retransmitted_bytes"] > sel["retransmitted_bytes"] > 0
-    assert trim["drops"] == 0 and trim["trimmed_packets"] > 0
-    assert 0 < trim["retransmitted_bytes"] < gbn["retransmitted_bytes"]
+    assert trim["drops"] == 0 and trim["trimmed_packets"] > 0 and trim["retransmitted_bytes"] > 0
 
 
 def test_table_output(capsys):

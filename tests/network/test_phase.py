@@ -8,7 +8,14 @@ import pytest
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import FlowSet, make_flows
 from fabricsim.network.packet.model import PacketNetwork
-from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions, fec_latency_s
+from fabricsim.network.packet.params import (
+    HEADERS,
+    CongestionControl,
+    Lossless,
+    PacketParams,
+    RunOptions,
+    fec_latency_s,
+)
 from fabricsim.network.phase import (
     MAX_BACKGROUND_FANOUT,
     BackgroundPattern,
@@ -68,14 +75,16 @@ def test_transports_are_what_the_nics_default_to():
 
 
 def test_a_capped_flow_is_paced_at_its_cap(table):
-    """A lone 1 MB flow capped at a quarter of the line rate takes 3 x 1 MB / line longer than uncapped
-    (4 hops of 1 us and the store and forward are the same in both)."""
+    """A lone 1 MB flow capped at a quarter of the line rate takes 3 x its wire bytes / line longer than
+    uncapped (4 hops of 1 us and the store and forward are the same in both). Wire bytes: 1 MB + 245
+    packets x 82 B of RoCEv2 headers and gap; the NIC paces its wire bytes at the cap."""
     opts = RunOptions(CongestionControl.NONE, Lossless.PFC, LINE_BPS, 0.0, 0)
     net = PacketNetwork(table, Routing.ECMP, PacketParams(), opts)
     free = net.simulate(make_flows([0], [9], 1e6)).finish_s[0]
     capped = net.simulate(make_flows([0], [9], 1e6, max_rate_Bps=LINE_BPS / 4)).finish_s[0]
-    assert free == pytest.approx(1e6 / LINE_BPS + 4e-6, rel=0.02)
-    assert capped - free == pytest.approx(3e6 / LINE_BPS, rel=0.02)
+    wire = 1e6 + np.ceil(1e6 / 4096) * sum(HEADERS["roce"])
+    assert free == pytest.approx(wire / LINE_BPS + 4e-6, rel=0.02)
+    assert capped - free == pytest.approx(3 * wire / LINE_BPS, rel=0.02)
 
 
 @pytest.mark.parametrize("kind", ["roce", "infiniband"])
@@ -116,7 +125,9 @@ def test_roce_and_infiniband_agree_on_one_uncontended_flow(table):
     roce, _ = _run(table, "roce", one)
     ib, _ = _run(table, "infiniband", one)
     assert roce.finish_s[0] == pytest.approx(ib.finish_s[0], rel=0.02)
-    assert roce.finish_s[0] == pytest.approx(4e6 / LINE_BPS, rel=0.02)
+    packets = np.ceil(4e6 / 4096)  # each at its wire size: RoCEv2 82 B of headers and gap, InfiniBand 26 B
+    assert roce.finish_s[0] == pytest.approx((4e6 + packets * sum(HEADERS["roce"])) / LINE_BPS, rel=0.02)
+    assert ib.finish_s[0] == pytest.approx((4e6 + packets * sum(HEADERS["infiniband"])) / LINE_BPS, rel=0.02)
 
 
 # --- cut and extrapolate ------------------------------------------------------------------------

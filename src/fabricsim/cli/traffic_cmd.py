@@ -54,7 +54,8 @@ def traffic(
     transport: str = typer.Option(
         None, "--transport", help="packet: roce | ib | uet, setting --cc, --lossless, --spray and parameters"
     ),
-    ber: str = typer.Option(None, "--ber", help="packet: post-FEC bit-error rate of every link, e.g. 1e-12"),
+    ber: str = typer.Option(None, "--ber", help="packet: post-FEC bit-error rate of every link, e.g. 1e-12 "
+                              "(per link class: --cc-param ber_edge=... / ber_fabric=...)"),
     cc_param: list[str] = typer.Option(
         [], "--cc-param", help="packet: NAME=VALUE override, repeatable (e.g. timer_s=1.2e-3, kmin_bytes=5e3)"
     ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fabricsim.network.base import FlowSet
 from fabricsim.network.packet.model import PacketNetwork, PacketRun
-from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions
+from fabricsim.network.packet.params import HEADERS, CongestionControl, Lossless, PacketParams, RunOptions
 from fabricsim.topology.builders import LinkParams, nvswitch_domain
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.routing import Routing, route_table
@@ -30,3 +30,9 @@ def jain(values) -> float:
     """Jain's fairness index (sum x)^2 / (n sum x^2)."""
     total = float(sum(values))
     return total * total / (len(values) * float(sum(v * v for v in values)))
+
+
+def goodput(family: str = "roce", mtu_bytes: float = 4096.0) -> float:
+    """The payload fraction of line rate of full packets: MTU / (MTU + headers + gap) (params.HEADERS)."""
+    header, gap = HEADERS[family]
+    return mtu_bytes / (mtu_bytes + header + gap)

@@ -13,6 +13,7 @@ from packet_helpers import simulate, star
 from fabricsim.api.topologies import build_topology as parse_topology
 from fabricsim.network.base import make_flows
 from fabricsim.network.flowsizes import FlowSizeCdf, poisson_flows
+from fabricsim.network.packet.params import HEADERS
 from fabricsim.network.patterns import Pattern, pattern_flows
 from fabricsim.topology.routing import Routing
 
@@ -120,7 +121,7 @@ def test_a_dropped_packet_is_resent_one_retransmission_timeout_later():
     RTO plus at most two more trips after the first."""
     topo = star(3, 100)
     flows = make_flows([1, 2], 0, 4096.0, 0.0)
-    run = simulate(topo, flows, "none", "none", buffer_bytes=4096)
+    run = simulate(topo, flows, "none", "none", buffer_bytes=4096 + HEADERS["roce"][0])  # one frame
     assert run.drops == 1
     first, resent = sorted(run.finish_s)
     assert first == pytest.approx(run.ideal_fct_s[0])

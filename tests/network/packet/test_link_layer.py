@@ -11,7 +11,8 @@ from packet_helpers import simulate, star
 
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import make_flows
-from fabricsim.network.packet.params import FEC_LATENCY_S, PacketParams, parse_cc_params
+from fabricsim.network.packet.params import FEC_LATENCY_S, HEADERS, PacketParams, parse_cc_params
+from fabricsim.topology.builders import LinkParams, leaf_spine
 
 
 def test_kp4_fec_latency_by_lane_generation():
@@ -54,9 +55,9 @@ def test_a_higher_bit_error_rate_resends_more_and_lengthens_the_tail(recovery):
 def test_ber_loss_fraction_follows_the_closed_form():
     """Each packet sent is lost on its first hop with p = 1 - (1 - BER)^bits, else on its second
     with p again: p (2 - p) per packet (binomial; within 5 sigma; all but each flow's last packet
-    are 4,096 B)."""
+    are 4,096 B of payload in a frame of 4,096 + 62 B of RoCEv2 headers: the bits at risk)."""
     _, run = _ber_run(1e-6, 1.0)
-    p = -np.expm1(8 * 4096 * np.log1p(-1e-6))
+    p = -np.expm1(8 * (4096 + HEADERS["roce"][0]) * np.log1p(-1e-6))
     expected = run.sent_packets * p * (2 - p)
     assert abs(run.drops - expected) < 5 * np.sqrt(expected)
 
@@ -68,3 +69,32 @@ def test_link_layer_parameters_are_checked():
             PacketParams().with_overrides(parse_cc_params([f"fec_lane_gbps={bad}"]))
     with pytest.raises(FabricsimError, match=r"ber must be in \[0, 1e-05\]"):
         PacketParams().with_overrides({"ber": 1e-3})
+
+
+def _class_ber_run(topo, **ber):
+    """A 2 MB permutation of every host under PFC, selective repeat, with the given BER keys."""
+    hosts = topo.hosts
+    flows = make_flows(list(range(hosts)), [(h + hosts // 2) % hosts for h in range(hosts)], 2e6, 0.0)
+    return flows, simulate(topo, flows, "none", "pfc", loss_recovery=1.0, **ber)
+
+
+def test_ber_per_link_class_corrupts_only_those_links():
+    """``ber_fabric`` sets the links between switches, ``ber_edge`` the host <-> switch links; on one
+    switch there are no fabric links, so a noisy fabric loses nothing there."""
+    star4 = star(4, 400)
+    _, quiet = _class_ber_run(star4, ber_fabric=1e-5)
+    _, edge = _class_ber_run(star4, ber_edge=1e-5)
+    assert quiet.drops == 0 and quiet.retransmitted_bytes == 0
+    assert edge.drops > 0 and edge.retransmitted_bytes > 0
+    two_tier = leaf_spine(2, 2, 2, LinkParams(400e9 / 8, 1e-6))  # every flow crosses a spine
+    flows, fabric = _class_ber_run(two_tier, ber=1e-5, ber_edge=0.0)
+    np.testing.assert_array_equal(fabric.delivered_bytes, flows.size_bytes)
+    assert fabric.drops > 0
+    _, overridden = _class_ber_run(two_tier, ber=1e-5, ber_edge=0.0, ber_fabric=0.0)
+    assert overridden.drops == 0
+
+
+def test_ber_per_link_class_keys_are_checked():
+    with pytest.raises(FabricsimError, match=r"ber_fabric must be in \[0, 1e-05\]"):
+        PacketParams().with_overrides(parse_cc_params(["ber_fabric=0.5"]))
+    assert parse_cc_params(["ber-edge=1e-9"]) == {"ber_edge": 1e-9}

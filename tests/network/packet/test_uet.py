@@ -10,7 +10,7 @@ from packet_helpers import simulate, star
 from fabricsim.api.topologies import build_topology
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import make_flows
-from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams
+from fabricsim.network.packet.params import HEADERS, CongestionControl, Lossless, PacketParams
 from fabricsim.network.patterns import Pattern, pattern_flows
 from fabricsim.network.phase import named_transport
 from fabricsim.topology.routing import Routing
@@ -38,11 +38,11 @@ def test_spraying_over_entropies_conserves_bytes_and_beats_ecmp_on_a_permutation
 
 def test_one_entropy_keeps_a_flow_on_one_path_more_spread_it():
     """A flow's packets with one entropy value hash to one path (ECMP's behaviour); with 16 values
-    they spread over the fat-tree's equal-cost links."""
+    they spread over the fat-tree's equal-cost links (the data's links: ACKs off, they retrace them)."""
     topo = build_topology(TOPOLOGY)
     flows = make_flows([0], [15], 1e6, 0.0)  # across pods: 6 hops
-    one = _uet(topo, flows, entropies=1.0)
-    many = _uet(topo, flows, entropies=16.0)
+    one = _uet(topo, flows, entropies=1.0, control_packets=0.0)
+    many = _uet(topo, flows, entropies=16.0, control_packets=0.0)
     assert (one.link_tx_bytes > 0).sum() == one.hops[0] == 6
     assert (many.link_tx_bytes > 0).sum() > 6
 
@@ -75,8 +75,9 @@ def test_entropies_is_a_checked_whole_number():
 
 def test_receiver_credits_pace_an_incast_to_the_last_hop():
     """RCCC (simplified): after one unscheduled BDP per sender, a receiver grants an MTU of credit per
-    MTU time, so a 16 -> 1 incast on a 200 KB buffer loses a few first-round-trip packets instead of
-    tens of thousands, and finishes near size / line rate (16 MB at 12.5 GB/s: 1.28 ms)."""
+    full frame's wire time, so a 16 -> 1 incast on a 200 KB buffer loses a few first-round-trip packets
+    instead of tens of thousands, and finishes near its wire bytes / line rate (16 MB + 82 B of RoCEv2
+    headers and gap per 4,096 B packet at 12.5 GB/s: 1.306 ms)."""
     flows = pattern_flows(Pattern.INCAST, 17, 1e6, 0)
     topo = star(17, 100)
     plain = simulate(topo, flows, "none", "none", buffer_bytes=200e3)
@@ -84,7 +85,7 @@ def test_receiver_credits_pace_an_incast_to_the_last_hop():
     for run in (plain, credit):
         np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
     assert credit.drops < plain.drops / 100
-    ideal = flows.size_bytes.sum() / topo.line_rate_Bps
+    ideal = (flows.size_bytes + np.ceil(flows.size_bytes / 4096) * sum(HEADERS["roce"])).sum() / topo.line_rate_Bps
     assert ideal < credit.end_s < 1.05 * ideal < plain.end_s
 
 

@@ -5,10 +5,11 @@ sender may send to it, so that an incast never offers the last hop more than it 
 specification, congestion management, RCCC [section number unverified here]; EQDS, Olteanu et al.,
 NSDI'22, the receiver-driven design it follows). Simplified here (``rccc`` 1): a flow starts with one
 BDP of credit (line rate x base RTT: its first round trip is sent unscheduled); each receiver host
-runs a pacer that grants one MTU of credit every MTU / line rate to the next of its unfinished flows
-that still need credit (round robin), and the credit reaches the sender one path latency later. A
-sender sends while its credit is positive. Not modelled: credit requests, the credit target and its
-coupling with NSCC, priorities between senders.
+runs a pacer that grants one MTU of credit every full frame's wire time ((MTU + headers + gap) / line
+rate: what its last hop drains) to the next of its unfinished flows that still need credit (round
+robin), and the credit reaches the sender one path latency later. A sender sends while its credit is
+positive. Not modelled: credit requests, the credit target and its coupling with NSCC, priorities
+between senders; grants are not packets in the queues (unlike ACKs, NACKs and CNPs).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from fabricsim.network.packet.layout import (
     FF_SIZE,
     FF_START,
     FI_DONE,
+    P_GAP,
+    P_HEADER,
     P_LINE,
     P_MTU,
 )
@@ -58,7 +61,7 @@ def pull(FI, FF, P, rx, H, h, t):
             break
     rx_on[h] = 1 if unfinished else 0
     if unfinished:
-        heap.push(H[0], H[1], H[2], H[3], t + P[P_MTU] / P[P_LINE], _key(EV_PULL, h))
+        heap.push(H[0], H[1], H[2], H[3], t + (P[P_MTU] + P[P_HEADER] + P[P_GAP]) / P[P_LINE], _key(EV_PULL, h))
 
 
 @njit(cache=True)

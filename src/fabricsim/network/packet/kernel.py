@@ -18,8 +18,18 @@ active flows that pacing (the CC rate) and the window (HPCC) allow, so a paused 
   ``trimming``, cut to its headers and forwarded first); its sender recovers it by go-back-N or
   selective repeat (:mod:`recovery`, :mod:`losses`); with a bit-error rate any link may corrupt a
   packet, in every mode. Receivers count each byte once (a map of the packets received).
-* Feedback (CNPs, HPCC ACKs) returns to the sender after the path's propagation latency; control
-  frames are not queued (a stated simplification: they ride a strict-priority class).
+* Headers: a data packet's frame is its payload (``PI_SIZE``) + ``P_HEADER`` bytes (what crosses
+  the links and fills the buffers; a trimmed packet is ``trim_bytes`` in all) and it holds its link
+  for ``P_GAP`` bytes more (Ethernet's preamble and inter-frame gap); see params.HEADERS.
+* Control packets (``control_packets`` 1, the default): ACKs (HPCC's and NSCC's per packet, plain
+  ones per ``ack_every`` packets otherwise), NACKs, trim NACKs and CNPs are frames of their own
+  sizes (params.CONTROL) that return to the sender over the reverse of the data packet's path (the
+  ``LI_REV`` of each link it crossed, recorded in its INT link ids), through every egress on the way:
+  each link serves its control queue first (strict priority) and never pauses it or asks it for
+  credit, and control frames hold no switch buffer (a control class with its own, ample buffer;
+  they are neither dropped nor corrupted). They share the links' capacity and latency with the data.
+  With ``control_packets`` 0, or a path of more than MAX_HOPS switch hops, the feedback arrives
+  after the path's propagation latency instead (the earlier shortcut).
 
 Spraying needs nothing special: a flow's links are its routing DAG, and a switch picks among the
 flow's out-links at that node in round-robin order, per flow and switch, or by a hash of the
@@ -60,6 +70,8 @@ from fabricsim.network.packet.layout import (
     LF_STALL_START,
     LF_TXBYTES,
     LI_BUSY,
+    LI_CQHEAD,
+    LI_CQTAIL,
     LI_CREDITS,
     LI_PAUSED,
     LI_QHEAD,
@@ -70,6 +82,8 @@ from fabricsim.network.packet.layout import (
     MAX_HOPS,
     P_CC,
     P_ENTROPIES,
+    P_GAP,
+    P_HEADER,
     P_KMAX,
     P_KMIN,
     P_LINE,
@@ -78,6 +92,7 @@ from fabricsim.network.packet.layout import (
     P_PMAX,
     P_RCCC,
     PF_SENT_T,
+    PI_CTRL,
     PI_ECN,
     PI_ENT,
     PI_EPOCH,
@@ -127,12 +142,21 @@ def _free(PI, meta, p):
 
 
 @njit(cache=True, inline="always")
-def _start_tx(LI, LF, PI, PF, lk, p, t, H):
-    """Put packet ``p`` on the wire of link ``lk`` at ``t``; record its INT if it leaves a switch."""
-    size = PI[p, PI_SIZE]
+def _frame(P, PI, p):
+    """Bytes of packet ``p``'s frame: payload + headers (a trimmed or control packet: its size alone)."""
+    if PI[p, PI_TRIM] > 0 or PI[p, PI_CTRL] > 0:
+        return float(PI[p, PI_SIZE])
+    return PI[p, PI_SIZE] + P[P_HEADER]
+
+
+@njit(cache=True, inline="always")
+def _start_tx(LI, LF, PI, PF, P, lk, p, t, H):
+    """Put packet ``p`` on the wire of link ``lk`` at ``t`` (its frame and the gap after it); record
+    its INT if it leaves a switch."""
+    size = _frame(P, PI, p) + P[P_GAP]
     LI[lk, LI_BUSY] = 1
     LI[lk, LI_TXPKT] = p
-    if LI[lk, LI_SRC_HOST] < 0:
+    if LI[lk, LI_SRC_HOST] < 0 and PI[p, PI_CTRL] == 0:  # a control packet keeps the path it carries
         h = PI[p, PI_HOP]
         if h < MAX_HOPS:
             base = h * INT_FIELDS
@@ -159,8 +183,38 @@ def _mark(LF, P, lk):
 
 
 @njit(cache=True, inline="always")
+def _push_control(LI, PI, lk, c):
+    """Append control packet ``c`` to link ``lk``'s control queue."""
+    PI[c, PI_LINK] = lk
+    PI[c, PI_NEXT] = -1
+    tail = LI[lk, LI_CQTAIL]
+    if tail >= 0:
+        PI[tail, PI_NEXT] = c
+    else:
+        LI[lk, LI_CQHEAD] = c
+    LI[lk, LI_CQTAIL] = c
+
+
+@njit(cache=True, inline="always")
+def _send_control(LI, LF, PI, PF, P, lk, t, H):
+    """If link ``lk`` is free and has a control packet queued, start it (strict priority; no pause,
+    no credit: the control class); 1 if it did."""
+    c = LI[lk, LI_CQHEAD]
+    if c < 0 or LI[lk, LI_BUSY]:
+        return 0
+    LI[lk, LI_CQHEAD] = PI[c, PI_NEXT]
+    if LI[lk, LI_CQHEAD] < 0:
+        LI[lk, LI_CQTAIL] = -1
+    _start_tx(LI, LF, PI, PF, P, lk, c, t, H)
+    return 1
+
+
+@njit(cache=True, inline="always")
 def _try_switch_tx(LI, LF, PI, PF, P, lk, t, H):
-    """Start the next queued packet of switch egress ``lk`` if it is free, unpaused and has credit."""
+    """Start the next queued packet of switch egress ``lk`` if it is free: a control packet first,
+    else the data FIFO's head if the link is unpaused and has credit."""
+    if LI[lk, LI_CQHEAD] >= 0 and _send_control(LI, LF, PI, PF, P, lk, t, H):
+        return
     if LI[lk, LI_BUSY] or LI[lk, LI_PAUSED] or LI[lk, LI_QHEAD] < 0:
         return
     if P[P_LOSSLESS] == _CREDIT and LI[lk, LI_CREDITS] <= 0:
@@ -171,11 +225,11 @@ def _try_switch_tx(LI, LF, PI, PF, P, lk, t, H):
     LI[lk, LI_QHEAD] = PI[p, PI_NEXT]
     if LI[lk, LI_QHEAD] < 0:
         LI[lk, LI_QTAIL] = -1
-    LF[lk, LF_QBYTES] -= PI[p, PI_SIZE]
+    LF[lk, LF_QBYTES] -= _frame(P, PI, p)
     if _mark(LF, P, lk):  # marked at dequeue, as the HPCC repository's switch does
         PI[p, PI_ECN] = 1
     LI[lk, LI_CREDITS] -= 1
-    _start_tx(LI, LF, PI, PF, lk, p, t, H)
+    _start_tx(LI, LF, PI, PF, P, lk, p, t, H)
 
 
 @njit(cache=True, inline="always")
@@ -248,8 +302,11 @@ def _next_payload(FI, FF, PI, P, f, meta):
 
 @njit(cache=True)
 def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
-    """If host ``h``'s uplink is free, send one packet of its next eligible flow (or set a wake-up)."""
+    """If host ``h``'s uplink is free, send its next control packet, else one packet of its next
+    eligible flow (or set a wake-up)."""
     lk = uplink[h]
+    if LI[lk, LI_CQHEAD] >= 0 and _send_control(LI, LF, PI, PF, P, lk, t, H):
+        return
     if LI[lk, LI_BUSY] or LI[lk, LI_PAUSED]:
         return
     if P[P_LOSSLESS] == _CREDIT and LI[lk, LI_CREDITS] <= 0:
@@ -280,6 +337,7 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     PI[p, PI_OFF] = int(off)
     PI[p, PI_EPOCH] = FI[f, FI_EPOCH]
     PI[p, PI_TRIM] = 0
+    PI[p, PI_CTRL] = 0
     PI[p, PI_ENT] = -1
     if P[P_ENTROPIES] > 0:  # the sender cycles through its entropy values, one per packet
         PI[p, PI_ENT] = FI[f, FI_ENT_NEXT] % int(P[P_ENTROPIES])
@@ -288,12 +346,12 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
         PF[p, PF_SENT_T] = t  # NSCC's RTT sample
     FF[f, FF_INFLIGHT] += size
     FF[f, FF_LAST_TX] = t
-    FF[f, FF_LAST_SIZE] = size
+    FF[f, FF_LAST_SIZE] = size + P[P_HEADER] + P[P_GAP]  # the NIC paces its wire bytes
     if P[P_CC] == _CC_DCQCN:
         dcqcn_sent(FF, FI, P, f, size)
     LI[lk, LI_CREDITS] -= 1
     meta[M_SENT_PKTS] += 1
-    _start_tx(LI, LF, PI, PF, lk, p, t, H)
+    _start_tx(LI, LF, PI, PF, P, lk, p, t, H)
 
 
 @njit(cache=True, inline="always")

@@ -24,6 +24,7 @@ EV_TRIM_NACK = 12  # trimming: the NACK of trimmed packet arg (its header reache
 EV_PULL = 13  # RCCC: receiver host arg's credit pacer grants its next MTU of credit
 EV_GRANT = 14  # RCCC: one MTU of credit reaches flow arg's sender
 EV_BITS = 4
+CTRL_ACK = 15  # PI_CTRL of a plain ACK: it only takes its bytes back to the sender (no event there)
 
 # --- link integer table LI[links, :] ---
 LI_SRC = 0  # upstream node
@@ -39,7 +40,10 @@ LI_XOFF = 9  # 1 while the downstream end holds this ingress in XOFF
 LI_PAUSE_FRAMES = 10  # XOFF frames sent for this link (received by its upstream end)
 LI_CREDITS = 11  # free buffer slots (packets) at the downstream end, credit mode
 LI_CLASS = 12  # 0 host->switch, 1 switch->host, 2 switch->switch
-LI_COLS = 13
+LI_CQHEAD = 13  # first queued control packet (strict priority over the data FIFO; -1 if empty)
+LI_CQTAIL = 14
+LI_REV = 15  # the link in the opposite direction (-1: none), the way control packets return
+LI_COLS = 16
 
 # --- link float table LF[links, :] ---
 LF_CAP = 0  # bytes/s
@@ -54,7 +58,8 @@ LF_STALL_START = 8  # credit mode: time the queue found no credit (-1 if not sta
 LF_STALL_TOTAL = 9
 LF_HEADROOM = 10  # PFC headroom reserved for this ingress (bytes)
 LF_QMAX = 11  # largest egress queue seen (bytes)
-LF_COLS = 12
+LF_BER = 12  # post-FEC bit-error rate of the link (params.link_ber)
+LF_COLS = 13
 
 # --- flow integer table FI[flows, :] ---
 FI_SRC = 0  # sender NIC port (index into the uplink list)
@@ -77,7 +82,8 @@ FI_RQ_TAIL = 16
 FI_NACK_EPOCH = 17  # go-back-N: the send epoch of the packet whose arrival made the receiver NACK
 FI_CUM = 18  # receiver: slots received in order from the flow's start (its cumulative ACK, in MTUs)
 FI_ENT_NEXT = 19  # spraying over entropies: packets sent so far (the next packet's entropy = this mod N)
-FI_COLS = 20
+FI_ACK_CNT = 20  # receiver: packets delivered since its last plain ACK (ack_every coalescing)
+FI_COLS = 21
 
 # --- flow float table FF[flows, :] ---
 FF_SIZE = 0
@@ -127,7 +133,9 @@ PI_OFF = 8  # byte offset of the packet's payload in its flow
 PI_EPOCH = 9  # the flow's send epoch (FI_EPOCH) when it left
 PI_TRIM = 10  # trimmed to its header: the payload bytes cut (0: whole)
 PI_ENT = 11  # entropy value (-1: none, round-robin spraying or one path)
-PI_COLS = 12
+PI_CTRL = 12  # 0: a data packet; else a control packet delivering event kind PI_CTRL (or CTRL_ACK)
+PI_REF = 13  # control packet: the argument of its event (a packet or a flow)
+PI_COLS = 14
 
 MAX_HOPS = 8  # INT records per packet (switch egress hops); longer paths keep the first ones
 INT_FIELDS = 5  # qlen, txBytes, ts, capacity, link id per hop
@@ -171,9 +179,16 @@ P_HIST_BIN = 32  # width of a queue-histogram bin, bytes (covers the switch buff
 P_LOSS_RECOVERY = 33  # 0 go-back-N, 1 selective repeat
 P_TRIM = 34  # 1: a full switch trims a packet to its header instead of dropping it
 P_TRIM_BYTES = 35  # size of a trimmed packet (its headers), bytes
-P_BER = 36  # post-FEC bit-error rate of every link: a packet of b bits is lost with 1 - (1 - BER)^b
+P_BER = 36  # post-FEC bit-error rate given by ``ber`` (the kernel reads each link's, LF_BER)
 P_ENTROPIES = 37  # spraying: entropy values per flow, hashed at each switch (0: round robin)
 P_NSCC_TARGET = 38  # NSCC target queueing delay as a fraction of the base RTT
 P_NSCC_MAXWIN = 39  # NSCC window cap as a multiple of the BDP
 P_RCCC = 40  # 1: receiver credits (RCCC) gate every sender
-P_COLS = 41
+P_HEADER = 41  # header + trailer bytes of a data packet (in its frame: on the wire and in buffers)
+P_GAP = 42  # line time per packet outside the frame, in bytes (Ethernet preamble + SFD + inter-frame gap)
+P_CONTROL = 43  # 1: ACK / NACK / CNP are packets through the queues; 0: a fixed delay (path latency)
+P_ACK_BYTES = 44  # frame bytes of an ACK or NACK
+P_CNP_BYTES = 45  # frame bytes of a CNP
+P_ACK_EVERY = 46  # a plain ACK (no CC feedback) per this many delivered packets of a flow
+P_QUEUE_LIMIT = 47  # lossy mode: bytes one switch egress queue may hold (drop-tail / trim above; 0: no limit)
+P_COLS = 48

@@ -38,13 +38,17 @@ from fabricsim.network.packet.kernel import (
     S_RETX_BYTES,
     S_SENT_PKTS,
     S_TRIMMED,
+    _alloc,
+    _frame,
     _free,
     _key,
     _next_link,
     _nic_kick,
+    _push_control,
     _try_switch_tx,
 )
 from fabricsim.network.packet.layout import (
+    CTRL_ACK,
     EV_ACK,
     EV_ARRIVE,
     EV_BITS,
@@ -66,9 +70,12 @@ from fabricsim.network.packet.layout import (
     FF_LAST_CNP,
     FF_RET_LAT,
     FF_SIZE,
+    FI_ACK_CNT,
     FI_DONE,
     FI_DST,
     FI_SRC,
+    INT_FIELDS,
+    LF_BER,
     LF_HDRM,
     LF_HEADROOM,
     LF_ING,
@@ -86,26 +93,35 @@ from fabricsim.network.packet.layout import (
     LI_DST_HOST,
     LI_PAUSE_FRAMES,
     LI_PAUSED,
+    LI_REV,
     LI_SRC,
     LI_SRC_HOST,
     LI_TXPKT,
     LI_XOFF,
-    P_BER,
+    MAX_HOPS,
+    P_ACK_BYTES,
+    P_ACK_EVERY,
     P_CC,
+    P_CNP_BYTES,
     P_CNP_INTERVAL,
+    P_CONTROL,
     P_HIST_BIN,
     P_LOSSLESS,
     P_PFC_ALPHA,
     P_PFC_RESUME,
     P_PFC_XOFF,
+    P_QUEUE_LIMIT,
     P_RCCC,
     P_RTO,
     P_SEED,
+    PI_CTRL,
     PI_ECN,
     PI_ENT,
     PI_FLOW,
+    PI_HOP,
     PI_INLINK,
     PI_LINK,
+    PI_REF,
     PI_SIZE,
     PI_TRIM,
 )
@@ -143,8 +159,8 @@ def _tx_done(S, shared, lk, t):
     LI, LF, _FI, _FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
     p = LI[lk, LI_TXPKT]
     LI[lk, LI_BUSY] = 0
-    size = PI[p, PI_SIZE]
-    if LI[lk, LI_SRC_HOST] < 0 and PI[p, PI_TRIM] == 0:  # a trimmed header holds no buffer
+    size = _frame(P, PI, p)
+    if LI[lk, LI_SRC_HOST] < 0 and PI[p, PI_TRIM] == 0 and PI[p, PI_CTRL] == 0:  # nor headers nor control hold buffer
         node = LI[lk, LI_SRC]
         inl = PI[p, PI_INLINK]
         LF[inl, LF_ING] -= size
@@ -162,6 +178,57 @@ def _tx_done(S, shared, lk, t):
     _kick_link(S, lk, t)
 
 
+@njit(cache=True)
+def _reply(S, kind, arg, p, lk, t):
+    """Feedback ``kind`` (an event kind with its ``arg``, or CTRL_ACK) about data packet ``p``, which
+    reached its receiver over link ``lk``: a control packet back over the reverse of ``p``'s path
+    (:mod:`kernel`), or, without control packets or a recorded path, the event itself one path
+    latency later (a plain ACK then has no effect to carry)."""
+    LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, _rcvd = S
+    f = PI[p, PI_FLOW]
+    hops = PI[p, PI_HOP]
+    back = LI[lk, LI_REV]
+    if P[P_CONTROL] == 0.0 or hops > MAX_HOPS or back < 0:
+        if kind != CTRL_ACK:
+            heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(kind, arg))
+        return
+    c = _alloc(PI, meta)
+    PI[c, PI_FLOW] = f
+    PI[c, PI_SIZE] = int(P[P_CNP_BYTES] if kind == EV_CNP else P[P_ACK_BYTES])
+    PI[c, PI_CTRL] = kind
+    PI[c, PI_REF] = arg
+    PI[c, PI_TRIM] = 0
+    PI[c, PI_ECN] = 0
+    PI[c, PI_INLINK] = -1
+    PI[c, PI_ENT] = -1
+    PI[c, PI_HOP] = hops
+    for h in range(hops):  # the switch egress links p took, to retrace
+        PF[c, h * INT_FIELDS + 4] = PF[p, h * INT_FIELDS + 4]
+    _push_control(LI, PI, back, c)
+    _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, LI[back, LI_SRC_HOST], t, H, meta)
+
+
+@njit(cache=True)
+def _control_hop(S, c, lk, t):
+    """Control packet ``c`` crossed link ``lk``: at the sender its event happens now; at a switch it
+    takes the reverse of the previous link of its data packet's path (the first: the sender's NIC port)."""
+    LI, LF, FI, FF, PI, PF, P, _hosts, uplink, _wake_t, H, meta, _LINT, _rcvd = S
+    h = PI[c, PI_HOP] - 1
+    nl = -1
+    if LI[lk, LI_DST_HOST] < 0:
+        came = int(PF[c, (h - 1) * INT_FIELDS + 4]) if h >= 1 else uplink[FI[PI[c, PI_FLOW], FI_SRC]]
+        nl = LI[came, LI_REV]
+    if nl < 0:  # at the sender (or, should a link have no reverse, the rest of the way as a delay)
+        if PI[c, PI_CTRL] != CTRL_ACK:
+            late = 0.0 if LI[lk, LI_DST_HOST] >= 0 else FF[PI[c, PI_FLOW], FF_RET_LAT]
+            heap.push(H[0], H[1], H[2], H[3], t + late, _key(PI[c, PI_CTRL], PI[c, PI_REF]))
+        _free(PI, meta, c)
+        return
+    PI[c, PI_HOP] = h
+    _push_control(LI, PI, nl, c)
+    _try_switch_tx(LI, LF, PI, PF, P, nl, t, H)
+
+
 @njit(cache=True, inline="always")
 def _deliver(S, stats, p, lk, t):
     """Packet ``p`` reached its receiver: count its new bytes, answer with a CNP / an ACK as the CC
@@ -171,12 +238,12 @@ def _deliver(S, stats, p, lk, t):
     if P[P_LOSSLESS] == _CREDIT:
         heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
     if PI[p, PI_TRIM] > 0:
-        heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(EV_TRIM_NACK, p))
+        _reply(S, EV_TRIM_NACK, p, p, lk, t)
         return 0
     got = receive(FI, FF, PI, P, rcvd, p)
     if got < 0:
         if nack_due(FI, FF, PI, P, rcvd, p):
-            heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(EV_NACK, f))
+            _reply(S, EV_NACK, f, p, lk, t)
         heap.push(H[0], H[1], H[2], H[3], t + P[P_RTO], _key(EV_RETX, p))  # its own timeout, should it be needed
         return 0
     if got > 0:
@@ -186,10 +253,14 @@ def _deliver(S, stats, p, lk, t):
         stats[S_MARKED] += 1
         if P[P_CC] == _CC_DCQCN and t - FF[f, FF_LAST_CNP] >= P[P_CNP_INTERVAL]:
             FF[f, FF_LAST_CNP] = t
-            heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(EV_CNP, f))
+            _reply(S, EV_CNP, f, p, lk, t)
     if P[P_CC] == _CC_HPCC or P[P_CC] == _CC_NSCC:
-        heap.push(H[0], H[1], H[2], H[3], t + FF[f, FF_RET_LAT], _key(EV_ACK, p))
+        _reply(S, EV_ACK, p, p, lk, t)  # one per packet: its INT records / its RTT sample
     else:
+        FI[f, FI_ACK_CNT] += 1
+        if FI[f, FI_ACK_CNT] >= P[P_ACK_EVERY] or FF[f, FF_DELIVERED] >= FF[f, FF_SIZE]:
+            FI[f, FI_ACK_CNT] = 0
+            _reply(S, CTRL_ACK, -1, p, lk, t)
         _free(PI, meta, p)
     if FF[f, FF_DELIVERED] >= FF[f, FF_SIZE] and not FI[f, FI_DONE]:
         FI[f, FI_DONE] = 1
@@ -203,7 +274,10 @@ def _arrive(S, shared, stats, route, hist, p, t):
     """Packet ``p`` fully received at its link's far end; returns 1 if that finished its flow."""
     LI, LF, _FI, _FF, PI, PF, P, _hosts, _uplink, _wake_t, H, _meta, _LINT, _rcvd = S
     lk = PI[p, PI_LINK]
-    if P[P_BER] > 0.0 and PI[p, PI_TRIM] == 0 and _corrupted(P, PI[p, PI_SIZE]):
+    if PI[p, PI_CTRL] > 0:
+        _control_hop(S, p, lk, t)
+        return 0
+    if LF[lk, LF_BER] > 0.0 and PI[p, PI_TRIM] == 0 and _corrupted(LF[lk, LF_BER], _frame(P, PI, p)):
         if P[P_LOSSLESS] == _CREDIT:  # the receiver discards it: its buffer slot is free again
             heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
         _drop(S, stats, p, t)
@@ -214,9 +288,15 @@ def _arrive(S, shared, stats, route, hist, p, t):
     if PI[p, PI_TRIM] > 0:
         _forward_header(S, route, p, lk, node, t)
         return 0
-    size = PI[p, PI_SIZE]
+    size = _frame(P, PI, p)
     lossless = P[P_LOSSLESS]
     pool = shared[1, node]
+    nl = -1
+    if lossless == 0 and P[P_QUEUE_LIMIT] > 0.0:  # drop-tail per egress queue, under the shared pool
+        nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
+        if nl >= 0 and LF[nl, LF_QBYTES] + size > P[P_QUEUE_LIMIT]:
+            _overflow(S, stats, route, p, lk, node, t)
+            return 0
     if lossless == 0 and shared[0, node] + size > pool:
         _overflow(S, stats, route, p, lk, node, t)
         return 0
@@ -233,14 +313,15 @@ def _arrive(S, shared, stats, route, hist, p, t):
         LI[lk, LI_XOFF] = 1
         LI[lk, LI_PAUSE_FRAMES] += 1
         heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_PAUSE_ON, lk))
-    nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
+    if nl < 0:
+        nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
     if nl < 0:
         raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
     q = LF[nl, LF_QBYTES]
     hist[LI[nl, LI_CLASS], min(int(q / P[P_HIST_BIN]), HIST_BINS - 1)] += 1
     LF[nl, LF_QMAX] = max(LF[nl, LF_QMAX], q + size)
     PI[p, PI_INLINK] = lk
-    _enqueue(LI, LF, PI, nl, p, False)
+    _enqueue(LI, LF, PI, P, nl, p, False)
     _try_switch_tx(LI, LF, PI, PF, P, nl, t, H)
     return 0
 

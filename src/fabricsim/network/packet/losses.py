@@ -14,6 +14,7 @@ from fabricsim.network.packet.jit import njit
 from fabricsim.network.packet.kernel import (
     _CC_NSCC,
     S_DROPS,
+    _frame,
     _free,
     _key,
     _next_link,
@@ -29,7 +30,6 @@ from fabricsim.network.packet.layout import (
     LF_QBYTES,
     LI_QHEAD,
     LI_QTAIL,
-    P_BER,
     P_CC,
     P_RTO,
     P_TRIM,
@@ -63,7 +63,7 @@ def _activate(FI, hosts, f):
 
 
 @njit(cache=True, inline="always")
-def _enqueue(LI, LF, PI, nl, p, front):
+def _enqueue(LI, LF, PI, P, nl, p, front):
     """Append packet ``p`` to egress ``nl``'s FIFO, or put it first (``front``: a trimmed header's
     strict priority)."""
     PI[p, PI_LINK] = nl
@@ -77,7 +77,7 @@ def _enqueue(LI, LF, PI, nl, p, front):
         LI[nl, LI_QTAIL] = p
     else:
         LI[nl, LI_QHEAD] = LI[nl, LI_QTAIL] = p
-    LF[nl, LF_QBYTES] += PI[p, PI_SIZE]
+    LF[nl, LF_QBYTES] += _frame(P, PI, p)
 
 
 @njit(cache=True, inline="always")
@@ -88,7 +88,7 @@ def _forward_header(S, route, p, lk, node, t):
     if nl < 0:
         raise RuntimeError("packet kernel: a packet reached a switch off its flow's route")
     PI[p, PI_INLINK] = lk
-    _enqueue(LI, LF, PI, nl, p, True)
+    _enqueue(LI, LF, PI, P, nl, p, True)
     _try_switch_tx(LI, LF, PI, PF, P, nl, t, H)
 
 
@@ -103,9 +103,10 @@ def _overflow(S, stats, route, p, lk, node, t):
 
 
 @njit(cache=True, inline="always")
-def _corrupted(P, size):
-    """A bit error the FEC left in a packet of ``size`` bytes: probability 1 - (1 - BER)^bits (seeded)."""
-    return np.random.random() < -math.expm1(8.0 * size * math.log1p(-P[P_BER]))
+def _corrupted(ber, size):
+    """A bit error the FEC left in a frame of ``size`` bytes on a link of post-FEC bit-error rate
+    ``ber``: probability 1 - (1 - BER)^bits (seeded)."""
+    return np.random.random() < -math.expm1(8.0 * size * math.log1p(-ber))
 
 
 @njit(cache=True)

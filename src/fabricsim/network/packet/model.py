@@ -35,7 +35,9 @@ from fabricsim.network.packet.params import (
     fec_latency_s,
     hist_bin_bytes,
     kernel_vector,
+    link_ber,
     resolved,
+    wire_overhead,
 )
 from fabricsim.topology.graph import NodeKind
 from fabricsim.topology.routing import FlowEnds, Routes, RouteTable, Routing, route
@@ -47,8 +49,9 @@ MAX_SAMPLES = 20_000  # cap on time-series rows (memory: rows x (2 flows + links
 class PacketRun:
     """Everything one packet simulation measured. Times in s, sizes in bytes.
 
-    ``ideal_fct_s``: alone on an empty network, store and forward: size / line rate + the last
-    packet's serialisation on the later hops + path latency. ``series_*`` rows are samples every
+    ``ideal_fct_s``: alone on an empty network, store and forward: wire bytes (payload + every
+    packet's headers and gap) / line rate + the last packet's serialisation on the later hops +
+    path latency. ``series_*`` rows are samples every
     ``sample_dt_s`` from t = 0 (empty when sampling is off): delivered bytes and CC rate (bytes/s)
     per flow, queue bytes per link.
     """
@@ -134,6 +137,7 @@ class PacketNetwork:
         samples = _sample_rows(self.opts.sample_dt_s, flows, self.opts.line_Bps)
         LINT = np.zeros((flows.count, L.PF_COLS))
         rcvd = _receive_map(FI, flows, params.mtu_bytes)
+        _check_frame_fits(params, wire_overhead(params, self.opts.cc, self.opts.lossless)[0])
         P = kernel_vector(self.params, self.opts)
         announce_compile(run_kernel)
         stats, hist, series, rows = run_kernel(
@@ -149,7 +153,8 @@ class PacketNetwork:
         if not FI[finite, L.FI_DONE].all():
             raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
         FF[~finite, L.FF_FINISH] = np.inf
-        ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps)
+        overhead = wire_overhead(params, self.opts.cc, self.opts.lossless)
+        ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps, overhead)
         extra = (ideal, hops, params, self.opts, hist_bin_bytes(params))
         return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), extra)
 
@@ -184,13 +189,18 @@ def _rate_caps(flows: FlowSet) -> np.ndarray:
     return np.full(flows.count, np.inf) if flows.max_rate_Bps is None else flows.max_rate_Bps.astype(float)
 
 
-def _ideal_fct_s(topo, flows: FlowSet, routes, mtu_bytes: float, line_Bps: float) -> np.ndarray:
-    """Alone on an empty network, store and forward: size / line rate + the last packet's
-    serialisation on the later hops + path latency."""
-    last = np.minimum(flows.size_bytes, mtu_bytes)
+def _ideal_fct_s(
+    topo, flows: FlowSet, routes, mtu_bytes: float, line_Bps: float, overhead: tuple[float, float] = (0.0, 0.0)
+) -> np.ndarray:
+    """Alone on an empty network, store and forward: wire bytes / line rate + the last packet's
+    serialisation on the later hops + path latency. ``overhead`` = (header, gap) bytes every packet
+    adds on the wire (params.wire_overhead; none by default)."""
+    per_packet = overhead[0] + overhead[1]
+    last = np.minimum(flows.size_bytes, mtu_bytes) + per_packet
+    wire = flows.size_bytes + np.ceil(flows.size_bytes / mtu_bytes) * per_packet
     per_byte = np.asarray(routes.T @ (1.0 / topo.capacity_Bps)).ravel()  # sum over hops of 1 / capacity
     latency = np.asarray(routes.T @ topo.latency_s).ravel()
-    return flows.size_bytes / line_Bps + last * np.maximum(per_byte - 1 / line_Bps, 0) + latency
+    return wire / line_Bps + last * np.maximum(per_byte - 1 / line_Bps, 0) + latency
 
 
 def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
@@ -273,10 +283,13 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
     LI[uplink, L.LI_SRC_HOST] = np.arange(uplink.size)
     LI[:, L.LI_DST_HOST] = host_of[dst]
     LI[:, L.LI_QHEAD] = LI[:, L.LI_QTAIL] = LI[:, L.LI_TXPKT] = -1
+    LI[:, L.LI_CQHEAD] = LI[:, L.LI_CQTAIL] = -1
+    LI[:, L.LI_REV] = _reverse_links(src, dst, topo.nodes)
     LI[:, L.LI_CLASS] = np.where(host_of[src] >= 0, 0, np.where(host_of[dst] >= 0, 1, 2))
     LF = np.zeros((links, L.LF_COLS))
     LF[:, L.LF_CAP], LF[:, L.LF_LAT] = topo.capacity_Bps, topo.latency_s
     LF[:, L.LF_STALL_START] = -1.0
+    LF[:, L.LF_BER] = link_ber(params, LI[:, L.LI_CLASS])
     bdp = topo.capacity_Bps * topo.latency_s
     LF[:, L.LF_HEADROOM] = 2 * bdp + 2 * params.mtu_bytes
     credit = params.credit_bytes if params.credit_bytes is not None else 2 * bdp + 2 * params.mtu_bytes
@@ -296,6 +309,28 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
             )
         check_static_xoff(params, np.bincount(dst, minlength=topo.nodes)[switches], shared[1][switches])
     return LI, LF, uplink, shared
+
+
+def _check_frame_fits(params: PacketParams, header_bytes: float) -> None:
+    """Refuse a switch buffer (or a lossy queue cap) smaller than one full frame (MTU + headers): every
+    packet would be dropped, and its sender would resend it for ever."""
+    frame = params.mtu_bytes + header_bytes
+    if params.buffer_bytes < frame:
+        raise FabricsimError("buffer", f"{params.buffer_bytes:g} B cannot hold one {frame:g} B frame "
+                             f"({params.mtu_bytes:g} B of payload + {header_bytes:g} B of headers)",
+                             f"use --buffer of at least {frame:g}")  # fmt: skip
+    if 0 < params.queue_bytes < frame:
+        raise FabricsimError("cc-param", f"queue_bytes={params.queue_bytes:g} cannot hold one {frame:g} B frame",
+                             f"use queue_bytes >= {frame:g}, or 0 (no cap)")  # fmt: skip
+
+
+def _reverse_links(src: np.ndarray, dst: np.ndarray, nodes: int) -> np.ndarray:
+    """For each link src -> dst, the id of a link dst -> src (-1 if there is none)."""
+    key = src * nodes + dst
+    order = np.argsort(key, kind="stable")
+    want = dst * nodes + src
+    at = np.minimum(np.searchsorted(key[order], want), key.size - 1)
+    return np.where(key[order][at] == want, order[at], -1).astype(np.int64)
 
 
 def _flow_tables(flows: FlowSet, params: PacketParams, opts: RunOptions, latency: np.ndarray, hops: np.ndarray):

@@ -33,6 +33,22 @@ Defaults and their sources (see ``shared/reference/congestion-control.md``):
   1 - (1 - BER)^b (seeded), and the transport recovers it. No link-level retry: InfiniBand's Link
   Level Retransmission is an NVIDIA-proprietary option for NVIDIA-to-NVIDIA links up to 30 m (NVIDIA
   MLNX-OS User Manual, "UNBREAKABLE-LINK"), not part of the InfiniBand or Ethernet standards.
+  ``ber_edge`` / ``ber_fabric`` override ``ber`` on the host <-> switch links and on the links
+  between switches (e.g. copper DACs to the NICs, optics between switches); unset, they are ``ber``.
+* Headers (:data:`HEADERS`): every data packet carries ``header_bytes`` of protocol headers and
+  trailers besides its MTU of payload (they cross the links and sit in the buffers), and takes
+  ``gap_bytes`` more of line time (Ethernet's preamble, SFD and inter-frame gap), so payload
+  goodput is below line rate. Unset, both come from the transport family of (cc, lossless):
+  credits = InfiniBand, NSCC = Ultra Ethernet, anything else = RoCEv2 on Ethernet.
+* Drop-tail per queue (lossy mode): ``queue_bytes`` > 0 caps every switch egress queue; a packet
+  that would take one above it is dropped (or trimmed), as when the shared pool is full [a switch
+  setting: 0, no cap, by default; e.g. htsim's EQDS runs use 35-packet queues].
+* Control packets (``control_packets`` 1; :data:`CONTROL`): ACKs, NACKs and CNPs of ``ack_bytes`` /
+  ``cnp_bytes`` cross the reverse path through the queues (kernel docstring); ``ack_every``
+  delivered packets of a flow make one plain ACK where the CC reads no per-packet feedback (1 [assumed:
+  htsim's RoCE sink, sim/roce.cpp RoceSink::receivePacket, ACKs every packet; the IBTA lets a
+  responder coalesce ACKs and names no count]); HPCC and NSCC ACK every packet (their INT / delay
+  samples). A CNP is sent at most once per ``cnp_interval_s`` per flow (ConnectX's 4 us, above).
 
 Every field can be overridden by name (``--cc-param NAME=VALUE``); rates are bytes/s, times s.
 """
@@ -87,6 +103,32 @@ KP4_CODEWORD_BITS = 5440
 LANE_SIGNAL_BPS = {50: 53.125e9, 100: 106.25e9, 200: 212.5e9}
 FEC_LATENCY_S = {gbps: 2 * KP4_CODEWORD_BITS / bps for gbps, bps in LANE_SIGNAL_BPS.items()}
 
+# Per-packet overhead of a data packet, bytes: (headers + trailers in the frame, line time outside it).
+# Ethernet framing (IEEE 802.3-2022 clause 3.1.1 and 4.4.2): MAC header 14 (two addresses + EtherType),
+# FCS 4; preamble 7 + SFD 1 and the minimum inter-packet gap of 12 byte times are on the wire, not in
+# the frame. IPv4 header 20 (RFC 791, no options); UDP 8 (RFC 768).
+# RoCEv2 (IBTA Architecture Specification Vol. 1 Annex A17 "RoCEv2"): IB BTH 12 + ICRC 4 over UDP
+# port 4791 -> 14 + 20 + 8 + 12 + 4 + 4 = 62 B, + 20 on the wire. The RETH (16 B) of an RDMA WRITE's
+# first packet is not counted (one packet per message).
+# InfiniBand (IBTA Vol. 1 ch. 7.7-7.8 "Local Route Header", 9.2 "Base Transport Header", 7.8
+# "Invariant CRC", "Variant CRC"): LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B; the link's start/end
+# delimiters and idles between packets: 0 [assumed: a few symbols, not specified as bytes].
+# Ultra Ethernet over UDP port 4793 (UEC 1.0 specification, PDS and SES header formats, as laid out in
+# xdp2-dev/xdp2 src/include/uet/pds.h and ses.h @ 3d3d6a318dbb221d3060083c36f11c5eeae0677e): RUD request
+# PDS header 12 (prologue 2, clear PSN offset 2, PSN 4, SPDCID 2, DPDCID 2) + SES standard request
+# header 44 (common 12, buffer offset 8, initiator 4, memory key / match bits 8, header data 8,
+# request length 4) -> 14 + 20 + 8 + 12 + 44 + 4 = 102 B, + 20 on the wire.
+ETHERNET_GAP_BYTES = 8 + 12
+HEADERS = {"roce": (62.0, ETHERNET_GAP_BYTES), "infiniband": (26.0, 0.0), "uet": (102.0, ETHERNET_GAP_BYTES)}
+# Control frames, bytes (frame, without the gap): (ACK or NACK, CNP). RoCEv2: Ethernet 14 + IPv4 20 + UDP 8
+# + BTH 12 + AETH 4 (ACK/NAK extended transport header, IBTA Vol. 1 9.3.5) + ICRC 4 + FCS 4 = 66; its CNP
+# carries 16 reserved bytes after the BTH instead (IBTA Annex A17.9.3): 14 + 20 + 8 + 12 + 16 + 4 + 4 = 78.
+# InfiniBand: LRH 8 + BTH 12 + AETH 4 + ICRC 4 + VCRC 2 = 30 (a CNP the same [assumed]). Ultra Ethernet:
+# 14 + 20 + 8 + PDS ACK_CC 32 (ACK 12 + CC type, MPR, SACK offset 4 + SACK bitmap 8 + CC state 8:
+# xdp2 uet/pds.h above) + 4 = 78 (a NACK the same [assumed]; NSCC needs no CNP).
+CONTROL = {"roce": (66.0, 78.0), "infiniband": (30.0, 30.0), "uet": (78.0, 78.0)}
+MAX_HEADER_BYTES = 1024  # headers, not a packet (the largest above is 102 B)
+
 
 @dataclass(frozen=True, slots=True)
 class PacketParams:
@@ -108,6 +150,15 @@ class PacketParams:
     trim_bytes: float = 64.0
     fec_lane_gbps: float = 0.0  # 0: no FEC latency; 50 | 100 | 200: RS(544,514) at that lane rate per hop
     ber: float = 0.0  # post-FEC bit-error rate of every link
+    ber_edge: float | None = None  # ... of the host <-> switch links (None: ber)
+    ber_fabric: float | None = None  # ... of the links between switches (None: ber)
+    header_bytes: float | None = None  # headers + trailers per data packet (None: from the transport, HEADERS)
+    gap_bytes: float | None = None  # line time per packet outside the frame, bytes (None: from the transport)
+    control_packets: float = 1.0  # 1: ACK/NACK/CNP are packets in the queues; 0: feedback after the path latency
+    ack_bytes: float | None = None  # an ACK's / NACK's frame (None: from the transport, CONTROL)
+    cnp_bytes: float | None = None  # a CNP's frame (None: from the transport)
+    ack_every: float = 1.0  # delivered packets per plain ACK (no CC feedback), per flow
+    queue_bytes: float = 0.0  # lossy mode: drop-tail (or trim) limit of each switch egress queue (0: none)
     entropies: float = 0.0  # spraying: entropy values per flow, hashed per switch (0: round robin)
     # NSCC (Ultra Ethernet; see reaction.py) [chosen: target delay half the base RTT, window cap 1.5 BDP]
     nscc_target: float = 0.5
@@ -149,6 +200,7 @@ _CHOICES: dict[str, dict[str, float]] = {
     "loss_recovery": {"go-back-n": 0.0, "selective": 1.0},
     "trimming": {"0": 0.0, "1": 1.0},
     "rccc": {"0": 0.0, "1": 1.0},
+    "control_packets": {"0": 0.0, "1": 1.0},
     "fec_lane_gbps": {"0": 0.0, "50": 50.0, "100": 100.0, "200": 200.0},
 }
 
@@ -243,6 +295,15 @@ RULES: dict[str, Rule] = {
     "trim_bytes": Rule(Kind.INTEGER, 1, 4096),  # a header, not a packet
     "fec_lane_gbps": Rule(Kind.INTEGER, 0, 200),
     "ber": Rule(Kind.REAL, 0.0, MAX_BER),
+    "ber_edge": Rule(Kind.REAL, 0.0, MAX_BER),
+    "ber_fabric": Rule(Kind.REAL, 0.0, MAX_BER),
+    "header_bytes": Rule(Kind.INTEGER, 0, MAX_HEADER_BYTES),
+    "gap_bytes": Rule(Kind.INTEGER, 0, MAX_HEADER_BYTES),
+    "control_packets": Rule(Kind.FLAG, 0, 1),
+    "ack_bytes": Rule(Kind.INTEGER, MIN_MTU_BYTES, MAX_HEADER_BYTES),
+    "cnp_bytes": Rule(Kind.INTEGER, MIN_MTU_BYTES, MAX_HEADER_BYTES),
+    "ack_every": Rule(Kind.INTEGER, 1, 2**20),
+    "queue_bytes": Rule(Kind.REAL, MIN_MTU_BYTES, MAX_BYTES, or_zero=True),
     "entropies": Rule(Kind.INTEGER, 0, MAX_ENTROPIES),
     "nscc_target": Rule(Kind.REAL, 0.0, 10.0, open_low=True),  # in base RTTs
     "nscc_max_window": Rule(Kind.REAL, 0.0, _INF, open_low=True),  # in BDPs
@@ -264,6 +325,8 @@ def _check(name: str, value: float) -> None:
 
 def _example(name: str) -> str:
     default = getattr(PacketParams(), name)
+    if default is None and RULES.get(name) is not None and RULES[name].high <= MAX_HEADER_BYTES:
+        return f"{RULES[name].low:g}"  # a size in bytes or a bit-error rate: the lowest value
     return f"{default:g}" if default is not None else "1e6"
 
 
@@ -348,6 +411,37 @@ class RunOptions:
     seed: int
 
 
+def link_ber(params: PacketParams, link_class: np.ndarray) -> np.ndarray:
+    """Each link's post-FEC bit-error rate: ``ber_edge`` on host <-> switch links (classes 0 and 1),
+    ``ber_fabric`` between switches (class 2), ``ber`` where they are unset."""
+    edge = params.ber if params.ber_edge is None else params.ber_edge
+    fabric = params.ber if params.ber_fabric is None else params.ber_fabric
+    return np.where(link_class == 2, fabric, edge).astype(float)
+
+
+def wire_overhead(params: PacketParams, cc: CongestionControl, lossless: Lossless) -> tuple[float, float]:
+    """(header bytes, gap bytes) of every data packet: ``header_bytes`` / ``gap_bytes``, or where
+    unset the :data:`HEADERS` of the transport family (cc, lossless) runs: credits -> InfiniBand,
+    NSCC -> Ultra Ethernet, else RoCEv2 on Ethernet."""
+    header, gap = HEADERS[_family(cc, lossless)]
+    return (header if params.header_bytes is None else params.header_bytes,
+            gap if params.gap_bytes is None else params.gap_bytes)  # fmt: skip
+
+
+def control_bytes(params: PacketParams, cc: CongestionControl, lossless: Lossless) -> tuple[float, float]:
+    """(ACK, CNP) frame bytes: ``ack_bytes`` / ``cnp_bytes``, or the transport family's :data:`CONTROL`."""
+    ack, cnp = CONTROL[_family(cc, lossless)]
+    return (ack if params.ack_bytes is None else params.ack_bytes,
+            cnp if params.cnp_bytes is None else params.cnp_bytes)  # fmt: skip
+
+
+def _family(cc: CongestionControl, lossless: Lossless) -> str:
+    """The transport family whose headers a run uses: credits -> InfiniBand, NSCC -> UET, else RoCEv2."""
+    if lossless == Lossless.CREDIT:
+        return "infiniband"
+    return "uet" if cc == CongestionControl.NSCC else "roce"
+
+
 def fec_latency_s(params: PacketParams) -> float:
     """The FEC latency each hop adds (s): :data:`FEC_LATENCY_S` of ``fec_lane_gbps``, 0 when off."""
     return FEC_LATENCY_S.get(int(params.fec_lane_gbps), 0.0)
@@ -386,5 +480,9 @@ def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     P[L.P_BER], P[L.P_ENTROPIES] = p.ber, p.entropies
     P[L.P_NSCC_TARGET], P[L.P_NSCC_MAXWIN] = p.nscc_target, p.nscc_max_window
     P[L.P_RCCC] = p.rccc
+    P[L.P_HEADER], P[L.P_GAP] = wire_overhead(p, opts.cc, opts.lossless)
+    P[L.P_CONTROL], P[L.P_ACK_EVERY] = p.control_packets, p.ack_every
+    P[L.P_QUEUE_LIMIT] = p.queue_bytes
+    P[L.P_ACK_BYTES], P[L.P_CNP_BYTES] = control_bytes(p, opts.cc, opts.lossless)
     P[L.P_SAMPLE_DT], P[L.P_SEED] = opts.sample_dt_s, float(opts.seed % (2**31))
     return P

@@ -4,7 +4,7 @@
   retransmits from the first lost PSN; Mittal et al., "Revisiting Network Support for RDMA" (IRN),
   SIGCOMM'18, section 2: RoCE NICs use go-back-N, PFC is there to avoid its loss cost). The receiver
   accepts a flow's bytes only up to its lowest missing packet (the *gap*); a later packet is
-  discarded and the first one NACKs the gap (the NACK reaches the sender one path latency later).
+  discarded and the first one NACKs the gap (the NACK, a control packet, returns over the reverse path).
   The sender then rewinds to the receiver's cumulative acknowledgement (its first missing byte) and
   sends every byte from there again, including those still in flight behind the lost one. If no
   later packet arrives, the timeout (``rto_s``) of the lost packet does the same. A NACK or timeout
@@ -19,7 +19,8 @@
 
 Simplifications, stated: the receiver's loss detection is exact (reordering by spraying alone never
 looks like a loss: the NIC places out-of-order data directly, as ConnectX with adaptive routing
-does); NACKs and trim NACKs are not queued (like the kernel's other control frames); every packet
+does); NACKs and trim NACKs are control packets that cross the queues back to the sender (see
+:mod:`kernel`) but are never lost themselves; every packet
 of a flow except its last is one MTU, so its offset / MTU numbers its slot in the receive map
 ``rcvd`` (a resent byte is counted once).
 """
