@@ -65,6 +65,20 @@ def test_validate_mlperf_inference_json_reports_per_vendor_errors(monkeypatch, c
     nvidia, amd = (abs(e["error"]) for e in only["entries"])
     assert holdout[("vendor", "NVIDIA")]["mean_abs_error"] == pytest.approx(nvidia)
     assert holdout[("leave-one-vendor-out", "NVIDIA")]["mean_abs_error"] == pytest.approx(amd)
+    skipped = {item["id"]: item["reason"] for item in only["skipped"]}
+    assert set(skipped) == {entry_id for entry_id, _ in suite.not_added()}
+    assert "Stable Diffusion XL only" in skipped["google-tpu (v4.1, v5.0, v5.1)"]
+
+
+def test_catalog_accelerators_without_rows_are_listed_with_where_it_was_checked() -> None:
+    """Issue 25 item 4 asks for every catalog system that has MLPerf Inference results: Google's TPU results of
+    v4.1-v5.1 are SDXL only and no round has a Gaudi 3 result, so both are listed (not_added), with the results
+    folders read, instead of rows."""
+    reasons = dict(suite.not_added())
+    google, intel = reasons["google-tpu (v4.1, v5.0, v5.1)"], reasons["intel-gaudi (v4.0-v5.1)"]
+    assert "tpu_v6_x4_flax" in google and "trillium_x4_flax" in google and "no diffusion model" in google
+    assert "HLS-Gaudi2-PT" in intel and "gaudi3-8" in intel
+    assert all(reason.strip() for reason in reasons.values()) and len(reasons) == len(suite.not_added())
 
 
 @pytest.fixture(scope="module")

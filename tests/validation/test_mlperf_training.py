@@ -70,6 +70,9 @@ def test_not_added_submissions_are_reported_with_their_reason(result) -> None:
     skipped = dict(result.skipped)
     assert "MI350X" in skipped["v5.1-amd-mi350x-8 (8b and lora)"]
     assert "int8" in skipped["v4.1-google-gpt3-tpu (7 submissions)"]
+    assert "int8" in skipped["v4.0-google-gpt3-tpu-v5p (4 submissions)"]
+    assert "Stable Diffusion only" in skipped["v5.0-google-tpu"]
+    assert "Gaudi 2" in skipped["intel-gaudi"]
     assert all(reason.strip() for reason in skipped.values())
     assert "skipped" in result.to_json()
 
