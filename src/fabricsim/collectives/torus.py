@@ -41,14 +41,11 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import numpy as np
-
 from fabricsim.collectives.algorithms import hw_latency
 from fabricsim.collectives.candidate import Candidate, Shape
 from fabricsim.collectives.nccl import NcclConstants
 from fabricsim.collectives.ops import SWITCHLESS_OPS, Algorithm, CollectiveOp, Protocol
 from fabricsim.collectives.placement import Group
-from fabricsim.topology.ocs import slice_pairs
 
 
 def unavailable_reason(op: CollectiveOp, group: Group) -> str | None:
@@ -98,6 +95,10 @@ def lattice_all_to_all_s_per_byte(dims: tuple[int, ...], twisted: bool, link_Bps
     """Seconds per byte of S (each rank's send total) of an all-to-all over the whole torus of
     shape ``dims`` (x fastest), twisted or not, ``link_Bps[d]`` one link of dimension d per
     direction: the most loaded link's bytes over its bandwidth (module docstring). O(p x dims)."""
+    import numpy as np  # here, not at the top: an analytic train (no lattice) stays numpy-free
+
+    from fabricsim.topology.ocs import slice_pairs
+
     a, b = slice_pairs(dims, twisted)
     p, k = math.prod(dims), len(dims)
     src, dst = np.concatenate([a, b]), np.concatenate([b, a])

@@ -394,6 +394,15 @@ def stage_parameters(
     return dense / tensor_parallel, expert / (tensor_parallel if expert_tp is None else expert_tp)
 
 
+def check_lora(dims: ModelDims, rank: int) -> int:
+    """``rank`` if LoRA adapters of that rank fit the model (raise ``FabricsimError`` naming ``--lora-rank``)."""
+    if rank and dims.mla:
+        raise FabricsimError("lora-rank", "LoRA on multi-head latent attention is not modelled", "drop --lora-rank")
+    if rank > dims.hidden:  # an adapter wider than the layer it adapts is no low-rank adapter
+        raise FabricsimError("lora-rank", f"must be at most the hidden size {dims.hidden}, got {rank}", "e.g. 16")
+    return rank
+
+
 def lora_stage_parameters(dims: ModelDims, stage: StageLayers, tensor_parallel: int, rank: int) -> float:
     """Trainable (adapter) parameters one GPU of the largest stage holds under LoRA of ``rank`` on the
     attention projections: per layer A (rank x in) and B (out x rank) for QKV (h -> (heads + 2 kv_heads)

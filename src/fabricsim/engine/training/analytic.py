@@ -52,7 +52,6 @@ from fabricsim.engine.training.step_time import (
     step_time,
     zero3_exposed_s,
 )
-from fabricsim.errors import FabricsimError
 from fabricsim.specs import ModelSpec, ParallelLayout, Recompute, SystemSpec
 from fabricsim.specs.memory_tier import OFFLOAD_ORDER, MemoryTierSpec, OffloadSpec
 from fabricsim.transformer.compute import (
@@ -414,11 +413,7 @@ def _stage_memory(ctx: TrainingContext, layout: ParallelLayout, shape: ShardShap
     modules = ctx.options.selective_modules
     per_microbatch, logits, working = stage_activations(dims, layout, shape, mtp, accounting, modules, stage)
     dense, expert = stage_parameters(dims, layout, mtp, accounting, stage)
-    rank = ctx.options.lora_rank
-    if rank and dims.mla:
-        raise FabricsimError("lora-rank", "LoRA on multi-head latent attention is not modelled", "drop --lora-rank")
-    if rank > dims.hidden:  # an adapter wider than the layer it adapts is no low-rank adapter
-        raise FabricsimError("lora-rank", f"must be at most the hidden size {dims.hidden}, got {rank}", "e.g. 16")
+    rank = work.check_lora(dims, ctx.options.lora_rank)
     trainable = work.lora_stage_parameters(dims, stage, layout.tensor_parallel, rank) if rank else None
     return StageMemory(
         dense_params=dense,
