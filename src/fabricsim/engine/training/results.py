@@ -150,45 +150,31 @@ class StageWork:
 
 
 @dataclass(frozen=True, slots=True)
-class StageEntry:
-    """Per-shape quantities of the slowest stage (independent of dp, vpp, ZeRO and the batch)."""
+class StageMemory:
+    """Per-shape quantities of the slowest stage that sizing its memory reads (independent of dp, vpp,
+    ZeRO and the batch), cached apart from its work so that a planner can size a layout whose time
+    bound already loses without timing its stage (:meth:`TrainingContext.stage_memory`)."""
 
-    work: StageWork
     dense_params: float
     expert_params: float
     layers: int
     activation_per_microbatch: float
     logits_activation: float
     recompute_working: float
-    p2p_bytes: float
     gradient_bytes: float = 4.0  # per parameter: fp32 or 16-bit (TrainingOptions.gradient_bytes)
     trainable_params: float | None = None  # LoRA: the adapters' (dense) parameters; None: every parameter trains
 
     @property
     def trained(self) -> tuple[float, float]:
-        return trained_params(self.dense_params, self.expert_params, self.trainable_params)
+        """(dense, expert) parameters with gradients and optimizer state: all of them, or (LoRA) the adapters."""
+        if self.trainable_params is None:
+            return self.dense_params, self.expert_params
+        return self.trainable_params, 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class StageMemory:
-    """The memory side of a :class:`StageEntry` (the same fields, without the work): what sizing a
-    layout's memory reads, cached apart so that a planner can size a layout whose time bound
-    already loses without timing its stage (:meth:`TrainingContext.stage_memory`)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageEntry(StageMemory):
+    """A :class:`StageMemory` with the stage's work and its pipeline hand-off bytes."""
 
-    dense_params: float
-    expert_params: float
-    layers: int
-    activation_per_microbatch: float
-    logits_activation: float
-    recompute_working: float
-    gradient_bytes: float = 4.0
-    trainable_params: float | None = None
-
-    @property
-    def trained(self) -> tuple[float, float]:
-        return trained_params(self.dense_params, self.expert_params, self.trainable_params)
-
-
-def trained_params(dense: float, expert: float, trainable: float | None) -> tuple[float, float]:
-    """(dense, expert) parameters with gradients and optimizer state: all of them, or (LoRA) the adapters."""
-    return (dense, expert) if trainable is None else (trainable, 0.0)
+    work: StageWork
+    p2p_bytes: float
