@@ -141,3 +141,23 @@ def test_the_cli_refuses_a_bad_class_value_in_one_line_with_status_2(value, caps
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error: cc-param: ") and err.count("\n") == 1, err
     assert value.split("=")[0] in err and "Traceback" not in err
+
+
+def test_traffic_with_a_matrix_class_column_runs_each_flow_in_its_class(tmp_path):
+    """``traffic --matrix`` with a class column and ``classes=2`` (strict): of two 4 MB flows into
+    one host, the class-0 flow finishes at its ideal time and the class-1 flow about one FCT later;
+    without the column they share the port and finish together."""
+    from fabricsim.api.packet_traffic import PacketTrafficSpec, packet_traffic
+
+    path = tmp_path / "m.csv"
+    path.write_text("src,dst,bytes,class\n1,0,4e6,1\n2,0,4e6,0\n", encoding="utf-8")
+    spec = PacketTrafficSpec(pattern=None, topology="fat-tree:k=4", matrix=str(path), cc_params=("classes=2",))
+    run = packet_traffic(spec).run
+    assert run.finish_s[1] == pytest.approx(run.ideal_fct_s[1], rel=0.01)
+    assert run.finish_s[0] == pytest.approx(2 * run.ideal_fct_s[0], rel=0.05)
+    path.write_text("src,dst,bytes\n1,0,4e6\n2,0,4e6\n", encoding="utf-8")
+    run = packet_traffic(spec).run
+    assert run.finish_s[0] == pytest.approx(run.finish_s[1], rel=0.02)
+    path.write_text("src,dst,bytes,class\n1,0,4e6,2\n", encoding="utf-8")
+    with pytest.raises(FabricsimError, match="a flow is in traffic class 2 but classes=2"):
+        packet_traffic(spec)

@@ -367,5 +367,17 @@ def _flow_tables(flows: FlowSet, params: PacketParams, opts: RunOptions, latency
     FF[:, L.FF_FINISH] = np.nan
     FF[:, L.FF_GAP] = np.inf
     FI[:, L.FI_RQ_HEAD] = FI[:, L.FI_RQ_TAIL] = -1
-    FI[:, L.FI_CLASS] = np.where(np.isfinite(flows.size_bytes), 0, int(params.background_class))
+    FI[:, L.FI_CLASS] = _traffic_classes(flows, params)
     return FI, FF
+
+
+def _traffic_classes(flows: FlowSet, params: PacketParams) -> np.ndarray:
+    """Each flow's traffic class: the flow set's own (``traffic --matrix`` with a class column), else
+    0 for finite flows and ``background_class`` for the flows of infinite size (a background tenant's)."""
+    if flows.traffic_class is None:
+        return np.where(np.isfinite(flows.size_bytes), 0, int(params.background_class))
+    top = int(flows.traffic_class.max(initial=0))
+    if top >= params.classes:
+        raise FabricsimError("cc-param", f"a flow is in traffic class {top} but classes={params.classes:g}",
+                             f"set --cc-param classes={top + 1} (or more)")  # fmt: skip
+    return flows.traffic_class
