@@ -30,6 +30,13 @@ active flows that pacing (the CC rate) and the window (HPCC) allow, so a paused 
   they are neither dropped nor corrupted). They share the links' capacity and latency with the data.
   With ``control_packets`` 0, or a path of more than MAX_HOPS switch hops, the feedback arrives
   after the path's propagation latency instead (the earlier shortcut).
+* Traffic classes (``P_CLASSES`` > 1; params module doc): a data packet carries its flow's class
+  (``PI_CLASS``); every egress keeps one FIFO per class (``LI_QHEAD + c``) and picks between them by
+  strict priority or deficit round robin (:func:`_pick_class`); ECN and a lossy class's drop-tail cap
+  look at the class's own queue. PFC counts each ingress per class (``LF_ING + c``) and pauses only
+  that class upstream (``LI_PAUSED + c``; a pause event's argument is link + class x links), so a
+  congested class does not block another on the same link. With one class every step is the one
+  before classes existed (the same results, bit for bit).
 
 Spraying needs nothing special: a flow's links are its routing DAG, and a switch picks among the
 flow's out-links at that node in round-robin order, per flow and switch, or by a hash of the
