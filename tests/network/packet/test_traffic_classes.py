@@ -82,6 +82,23 @@ def test_per_priority_pfc_pauses_only_the_congested_class():
     assert one.drops == two.drops == 0
 
 
+def test_a_nic_sends_by_class_and_holds_only_its_paused_class():
+    """Host 1 sends a job flow to host 2 (class 0) and background to host 0 (class 1), which host 3
+    also sends background to (1 MB buffer): PFC pauses class 1 at host 1's port. Under strict priority the NIC
+    sends the job first (its full rate, as if alone); under DWRR it keeps sending the job while
+    class 1 is paused, and nothing is dropped (a NIC that ignored the pause would overflow the
+    switch's headroom)."""
+    topo = star(4, 100)
+    line = topo.line_rate_Bps
+    mix = flows([1, 1, 3], [2, 0, 0], [4 * MB, np.inf, np.inf], line)
+    uplink = int(np.flatnonzero(topo.link_src == topo.endpoints[1])[0])
+    strict = simulate(topo, mix, "none", "pfc", buffer_bytes=1e6, **TWO)
+    assert rates(strict, line)[0] == pytest.approx(goodput(), rel=0.01)
+    wrr = simulate(topo, mix, "none", "pfc", buffer_bytes=1e6, **TWO, class_sched=1.0)
+    assert wrr.pause_s[uplink] > 0 and wrr.drops == 0
+    assert rates(wrr, line)[0] > 0.45 * goodput()
+
+
 def test_a_lossy_class_drops_at_its_cap_while_the_lossless_class_does_not():
     """Two background senders (class 1, lossy, 64 KiB drop-tail cap) and a job flow (class 0,
     lossless) into one host: only class 1 drops; the job's bytes all arrive. All lossless: no drop."""
