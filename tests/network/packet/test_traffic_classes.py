@@ -178,3 +178,23 @@ def test_traffic_with_a_matrix_class_column_runs_each_flow_in_its_class(tmp_path
     path.write_text("src,dst,bytes,class\n1,0,4e6,2\n", encoding="utf-8")
     with pytest.raises(FabricsimError, match="a flow is in traffic class 2 but classes=2"):
         packet_traffic(spec)
+
+
+def test_the_json_reports_each_class_only_with_several_classes(tmp_path, capsys):
+    """``traffic --json`` gains ``by_class`` (flows, FCTs, drops per class) with classes=2; with one
+    class the keys are as before."""
+    import json
+
+    from fabricsim.cli.app import main
+
+    path = tmp_path / "m.csv"
+    path.write_text("src,dst,bytes,class\n1,0,4e6,1\n2,0,4e6,0\n3,0,4e6,1\n", encoding="utf-8")
+    argv = ["traffic", "--matrix", str(path), "--topology", "fat-tree:k=4", "--fidelity", "packet", "--json"]
+    assert main([*argv, "--cc-param", "classes=2"]) == 0
+    classes = json.loads(capsys.readouterr().out)["by_class"]
+    assert [classes[c]["flows"] for c in ("0", "1")] == [1, 2]
+    assert classes["0"]["fct_s"]["max"] < 0.4 * classes["1"]["fct_s"]["max"]  # alone, then 2 flows after it
+    assert classes["0"]["drops"] == classes["1"]["drops"] == 0
+    path.write_text("src,dst,bytes\n1,0,4e6\n2,0,4e6\n3,0,4e6\n", encoding="utf-8")
+    assert main(argv) == 0
+    assert "by_class" not in json.loads(capsys.readouterr().out)

@@ -31,10 +31,10 @@ active flows that pacing (the CC rate) and the window (HPCC) allow, so a paused 
   With ``control_packets`` 0, or a path of more than MAX_HOPS switch hops, the feedback arrives
   after the path's propagation latency instead (the earlier shortcut).
 * Traffic classes (``P_CLASSES`` > 1; params module doc): a data packet carries its flow's class
-  (``PI_CLASS``); every egress keeps one FIFO per class (``LI_QHEAD + c``) and picks between them by
+  (``PI_CLASS``); every egress keeps one FIFO per class (``LI_QHEAD + c * LI_CSTRIDE``) and picks between them by
   strict priority or deficit round robin (:func:`_pick_class`); ECN and a lossy class's drop-tail cap
-  look at the class's own queue. PFC counts each ingress per class (``LF_ING + c``) and pauses only
-  that class upstream (``LI_PAUSED + c``; a pause event's argument is link + class x links), so a
+  look at the class's own queue. PFC counts each ingress per class (``LF_ING + c * LF_CSTRIDE``) and pauses only
+  that class upstream (``LI_PAUSED + c * LI_CSTRIDE``; a pause event's argument is link + class x links), so a
   congested class does not block another on the same link. With one class every step is the one
   before classes existed (the same results, bit for bit).
 
@@ -75,6 +75,7 @@ from fabricsim.network.packet.layout import (
     INT_FIELDS,
     LF_CAP,
     LF_CQBYTES,
+    LF_CSTRIDE,
     LF_DEFICIT,
     LF_QBYTES,
     LF_STALL_START,
@@ -83,6 +84,7 @@ from fabricsim.network.packet.layout import (
     LI_CQHEAD,
     LI_CQTAIL,
     LI_CREDITS,
+    LI_CSTRIDE,
     LI_PAUSED,
     LI_QHEAD,
     LI_QTAIL,
@@ -236,7 +238,7 @@ def _pick_class(LI, LF, PI, P, lk):
     n = int(P[P_CLASSES])
     ready = False
     for c in range(n):
-        if LI[lk, LI_QHEAD + c] >= 0 and not LI[lk, LI_PAUSED + c]:
+        if LI[lk, LI_QHEAD + c * LI_CSTRIDE] >= 0 and not LI[lk, LI_PAUSED + c * LI_CSTRIDE]:
             if P[P_CLASS_SCHED] == 0.0:
                 return c
             ready = True
@@ -244,18 +246,18 @@ def _pick_class(LI, LF, PI, P, lk):
         return -1
     for _ in range(n + 1):  # a ready class is at most n turns away, and its turn lets it send
         c = LI[lk, LI_RR]
-        head = LI[lk, LI_QHEAD + c]
-        if head >= 0 and not LI[lk, LI_PAUSED + c]:
+        head = LI[lk, LI_QHEAD + c * LI_CSTRIDE]
+        if head >= 0 and not LI[lk, LI_PAUSED + c * LI_CSTRIDE]:
             size = _frame(P, PI, head)
-            if LF[lk, LF_DEFICIT + c] >= size:
-                LF[lk, LF_DEFICIT + c] -= size
+            if LF[lk, LF_DEFICIT + c * LF_CSTRIDE] >= size:
+                LF[lk, LF_DEFICIT + c * LF_CSTRIDE] -= size
                 return c
         elif head < 0:
-            LF[lk, LF_DEFICIT + c] = 0.0
+            LF[lk, LF_DEFICIT + c * LF_CSTRIDE] = 0.0
         c = (c + 1) % n
         LI[lk, LI_RR] = c
-        if LI[lk, LI_QHEAD + c] >= 0 and not LI[lk, LI_PAUSED + c]:
-            LF[lk, LF_DEFICIT + c] += P[P_CLASS_QUANTUM + c]
+        if LI[lk, LI_QHEAD + c * LI_CSTRIDE] >= 0 and not LI[lk, LI_PAUSED + c * LI_CSTRIDE]:
+            LF[lk, LF_DEFICIT + c * LF_CSTRIDE] += P[P_CLASS_QUANTUM + c]
     return -1
 
 
@@ -279,14 +281,14 @@ def _try_switch_tx(LI, LF, PI, PF, P, lk, t, H):
         if LF[lk, LF_STALL_START] < 0:
             LF[lk, LF_STALL_START] = t
         return
-    p = LI[lk, LI_QHEAD + c]
-    LI[lk, LI_QHEAD + c] = PI[p, PI_NEXT]
-    if LI[lk, LI_QHEAD + c] < 0:
-        LI[lk, LI_QTAIL + c] = -1
+    p = LI[lk, LI_QHEAD + c * LI_CSTRIDE]
+    LI[lk, LI_QHEAD + c * LI_CSTRIDE] = PI[p, PI_NEXT]
+    if LI[lk, LI_QHEAD + c * LI_CSTRIDE] < 0:
+        LI[lk, LI_QTAIL + c * LI_CSTRIDE] = -1
     size = _frame(P, PI, p)
     LF[lk, LF_QBYTES] -= size
-    LF[lk, LF_CQBYTES + c] -= size
-    if _mark(P, LF[lk, LF_CQBYTES + c]):  # marked at dequeue, as the HPCC repository's switch does
+    LF[lk, LF_CQBYTES + c * LF_CSTRIDE] -= size
+    if _mark(P, LF[lk, LF_CQBYTES + c * LF_CSTRIDE]):  # marked at dequeue, as the HPCC repository's switch does
         PI[p, PI_ECN] = 1
     LI[lk, LI_CREDITS] -= 1
     _start_tx(LI, LF, PI, PF, P, lk, p, t, H)
@@ -332,7 +334,8 @@ def _pick_flow(LI, FI, FF, P, hosts, h, lk, only, t):
             act_n[h] = n
             FI[f, FI_ACTIVE] = 0
             continue
-        if P[P_CLASSES] > 1.0 and (LI[lk, LI_PAUSED + FI[f, FI_CLASS]] or (only >= 0 and FI[f, FI_CLASS] != only)):
+        fc = FI[f, FI_CLASS]
+        if P[P_CLASSES] > 1.0 and (LI[lk, LI_PAUSED + fc * LI_CSTRIDE] or (only >= 0 and fc != only)):
             i += 1  # its class is paused (PFC's XON kicks the NIC again) or not the one asked for
             continue
         te = _eligible_at(FF, FI, P, f, t)

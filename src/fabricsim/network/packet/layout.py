@@ -41,11 +41,14 @@ LI_CQHEAD = 9  # first queued control packet (strict priority over the data FIFO
 LI_CQTAIL = 10
 LI_REV = 11  # the link in the opposite direction (-1: none), the way control packets return
 LI_RR = 12  # DWRR: the traffic class whose turn it is at this egress
-LI_QHEAD = 13  # + c: first queued packet of traffic class c (-1 if empty); a block of MAX_CLASSES
-LI_QTAIL = LI_QHEAD + MAX_CLASSES  # + c
-LI_PAUSED = LI_QTAIL + MAX_CLASSES  # + c: 1 while the upstream end is paused by PFC for class c
-LI_XOFF = LI_PAUSED + MAX_CLASSES  # + c: 1 while the downstream end holds this ingress in XOFF for class c
-LI_COLS = LI_XOFF + MAX_CLASSES
+# per traffic class c, columns X + c * LI_CSTRIDE: class 0's sit next to the other hot columns (one
+# class touches the same cache lines as before classes), the other classes' after them
+LI_QHEAD = 13  # first queued packet of the class (-1 if empty)
+LI_QTAIL = 14
+LI_PAUSED = 15  # 1 while the upstream end is paused by PFC for the class
+LI_XOFF = 16  # 1 while the downstream end holds this ingress in XOFF for the class
+LI_CSTRIDE = 4
+LI_COLS = LI_QHEAD + MAX_CLASSES * LI_CSTRIDE
 
 # --- link float table LF[links, :] ---
 LF_CAP = 0  # bytes/s
@@ -58,12 +61,14 @@ LF_STALL_TOTAL = 6
 LF_HEADROOM = 7  # PFC headroom reserved for this ingress, per lossless class (bytes)
 LF_QMAX = 8  # largest egress queue seen (bytes, all classes)
 LF_BER = 9  # post-FEC bit-error rate of the link (params.link_ber)
-LF_ING = 10  # + c: bytes of class c in the downstream switch that entered through this link
-LF_HDRM = LF_ING + MAX_CLASSES  # + c: of which held in PFC headroom
-LF_PAUSE_START = LF_HDRM + MAX_CLASSES  # + c
-LF_CQBYTES = LF_PAUSE_START + MAX_CLASSES  # + c: bytes of class c waiting in the egress queue
-LF_DEFICIT = LF_CQBYTES + MAX_CLASSES  # + c: DWRR deficit counter of class c (bytes)
-LF_COLS = LF_DEFICIT + MAX_CLASSES
+# per traffic class c, columns X + c * LF_CSTRIDE (as LI's)
+LF_ING = 10  # bytes of the class in the downstream switch that entered through this link
+LF_HDRM = 11  # of which held in PFC headroom
+LF_PAUSE_START = 12
+LF_CQBYTES = 13  # bytes of the class waiting in the egress queue
+LF_DEFICIT = 14  # DWRR deficit counter of the class (bytes)
+LF_CSTRIDE = 5
+LF_COLS = LF_ING + MAX_CLASSES * LF_CSTRIDE
 
 # --- flow integer table FI[flows, :] ---
 FI_SRC = 0  # sender NIC port (index into the uplink list)

@@ -77,6 +77,7 @@ from fabricsim.network.packet.layout import (
     INT_FIELDS,
     LF_BER,
     LF_CQBYTES,
+    LF_CSTRIDE,
     LF_HDRM,
     LF_HEADROOM,
     LF_ING,
@@ -90,6 +91,7 @@ from fabricsim.network.packet.layout import (
     LI_BUSY,
     LI_CLASS,
     LI_CREDITS,
+    LI_CSTRIDE,
     LI_DST,
     LI_DST_HOST,
     LI_PAUSE_FRAMES,
@@ -168,14 +170,15 @@ def _tx_done(S, shared, lk, t):
         node = LI[lk, LI_SRC]
         inl = PI[p, PI_INLINK]
         c = PI[p, PI_CLASS]
-        LF[inl, LF_ING + c] -= size
-        take = min(LF[inl, LF_HDRM + c], size)
-        LF[inl, LF_HDRM + c] -= take
+        ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE  # the class's column offsets
+        LF[inl, LF_ING + cf] -= size
+        take = min(LF[inl, LF_HDRM + cf], size)
+        LF[inl, LF_HDRM + cf] -= take
         shared[0, node] -= size - take
-        if P[P_LOSSLESS] == _PFC and LI[inl, LI_XOFF + c] and LF[inl, LF_HDRM + c] <= 0.0:
+        if P[P_LOSSLESS] == _PFC and LI[inl, LI_XOFF + ci] and LF[inl, LF_HDRM + cf] <= 0.0:
             threshold = _xoff(P, shared, node)
-            if LF[inl, LF_ING + c] <= max(threshold - P[P_PFC_RESUME], 0.0):
-                LI[inl, LI_XOFF + c] = 0  # XON for class c (a pause event's argument: link + class x links)
+            if LF[inl, LF_ING + cf] <= max(threshold - P[P_PFC_RESUME], 0.0):
+                LI[inl, LI_XOFF + ci] = 0  # XON for class c (a pause event's argument: link + class x links)
                 heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_PAUSE_OFF, inl + c * LI.shape[0]))
         if P[P_LOSSLESS] == _CREDIT:
             heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_CREDIT, inl))
@@ -295,6 +298,7 @@ def _arrive(S, shared, stats, route, hist, p, t):
         return 0
     size = _frame(P, PI, p)
     c = PI[p, PI_CLASS]
+    ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE  # the class's column offsets
     lossless = P[P_LOSSLESS]
     if lossless == _PFC and P[P_CLASS_LOSSY + c] > 0.0:
         lossless = 0.0  # a lossy class under PFC: dropped when full, never paused
@@ -303,23 +307,23 @@ def _arrive(S, shared, stats, route, hist, p, t):
     cap = P[P_CLASS_QCAP + c]
     if lossless == 0 and cap > 0.0:  # drop-tail per egress queue (of the class), under the shared pool
         nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
-        if nl >= 0 and LF[nl, LF_CQBYTES + c] + size > cap:
+        if nl >= 0 and LF[nl, LF_CQBYTES + cf] + size > cap:
             _overflow(S, stats, route, p, lk, node, t)
             return 0
     if lossless == 0 and shared[0, node] + size > pool:
         _overflow(S, stats, route, p, lk, node, t)
         return 0
-    if lossless == _PFC and LI[lk, LI_XOFF + c]:
-        if LF[lk, LF_HDRM + c] + size > LF[lk, LF_HEADROOM]:
+    if lossless == _PFC and LI[lk, LI_XOFF + ci]:
+        if LF[lk, LF_HDRM + cf] + size > LF[lk, LF_HEADROOM]:
             _overflow(S, stats, route, p, lk, node, t)  # headroom too small for the pause round trip
             return 0
-        LF[lk, LF_HDRM + c] += size
+        LF[lk, LF_HDRM + cf] += size
     else:
         shared[0, node] += size
-    LF[lk, LF_ING + c] += size
+    LF[lk, LF_ING + cf] += size
     threshold = _xoff(P, shared, node)
-    if lossless == _PFC and not LI[lk, LI_XOFF + c] and LF[lk, LF_ING + c] - LF[lk, LF_HDRM + c] > threshold:
-        LI[lk, LI_XOFF + c] = 1  # per priority: only class c of the upstream link pauses
+    if lossless == _PFC and not LI[lk, LI_XOFF + ci] and LF[lk, LF_ING + cf] - LF[lk, LF_HDRM + cf] > threshold:
+        LI[lk, LI_XOFF + ci] = 1  # per priority: only class c of the upstream link pauses
         LI[lk, LI_PAUSE_FRAMES] += 1
         heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_PAUSE_ON, lk + c * LI.shape[0]))
     if nl < 0:
@@ -342,12 +346,13 @@ def _control(S, rx, kind, arg, t):
     LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, _rcvd = S
     if kind == EV_PAUSE_ON or kind == EV_PAUSE_OFF:  # noqa: SIM109 (numba) arg = link + class x links
         lk, c = arg % LI.shape[0], arg // LI.shape[0]
+        ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE
         if kind == EV_PAUSE_ON:
-            LI[lk, LI_PAUSED + c] = 1
-            LF[lk, LF_PAUSE_START + c] = t
+            LI[lk, LI_PAUSED + ci] = 1
+            LF[lk, LF_PAUSE_START + cf] = t
         else:
-            LI[lk, LI_PAUSED + c] = 0
-            LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START + c]
+            LI[lk, LI_PAUSED + ci] = 0
+            LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START + cf]
             _kick_link(S, lk, t)
     elif kind == EV_CREDIT:
         LI[arg, LI_CREDITS] += 1
@@ -436,8 +441,9 @@ def run(tables, route, hosts, uplink, shared, P, samples):
             _control(S, rx, kind, arg, t)
     for lk in range(LI.shape[0]):  # close pauses still open at the end
         for c in range(MAX_CLASSES):
-            if LI[lk, LI_PAUSED + c]:
-                LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START + c]
+            ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE
+            if LI[lk, LI_PAUSED + ci]:
+                LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START + cf]
     stats[S_EVENTS] = events
     stats[S_SENT_PKTS] = meta[M_SENT_PKTS]
     stats[S_RETX_BYTES] = meta[M_RETX_BYTES]

@@ -29,7 +29,9 @@ from fabricsim.network.packet.layout import (
     FI_ACTIVE,
     FI_SRC,
     LF_CQBYTES,
+    LF_CSTRIDE,
     LF_QBYTES,
+    LI_CSTRIDE,
     LI_QHEAD,
     LI_QTAIL,
     P_CC,
@@ -72,18 +74,18 @@ def _enqueue(LI, LF, PI, P, nl, p, front):
     PI[p, PI_LINK] = nl
     PI[p, PI_NEXT] = -1
     c = PI[p, PI_CLASS]
-    head, tail = LI[nl, LI_QHEAD + c], LI[nl, LI_QTAIL + c]
+    head, tail = LI[nl, LI_QHEAD + c * LI_CSTRIDE], LI[nl, LI_QTAIL + c * LI_CSTRIDE]
     if front and head >= 0:
         PI[p, PI_NEXT] = head
-        LI[nl, LI_QHEAD + c] = p
+        LI[nl, LI_QHEAD + c * LI_CSTRIDE] = p
     elif tail >= 0:
         PI[tail, PI_NEXT] = p
-        LI[nl, LI_QTAIL + c] = p
+        LI[nl, LI_QTAIL + c * LI_CSTRIDE] = p
     else:
-        LI[nl, LI_QHEAD + c] = LI[nl, LI_QTAIL + c] = p
+        LI[nl, LI_QHEAD + c * LI_CSTRIDE] = LI[nl, LI_QTAIL + c * LI_CSTRIDE] = p
     size = _frame(P, PI, p)
     LF[nl, LF_QBYTES] += size
-    LF[nl, LF_CQBYTES + c] += size
+    LF[nl, LF_CQBYTES + c * LF_CSTRIDE] += size
 
 
 @njit(cache=True, inline="always")

@@ -87,6 +87,7 @@ class PacketRun:
     series_rate: np.ndarray
     series_queue: np.ndarray
     class_drops: tuple[int, ...] = (0,)  # drops per traffic class (``classes`` entries)
+    flow_class: np.ndarray | None = None  # each flow's traffic class
 
 
 class PacketNetwork:
@@ -161,7 +162,7 @@ class PacketNetwork:
         overhead = wire_overhead(params, self.opts.cc, self.opts.lossless)
         ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps, overhead)
         extra = (ideal, hops, params, self.opts, hist_bin_bytes(params))
-        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), extra)
+        return _packet_run(flows, (LI, LF, FF, FI), (stats, hist, series, rows), extra)
 
 
 def _receivers(flows: FlowSet, hosts: int):
@@ -210,7 +211,7 @@ def _ideal_fct_s(
 
 def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
     """Copy the kernel's tables and outputs into a :class:`PacketRun`."""
-    LI, LF, FF = tables
+    LI, LF, FF, FI = tables
     stats, hist, series, rows = outputs
     ideal, hops, params, opts, bin_bytes = extra
     mtu_bytes, fec = params.mtu_bytes, fec_latency_s(params)
@@ -233,6 +234,7 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
         fec_latency_s=fec,
         retransmitted_bytes=int(stats[S_RETX_BYTES]),
         class_drops=tuple(int(d) for d in stats[S_CLASS_DROPS : S_CLASS_DROPS + int(params.classes)]),
+        flow_class=FI[:, L.FI_CLASS].copy(),
         trimmed_packets=int(stats[S_TRIMMED]),
         ecn_marked=int(stats[S_MARKED]),
         delivered_packets=int(stats[S_DELIVERED_PKTS]),
@@ -289,7 +291,8 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
     LI[uplink, L.LI_SRC_HOST] = np.arange(uplink.size)
     LI[:, L.LI_DST_HOST] = host_of[dst]
     LI[:, L.LI_TXPKT] = -1
-    LI[:, L.LI_QHEAD : L.LI_QTAIL + L.MAX_CLASSES] = -1  # every class's FIFO empty
+    for c in range(L.MAX_CLASSES):  # every class's FIFO empty
+        LI[:, L.LI_QHEAD + c * L.LI_CSTRIDE] = LI[:, L.LI_QTAIL + c * L.LI_CSTRIDE] = -1
     LI[:, L.LI_CQHEAD] = LI[:, L.LI_CQTAIL] = -1
     LI[:, L.LI_REV] = _reverse_links(src, dst, topo.nodes)
     LI[:, L.LI_CLASS] = np.where(host_of[src] >= 0, 0, np.where(host_of[dst] >= 0, 1, 2))
