@@ -48,7 +48,7 @@ LI_QTAIL = 14
 LI_PAUSED = 15  # 1 while the upstream end is paused by PFC for the class
 LI_XOFF = 16  # 1 while the downstream end holds this ingress in XOFF for the class
 LI_CSTRIDE = 4
-LI_COLS = LI_QHEAD + MAX_CLASSES * LI_CSTRIDE
+LI_COLS = LI_QHEAD + MAX_CLASSES * LI_CSTRIDE  # at most; a run's table has its classes' columns only (model.py)
 
 # --- link float table LF[links, :] ---
 LF_CAP = 0  # bytes/s
@@ -68,7 +68,7 @@ LF_PAUSE_START = 12
 LF_CQBYTES = 13  # bytes of the class waiting in the egress queue
 LF_DEFICIT = 14  # DWRR deficit counter of the class (bytes)
 LF_CSTRIDE = 5
-LF_COLS = LF_ING + MAX_CLASSES * LF_CSTRIDE
+LF_COLS = LF_ING + MAX_CLASSES * LF_CSTRIDE  # at most, as LI_COLS
 
 # --- flow integer table FI[flows, :] ---
 FI_SRC = 0  # sender NIC port (index into the uplink list)

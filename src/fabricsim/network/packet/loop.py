@@ -101,13 +101,13 @@ from fabricsim.network.packet.layout import (
     LI_SRC_HOST,
     LI_TXPKT,
     LI_XOFF,
-    MAX_CLASSES,
     MAX_HOPS,
     P_ACK_BYTES,
     P_ACK_EVERY,
     P_CC,
     P_CLASS_LOSSY,
     P_CLASS_QCAP,
+    P_CLASSES,
     P_CNP_BYTES,
     P_CNP_INTERVAL,
     P_CONTROL,
@@ -440,7 +440,7 @@ def run(tables, route, hosts, uplink, shared, P, samples):
         else:
             _control(S, rx, kind, arg, t)
     for lk in range(LI.shape[0]):  # close pauses still open at the end
-        for c in range(MAX_CLASSES):
+        for c in range(int(P[P_CLASSES])):
             ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE
             if LI[lk, LI_PAUSED + ci]:
                 LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START + cf]

@@ -284,19 +284,20 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
     host_of = np.full(topo.nodes, -1, dtype=np.int64)
     host_of[topo.endpoints] = np.arange(topo.hosts)
     src, dst = topo.link_src.astype(np.int64), topo.link_dst.astype(np.int64)
-    LI = np.zeros((links, L.LI_COLS), dtype=np.int64)
+    classes = int(params.classes)  # the tables hold the per-class columns of the classes in use only
+    LI = np.zeros((links, L.LI_QHEAD + classes * L.LI_CSTRIDE), dtype=np.int64)
     LI[:, L.LI_SRC], LI[:, L.LI_DST] = src, dst
     uplink = np.flatnonzero(host_of[src] >= 0)  # every link out of an endpoint is a NIC port
     LI[:, L.LI_SRC_HOST] = -1
     LI[uplink, L.LI_SRC_HOST] = np.arange(uplink.size)
     LI[:, L.LI_DST_HOST] = host_of[dst]
     LI[:, L.LI_TXPKT] = -1
-    for c in range(L.MAX_CLASSES):  # every class's FIFO empty
+    for c in range(classes):  # every class's FIFO empty
         LI[:, L.LI_QHEAD + c * L.LI_CSTRIDE] = LI[:, L.LI_QTAIL + c * L.LI_CSTRIDE] = -1
     LI[:, L.LI_CQHEAD] = LI[:, L.LI_CQTAIL] = -1
     LI[:, L.LI_REV] = _reverse_links(src, dst, topo.nodes)
     LI[:, L.LI_CLASS] = np.where(host_of[src] >= 0, 0, np.where(host_of[dst] >= 0, 1, 2))
-    LF = np.zeros((links, L.LF_COLS))
+    LF = np.zeros((links, L.LF_ING + classes * L.LF_CSTRIDE))
     LF[:, L.LF_CAP], LF[:, L.LF_LAT] = topo.capacity_Bps, topo.latency_s
     LF[:, L.LF_STALL_START] = -1.0
     LF[:, L.LF_BER] = link_ber(params, LI[:, L.LI_CLASS])
