@@ -45,3 +45,16 @@ def test_a_bad_row_is_one_line_naming_its_line(text, jsonl, message):
     with pytest.raises(FabricsimError, match=message) as caught:
         parse_matrix(text, jsonl, 4)
     assert caught.value.field == "matrix" and "\n" not in str(caught.value)
+
+
+def test_an_optional_class_column_gives_each_flows_traffic_class():
+    """Packet fidelity's traffic classes (issue 26): a ``class`` column (a missing cell: 0); none in
+    the file, no classes (the params' rule applies); a class outside 0..7 is refused naming its line."""
+    csv = "src,dst,bytes,start_s,class\n0,1,1e6,0,1\n2,1,1e6,0,\n"
+    jsonl = '{"src": 0, "dst": 1, "bytes": 1e6, "class": 1}\n{"src": 2, "dst": 1, "bytes": 1e6}\n'
+    for flows in (parse_matrix(csv, False, 4), parse_matrix(jsonl, True, 4)):
+        assert flows.traffic_class.tolist() == [1, 0]
+    assert parse_matrix("src,dst,bytes\n0,1,1e6\n", False, 4).traffic_class is None
+    for bad in ("8", "-1", "0.5"):
+        with pytest.raises(FabricsimError, match=f"line 2: class {bad} is not a traffic class in 0..7"):
+            parse_matrix(f"src,dst,bytes,class\n0,1,1e6,{bad}\n", False, 4)

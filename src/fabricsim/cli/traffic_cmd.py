@@ -45,7 +45,8 @@ def traffic(
         None,
         "--matrix",
         help="traffic-matrix file instead of PATTERN: CSV (header src,dst,bytes,start_s) or JSON Lines"
-        " (.jsonl); hosts 0-based, bytes > 0, start_s >= 0 seconds",
+        " (.jsonl); hosts 0-based, bytes > 0, start_s >= 0 seconds; an optional class column (0-7) gives"
+        " each flow's traffic class at --fidelity packet",
     ),
     fidelity: str = typer.Option("flow", "--fidelity", help="flow (max-min) | packet (queues, PFC, ECN, CC)"),
     cc: str = typer.Option("none", "--cc", help="packet: sender congestion control none | dcqcn | hpcc | nscc"),
@@ -57,7 +58,9 @@ def traffic(
     ber: str = typer.Option(None, "--ber", help="packet: post-FEC bit-error rate of every link, e.g. 1e-12 "
                               "(per link class: --cc-param ber_edge=... / ber_fabric=...)"),
     cc_param: list[str] = typer.Option(
-        [], "--cc-param", help="packet: NAME=VALUE override, repeatable (e.g. timer_s=1.2e-3, kmin_bytes=5e3)"
+        [], "--cc-param", help="packet: NAME=VALUE override, repeatable (e.g. timer_s=1.2e-3, kmin_bytes=5e3); "
+        "traffic classes: classes=N, class_sched=strict|wrr, class_weights=3,1, class_lossless=1,0, "
+        "class_queue_bytes=0,65536 (per class, comma-separated); a flow's class from the --matrix class column",
     ),
     buffer: str = typer.Option(None, "--buffer", help="packet: shared buffer per switch (default 16MB x Gb/s / 50)"),
     load: float = typer.Option(0.3, "--load", help="packet, websearch|fb-hadoop: offered load per host (0-1]"),

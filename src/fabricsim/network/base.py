@@ -31,6 +31,7 @@ class FlowSet:
     start_s: np.ndarray
     label: np.ndarray
     max_rate_Bps: np.ndarray | None = None
+    traffic_class: np.ndarray | None = None  # packet fidelity: each flow's traffic class (None: the params' rule)
 
     @property
     def count(self) -> int:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from packet_helpers import simulate, star
 
 from fabricsim.api.topologies import build_topology as parse_topology
-from fabricsim.network.base import make_flows
+from fabricsim.network.base import FlowSet, make_flows
 from fabricsim.network.flowsizes import FlowSizeCdf, poisson_flows
 from fabricsim.network.packet.params import HEADERS
 from fabricsim.network.patterns import Pattern, pattern_flows
@@ -77,6 +77,41 @@ def test_conservation_property(senders, size, cc, lossless, spray):
     if lossless != "none":
         assert run.drops == 0
     assert np.all(run.finish_s - flows.start_s >= run.ideal_fct_s * (1 - 1e-9))
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    senders=st.integers(2, 10),
+    size=st.integers(1, 300_000),
+    classes=st.integers(2, 4),
+    data=st.data(),
+    sched=st.sampled_from([0.0, 1.0]),
+    lossless=st.sampled_from(["pfc", "none"]),
+)
+def test_conservation_property_with_traffic_classes(senders, size, classes, data, sched, lossless):
+    """An incast (class 0) beside background flows in a random class (strict or DWRR with random
+    weights, each class lossless or lossy at random under PFC): every job byte arrives, a lossless
+    class never drops, no job flow beats its ideal FCT, and no egress queue exceeds the buffer."""
+    topo = parse_topology("leaf-spine:leaves=2,spines=2,hosts_per_leaf=8,gbps=100")
+    job = pattern_flows(Pattern.INCAST, senders + 1, float(size), 0)
+    bg_src = np.array([senders + 1, senders + 2])
+    n = job.count + bg_src.size
+    flows = FlowSet(np.concatenate([job.src, bg_src]), np.concatenate([job.dst, [0, 0]]),
+                    np.concatenate([job.size_bytes, [np.inf, np.inf]]), np.zeros(n), np.arange(n),
+                    np.concatenate([np.full(job.count, np.inf), np.full(2, topo.line_rate_Bps / 2)]))  # fmt: skip
+    weights = tuple(data.draw(st.lists(st.sampled_from([1.0, 2.0, 5.0]), min_size=classes, max_size=classes)))
+    lossy = data.draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=classes, max_size=classes))
+    per_class = {"class_lossless": tuple(1.0 - x for x in lossy)} if lossless == "pfc" else {}
+    run = simulate(topo, flows, "none", lossless, buffer_bytes=1e6, classes=float(classes), class_sched=sched,
+                   class_weights=weights, background_class=float(data.draw(st.integers(0, classes - 1))),
+                   loss_recovery=1.0, **per_class)  # fmt: skip
+    finite = np.isfinite(flows.size_bytes)
+    np.testing.assert_array_equal(run.delivered_bytes[finite], flows.size_bytes[finite])
+    if lossless == "pfc":
+        assert all(run.class_drops[c] == 0 for c in range(classes) if lossy[c] == 0.0)
+    assert sum(run.class_drops) == run.drops
+    assert np.all(run.finish_s[finite] >= run.ideal_fct_s[finite] * (1 - 1e-9))
+    assert run.queue_max_bytes.max() <= 1e6
 
 
 # Same seed, same result: two processes with different hash seeds print the same bytes

@@ -30,6 +30,13 @@ active flows that pacing (the CC rate) and the window (HPCC) allow, so a paused 
   they are neither dropped nor corrupted). They share the links' capacity and latency with the data.
   With ``control_packets`` 0, or a path of more than MAX_HOPS switch hops, the feedback arrives
   after the path's propagation latency instead (the earlier shortcut).
+* Traffic classes (``P_CLASSES`` > 1; params module doc): a data packet carries its flow's class
+  (``PI_CLASS``); every egress keeps one FIFO per class (``LI_QHEAD + c * LI_CSTRIDE``) and picks between them by
+  strict priority or deficit round robin (:func:`_pick_class`); ECN and a lossy class's drop-tail cap
+  look at the class's own queue. PFC counts each ingress per class (``LF_ING + c * LF_CSTRIDE``) and pauses only
+  that class upstream (``LI_PAUSED + c * LI_CSTRIDE``; a pause event's argument is link + class x links), so a
+  congested class does not block another on the same link. With one class every step is the one
+  before classes existed (the same results, bit for bit).
 
 Spraying needs nothing special: a flow's links are its routing DAG, and a switch picks among the
 flow's out-links at that node in round-robin order, per flow and switch, or by a hash of the
@@ -60,12 +67,16 @@ from fabricsim.network.packet.layout import (
     FF_SIZE,
     FF_WIN,
     FI_ACTIVE,
+    FI_CLASS,
     FI_ENT_NEXT,
     FI_EPOCH,
     FI_RQ_HEAD,
     FI_RQ_TAIL,
     INT_FIELDS,
     LF_CAP,
+    LF_CQBYTES,
+    LF_CSTRIDE,
+    LF_DEFICIT,
     LF_QBYTES,
     LF_STALL_START,
     LF_TXBYTES,
@@ -73,14 +84,20 @@ from fabricsim.network.packet.layout import (
     LI_CQHEAD,
     LI_CQTAIL,
     LI_CREDITS,
+    LI_CSTRIDE,
     LI_PAUSED,
     LI_QHEAD,
     LI_QTAIL,
+    LI_RR,
     LI_SRC,
     LI_SRC_HOST,
     LI_TXPKT,
+    MAX_CLASSES,
     MAX_HOPS,
     P_CC,
+    P_CLASS_QUANTUM,
+    P_CLASS_SCHED,
+    P_CLASSES,
     P_ENTROPIES,
     P_GAP,
     P_HEADER,
@@ -92,6 +109,7 @@ from fabricsim.network.packet.layout import (
     P_PMAX,
     P_RCCC,
     PF_SENT_T,
+    PI_CLASS,
     PI_CTRL,
     PI_ECN,
     PI_ENT,
@@ -111,7 +129,8 @@ from fabricsim.network.packet.reaction import dcqcn_sent, dcqcn_timer, max_rate
 # stats vector indices (returned to Python)
 S_EVENTS, S_DROPS, S_MARKED, S_DELIVERED_PKTS, S_SENT_PKTS, S_END = 0, 1, 2, 3, 4, 5
 S_RETX_BYTES, S_TRIMMED = 6, 7  # bytes sent again (any loss recovery); packets trimmed by switches
-S_COLS = 8
+S_CLASS_DROPS = 8  # + c: drops of traffic class c (a block of MAX_CLASSES)
+S_COLS = S_CLASS_DROPS + MAX_CLASSES
 HIST_BINS = 4096  # queue-length histogram bins per link class (bin width P_HIST_BIN: params.hist_bin_bytes)
 _CC_DCQCN, _CC_HPCC, _CC_NSCC = 1, 2, 3
 _PFC, _CREDIT = 1, 2
@@ -171,9 +190,9 @@ def _start_tx(LI, LF, PI, PF, P, lk, p, t, H):
 
 
 @njit(cache=True, inline="always")
-def _mark(LF, P, lk):
-    """ECN decision for a packet joining egress ``lk`` (RED-like, DCQCN's Kmin/Kmax/Pmax)."""
-    q = LF[lk, LF_QBYTES]
+def _mark(P, q):
+    """ECN decision for a packet leaving an egress queue (of its class) that still holds ``q`` bytes
+    (RED-like, DCQCN's Kmin/Kmax/Pmax)."""
     if q <= P[P_KMIN]:
         return 0
     if q > P[P_KMAX]:
@@ -210,23 +229,66 @@ def _send_control(LI, LF, PI, PF, P, lk, t, H):
 
 
 @njit(cache=True, inline="always")
+def _pick_class(LI, LF, PI, P, lk):
+    """The traffic class whose head packet egress ``lk`` sends next (-1: none may send): among the
+    classes with a queued packet and no PFC pause, the first (strict priority, class 0 highest) or
+    by deficit round robin (Shreedhar & Varghese, SIGCOMM'95): the class whose turn it is sends while
+    its deficit covers its head frame; a turn adds its quantum (``P_CLASS_QUANTUM``, at least a
+    full frame, so a class sends at least one packet per turn); an empty queue's deficit resets."""
+    n = int(P[P_CLASSES])
+    ready = False
+    for c in range(n):
+        if LI[lk, LI_QHEAD + c * LI_CSTRIDE] >= 0 and not LI[lk, LI_PAUSED + c * LI_CSTRIDE]:
+            if P[P_CLASS_SCHED] == 0.0:
+                return c
+            ready = True
+    if not ready:
+        return -1
+    for _ in range(n + 1):  # a ready class is at most n turns away, and its turn lets it send
+        c = LI[lk, LI_RR]
+        head = LI[lk, LI_QHEAD + c * LI_CSTRIDE]
+        if head >= 0 and not LI[lk, LI_PAUSED + c * LI_CSTRIDE]:
+            size = _frame(P, PI, head)
+            if LF[lk, LF_DEFICIT + c * LF_CSTRIDE] >= size:
+                LF[lk, LF_DEFICIT + c * LF_CSTRIDE] -= size
+                return c
+        elif head < 0:
+            LF[lk, LF_DEFICIT + c * LF_CSTRIDE] = 0.0
+        c = (c + 1) % n
+        LI[lk, LI_RR] = c
+        if LI[lk, LI_QHEAD + c * LI_CSTRIDE] >= 0 and not LI[lk, LI_PAUSED + c * LI_CSTRIDE]:
+            LF[lk, LF_DEFICIT + c * LF_CSTRIDE] += P[P_CLASS_QUANTUM + c]
+    return -1
+
+
+@njit(cache=True, inline="always")
 def _try_switch_tx(LI, LF, PI, PF, P, lk, t, H):
     """Start the next queued packet of switch egress ``lk`` if it is free: a control packet first,
-    else the data FIFO's head if the link is unpaused and has credit."""
+    else the head of a data FIFO (one per traffic class, :func:`_pick_class`) whose class is
+    unpaused, if the link has credit."""
     if LI[lk, LI_CQHEAD] >= 0 and _send_control(LI, LF, PI, PF, P, lk, t, H):
         return
-    if LI[lk, LI_BUSY] or LI[lk, LI_PAUSED] or LI[lk, LI_QHEAD] < 0:
+    if LI[lk, LI_BUSY]:
+        return
+    c = 0
+    if P[P_CLASSES] > 1.0:
+        c = _pick_class(LI, LF, PI, P, lk)
+        if c < 0:
+            return
+    elif LI[lk, LI_PAUSED] or LI[lk, LI_QHEAD] < 0:
         return
     if P[P_LOSSLESS] == _CREDIT and LI[lk, LI_CREDITS] <= 0:
         if LF[lk, LF_STALL_START] < 0:
             LF[lk, LF_STALL_START] = t
         return
-    p = LI[lk, LI_QHEAD]
-    LI[lk, LI_QHEAD] = PI[p, PI_NEXT]
-    if LI[lk, LI_QHEAD] < 0:
-        LI[lk, LI_QTAIL] = -1
-    LF[lk, LF_QBYTES] -= _frame(P, PI, p)
-    if _mark(LF, P, lk):  # marked at dequeue, as the HPCC repository's switch does
+    p = LI[lk, LI_QHEAD + c * LI_CSTRIDE]
+    LI[lk, LI_QHEAD + c * LI_CSTRIDE] = PI[p, PI_NEXT]
+    if LI[lk, LI_QHEAD + c * LI_CSTRIDE] < 0:
+        LI[lk, LI_QTAIL + c * LI_CSTRIDE] = -1
+    size = _frame(P, PI, p)
+    LF[lk, LF_QBYTES] -= size
+    LF[lk, LF_CQBYTES + c * LF_CSTRIDE] -= size
+    if _mark(P, LF[lk, LF_CQBYTES + c * LF_CSTRIDE]):  # marked at dequeue, as the HPCC repository's switch does
         PI[p, PI_ECN] = 1
     LI[lk, LI_CREDITS] -= 1
     _start_tx(LI, LF, PI, PF, P, lk, p, t, H)
@@ -255,8 +317,9 @@ def _eligible_at(FF, FI, P, f, t):
 
 
 @njit(cache=True, inline="always")
-def _pick_flow(FI, FF, P, hosts, h, t):
-    """Round-robin choice of host ``h``'s next sendable flow; (-1, earliest wake) if none now."""
+def _pick_flow(LI, FI, FF, P, hosts, h, lk, only, t):
+    """Round-robin choice of host ``h``'s next sendable flow (of traffic class ``only``, or any when
+    -1; none of a class its port ``lk`` is paused for); (-1, earliest wake) if none now."""
     act_ptr, act_n, act, rr = hosts[0], hosts[1], hosts[2], hosts[3]
     n = act_n[h]
     base = act_ptr[h]
@@ -270,6 +333,10 @@ def _pick_flow(FI, FF, P, hosts, h, t):
             act[base + slot] = act[base + n]
             act_n[h] = n
             FI[f, FI_ACTIVE] = 0
+            continue
+        fc = FI[f, FI_CLASS]
+        if P[P_CLASSES] > 1.0 and (LI[lk, LI_PAUSED + fc * LI_CSTRIDE] or (only >= 0 and fc != only)):
+            i += 1  # its class is paused (PFC's XON kicks the NIC again) or not the one asked for
             continue
         te = _eligible_at(FF, FI, P, f, t)
         if te <= t:
@@ -303,15 +370,25 @@ def _next_payload(FI, FF, PI, P, f, meta):
 @njit(cache=True)
 def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     """If host ``h``'s uplink is free, send its next control packet, else one packet of its next
-    eligible flow (or set a wake-up)."""
+    eligible flow (or set a wake-up). With several traffic classes a paused class's flows wait and,
+    under strict priority, a class sends only when no higher one can; under DWRR the NIC serves its
+    flows round robin (the class weights apply at switch egresses)."""
     lk = uplink[h]
     if LI[lk, LI_CQHEAD] >= 0 and _send_control(LI, LF, PI, PF, P, lk, t, H):
         return
-    if LI[lk, LI_BUSY] or LI[lk, LI_PAUSED]:
+    if LI[lk, LI_BUSY] or (P[P_CLASSES] == 1.0 and LI[lk, LI_PAUSED]):
         return
     if P[P_LOSSLESS] == _CREDIT and LI[lk, LI_CREDITS] <= 0:
         return
-    f, when = _pick_flow(FI, FF, P, hosts, h, t)
+    if P[P_CLASSES] > 1.0 and P[P_CLASS_SCHED] == 0.0:
+        f, when = -1, np.inf
+        for c in range(int(P[P_CLASSES])):
+            f, w = _pick_flow(LI, FI, FF, P, hosts, h, lk, c, t)
+            when = min(when, w)
+            if f >= 0:
+                break
+    else:
+        f, when = _pick_flow(LI, FI, FF, P, hosts, h, lk, -1, t)
     if f < 0:
         if when < wake_t[h]:
             wake_t[h] = when
@@ -338,6 +415,7 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     PI[p, PI_EPOCH] = FI[f, FI_EPOCH]
     PI[p, PI_TRIM] = 0
     PI[p, PI_CTRL] = 0
+    PI[p, PI_CLASS] = FI[f, FI_CLASS]
     PI[p, PI_ENT] = -1
     if P[P_ENTROPIES] > 0:  # the sender cycles through its entropy values, one per packet
         PI[p, PI_ENT] = FI[f, FI_ENT_NEXT] % int(P[P_ENTROPIES])

@@ -27,39 +27,48 @@ EV_BITS = 4
 CTRL_ACK = 15  # PI_CTRL of a plain ACK: it only takes its bytes back to the sender (no event there)
 
 # --- link integer table LI[links, :] ---
+MAX_CLASSES = 8  # traffic classes (priorities) of data packets; per-class columns are blocks of this many
 LI_SRC = 0  # upstream node
 LI_DST = 1  # downstream node
 LI_SRC_HOST = 2  # host index of the upstream node, -1 for a switch
 LI_DST_HOST = 3  # host index of the downstream node, -1 for a switch
-LI_QHEAD = 4  # first queued packet (-1 if empty)
-LI_QTAIL = 5
-LI_BUSY = 6  # 1 while a packet is being serialised
-LI_TXPKT = 7  # the packet being serialised
-LI_PAUSED = 8  # 1 while the upstream end is paused by PFC
-LI_XOFF = 9  # 1 while the downstream end holds this ingress in XOFF
-LI_PAUSE_FRAMES = 10  # XOFF frames sent for this link (received by its upstream end)
-LI_CREDITS = 11  # free buffer slots (packets) at the downstream end, credit mode
-LI_CLASS = 12  # 0 host->switch, 1 switch->host, 2 switch->switch
-LI_CQHEAD = 13  # first queued control packet (strict priority over the data FIFO; -1 if empty)
-LI_CQTAIL = 14
-LI_REV = 15  # the link in the opposite direction (-1: none), the way control packets return
-LI_COLS = 16
+LI_BUSY = 4  # 1 while a packet is being serialised
+LI_TXPKT = 5  # the packet being serialised
+LI_PAUSE_FRAMES = 6  # XOFF frames sent for this link (received by its upstream end), all classes
+LI_CREDITS = 7  # free buffer slots (packets) at the downstream end, credit mode
+LI_CLASS = 8  # 0 host->switch, 1 switch->host, 2 switch->switch (the link class, not a traffic class)
+LI_CQHEAD = 9  # first queued control packet (strict priority over the data FIFOs; -1 if empty)
+LI_CQTAIL = 10
+LI_REV = 11  # the link in the opposite direction (-1: none), the way control packets return
+LI_RR = 12  # DWRR: the traffic class whose turn it is at this egress
+# per traffic class c, columns X + c * LI_CSTRIDE: class 0's sit next to the other hot columns (one
+# class touches the same cache lines as before classes), the other classes' after them
+LI_QHEAD = 13  # first queued packet of the class (-1 if empty)
+LI_QTAIL = 14
+LI_PAUSED = 15  # 1 while the upstream end is paused by PFC for the class
+LI_XOFF = 16  # 1 while the downstream end holds this ingress in XOFF for the class
+LI_CSTRIDE = 4
+LI_COLS = LI_QHEAD + MAX_CLASSES * LI_CSTRIDE  # at most; a run's table has its classes' columns only (model.py)
 
 # --- link float table LF[links, :] ---
 LF_CAP = 0  # bytes/s
 LF_LAT = 1  # s
-LF_QBYTES = 2  # bytes waiting in the egress queue (not counting the one on the wire)
-LF_ING = 3  # bytes in the downstream switch that entered through this link
-LF_HDRM = 4  # of which held in PFC headroom
-LF_PAUSE_START = 5
-LF_PAUSE_TOTAL = 6  # s the upstream end spent paused
-LF_TXBYTES = 7  # bytes serialised (cumulative; HPCC's txBytes)
-LF_STALL_START = 8  # credit mode: time the queue found no credit (-1 if not stalled)
-LF_STALL_TOTAL = 9
-LF_HEADROOM = 10  # PFC headroom reserved for this ingress (bytes)
-LF_QMAX = 11  # largest egress queue seen (bytes)
-LF_BER = 12  # post-FEC bit-error rate of the link (params.link_ber)
-LF_COLS = 13
+LF_QBYTES = 2  # bytes waiting in the egress queues, all classes (not counting the one on the wire)
+LF_PAUSE_TOTAL = 3  # s the upstream end spent paused, summed over the classes
+LF_TXBYTES = 4  # bytes serialised (cumulative; HPCC's txBytes)
+LF_STALL_START = 5  # credit mode: time the queue found no credit (-1 if not stalled)
+LF_STALL_TOTAL = 6
+LF_HEADROOM = 7  # PFC headroom reserved for this ingress, per lossless class (bytes)
+LF_QMAX = 8  # largest egress queue seen (bytes, all classes)
+LF_BER = 9  # post-FEC bit-error rate of the link (params.link_ber)
+# per traffic class c, columns X + c * LF_CSTRIDE (as LI's)
+LF_ING = 10  # bytes of the class in the downstream switch that entered through this link
+LF_HDRM = 11  # of which held in PFC headroom
+LF_PAUSE_START = 12
+LF_CQBYTES = 13  # bytes of the class waiting in the egress queue
+LF_DEFICIT = 14  # DWRR deficit counter of the class (bytes)
+LF_CSTRIDE = 5
+LF_COLS = LF_ING + MAX_CLASSES * LF_CSTRIDE  # at most, as LI_COLS
 
 # --- flow integer table FI[flows, :] ---
 FI_SRC = 0  # sender NIC port (index into the uplink list)
@@ -83,7 +92,8 @@ FI_NACK_EPOCH = 17  # go-back-N: the send epoch of the packet whose arrival made
 FI_CUM = 18  # receiver: slots received in order from the flow's start (its cumulative ACK, in MTUs)
 FI_ENT_NEXT = 19  # spraying over entropies: packets sent so far (the next packet's entropy = this mod N)
 FI_ACK_CNT = 20  # receiver: packets delivered since its last plain ACK (ack_every coalescing)
-FI_COLS = 21
+FI_CLASS = 21  # the flow's traffic class (0: the highest priority)
+FI_COLS = 22
 
 # --- flow float table FF[flows, :] ---
 FF_SIZE = 0
@@ -135,7 +145,8 @@ PI_TRIM = 10  # trimmed to its header: the payload bytes cut (0: whole)
 PI_ENT = 11  # entropy value (-1: none, round-robin spraying or one path)
 PI_CTRL = 12  # 0: a data packet; else a control packet delivering event kind PI_CTRL (or CTRL_ACK)
 PI_REF = 13  # control packet: the argument of its event (a packet or a flow)
-PI_COLS = 14
+PI_CLASS = 14  # data packet: its flow's traffic class
+PI_COLS = 15
 
 MAX_HOPS = 8  # INT records per packet (switch egress hops); longer paths keep the first ones
 INT_FIELDS = 5  # qlen, txBytes, ts, capacity, link id per hop
@@ -191,4 +202,9 @@ P_ACK_BYTES = 44  # frame bytes of an ACK or NACK
 P_CNP_BYTES = 45  # frame bytes of a CNP
 P_ACK_EVERY = 46  # a plain ACK (no CC feedback) per this many delivered packets of a flow
 P_QUEUE_LIMIT = 47  # lossy mode: bytes one switch egress queue may hold (drop-tail / trim above; 0: no limit)
-P_COLS = 48
+P_CLASSES = 48  # traffic classes of data (1: one FIFO per egress, as before)
+P_CLASS_SCHED = 49  # between classes at an egress: 0 strict priority (class 0 first), 1 DWRR
+P_CLASS_QUANTUM = 50  # + c: DWRR quantum of class c, bytes (its weight x a full frame / the smallest weight)
+P_CLASS_LOSSY = P_CLASS_QUANTUM + MAX_CLASSES  # + c: 1 if class c is lossy under PFC (dropped, never paused)
+P_CLASS_QCAP = P_CLASS_LOSSY + MAX_CLASSES  # + c: drop-tail cap of class c's egress queue when lossy (0: none)
+P_COLS = P_CLASS_QCAP + MAX_CLASSES

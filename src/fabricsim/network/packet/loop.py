@@ -76,6 +76,8 @@ from fabricsim.network.packet.layout import (
     FI_SRC,
     INT_FIELDS,
     LF_BER,
+    LF_CQBYTES,
+    LF_CSTRIDE,
     LF_HDRM,
     LF_HEADROOM,
     LF_ING,
@@ -89,6 +91,7 @@ from fabricsim.network.packet.layout import (
     LI_BUSY,
     LI_CLASS,
     LI_CREDITS,
+    LI_CSTRIDE,
     LI_DST,
     LI_DST_HOST,
     LI_PAUSE_FRAMES,
@@ -102,6 +105,9 @@ from fabricsim.network.packet.layout import (
     P_ACK_BYTES,
     P_ACK_EVERY,
     P_CC,
+    P_CLASS_LOSSY,
+    P_CLASS_QCAP,
+    P_CLASSES,
     P_CNP_BYTES,
     P_CNP_INTERVAL,
     P_CONTROL,
@@ -110,10 +116,10 @@ from fabricsim.network.packet.layout import (
     P_PFC_ALPHA,
     P_PFC_RESUME,
     P_PFC_XOFF,
-    P_QUEUE_LIMIT,
     P_RCCC,
     P_RTO,
     P_SEED,
+    PI_CLASS,
     PI_CTRL,
     PI_ECN,
     PI_ENT,
@@ -163,15 +169,17 @@ def _tx_done(S, shared, lk, t):
     if LI[lk, LI_SRC_HOST] < 0 and PI[p, PI_TRIM] == 0 and PI[p, PI_CTRL] == 0:  # nor headers nor control hold buffer
         node = LI[lk, LI_SRC]
         inl = PI[p, PI_INLINK]
-        LF[inl, LF_ING] -= size
-        take = min(LF[inl, LF_HDRM], size)
-        LF[inl, LF_HDRM] -= take
+        c = PI[p, PI_CLASS]
+        ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE  # the class's column offsets
+        LF[inl, LF_ING + cf] -= size
+        take = min(LF[inl, LF_HDRM + cf], size)
+        LF[inl, LF_HDRM + cf] -= take
         shared[0, node] -= size - take
-        if P[P_LOSSLESS] == _PFC and LI[inl, LI_XOFF] and LF[inl, LF_HDRM] <= 0.0:
+        if P[P_LOSSLESS] == _PFC and LI[inl, LI_XOFF + ci] and LF[inl, LF_HDRM + cf] <= 0.0:
             threshold = _xoff(P, shared, node)
-            if LF[inl, LF_ING] <= max(threshold - P[P_PFC_RESUME], 0.0):
-                LI[inl, LI_XOFF] = 0
-                heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_PAUSE_OFF, inl))
+            if LF[inl, LF_ING + cf] <= max(threshold - P[P_PFC_RESUME], 0.0):
+                LI[inl, LI_XOFF + ci] = 0  # XON for class c (a pause event's argument: link + class x links)
+                heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_PAUSE_OFF, inl + c * LI.shape[0]))
         if P[P_LOSSLESS] == _CREDIT:
             heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_CREDIT, inl))
     heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_ARRIVE, p))
@@ -289,30 +297,35 @@ def _arrive(S, shared, stats, route, hist, p, t):
         _forward_header(S, route, p, lk, node, t)
         return 0
     size = _frame(P, PI, p)
+    c = PI[p, PI_CLASS]
+    ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE  # the class's column offsets
     lossless = P[P_LOSSLESS]
+    if lossless == _PFC and P[P_CLASS_LOSSY + c] > 0.0:
+        lossless = 0.0  # a lossy class under PFC: dropped when full, never paused
     pool = shared[1, node]
     nl = -1
-    if lossless == 0 and P[P_QUEUE_LIMIT] > 0.0:  # drop-tail per egress queue, under the shared pool
+    cap = P[P_CLASS_QCAP + c]
+    if lossless == 0 and cap > 0.0:  # drop-tail per egress queue (of the class), under the shared pool
         nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
-        if nl >= 0 and LF[nl, LF_QBYTES] + size > P[P_QUEUE_LIMIT]:
+        if nl >= 0 and LF[nl, LF_CQBYTES + cf] + size > cap:
             _overflow(S, stats, route, p, lk, node, t)
             return 0
     if lossless == 0 and shared[0, node] + size > pool:
         _overflow(S, stats, route, p, lk, node, t)
         return 0
-    if lossless == _PFC and LI[lk, LI_XOFF]:
-        if LF[lk, LF_HDRM] + size > LF[lk, LF_HEADROOM]:
+    if lossless == _PFC and LI[lk, LI_XOFF + ci]:
+        if LF[lk, LF_HDRM + cf] + size > LF[lk, LF_HEADROOM]:
             _overflow(S, stats, route, p, lk, node, t)  # headroom too small for the pause round trip
             return 0
-        LF[lk, LF_HDRM] += size
+        LF[lk, LF_HDRM + cf] += size
     else:
         shared[0, node] += size
-    LF[lk, LF_ING] += size
+    LF[lk, LF_ING + cf] += size
     threshold = _xoff(P, shared, node)
-    if lossless == _PFC and not LI[lk, LI_XOFF] and LF[lk, LF_ING] - LF[lk, LF_HDRM] > threshold:
-        LI[lk, LI_XOFF] = 1
+    if lossless == _PFC and not LI[lk, LI_XOFF + ci] and LF[lk, LF_ING + cf] - LF[lk, LF_HDRM + cf] > threshold:
+        LI[lk, LI_XOFF + ci] = 1  # per priority: only class c of the upstream link pauses
         LI[lk, LI_PAUSE_FRAMES] += 1
-        heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_PAUSE_ON, lk))
+        heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_PAUSE_ON, lk + c * LI.shape[0]))
     if nl < 0:
         nl = _next_link(LI, route, PI[p, PI_FLOW], node, PI[p, PI_ENT])
     if nl < 0:
@@ -331,13 +344,16 @@ def _control(S, rx, kind, arg, t):
     """Pause, resume, credit, CNP, ACK, wake-up, start and receiver-credit events (``rx``: the
     receivers, :mod:`credit`); loss recovery's go to _recover."""
     LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, _rcvd = S
-    if kind == EV_PAUSE_ON:
-        LI[arg, LI_PAUSED] = 1
-        LF[arg, LF_PAUSE_START] = t
-    elif kind == EV_PAUSE_OFF:
-        LI[arg, LI_PAUSED] = 0
-        LF[arg, LF_PAUSE_TOTAL] += t - LF[arg, LF_PAUSE_START]
-        _kick_link(S, arg, t)
+    if kind == EV_PAUSE_ON or kind == EV_PAUSE_OFF:  # noqa: SIM109 (numba) arg = link + class x links
+        lk, c = arg % LI.shape[0], arg // LI.shape[0]
+        ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE
+        if kind == EV_PAUSE_ON:
+            LI[lk, LI_PAUSED + ci] = 1
+            LF[lk, LF_PAUSE_START + cf] = t
+        else:
+            LI[lk, LI_PAUSED + ci] = 0
+            LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START + cf]
+            _kick_link(S, lk, t)
     elif kind == EV_CREDIT:
         LI[arg, LI_CREDITS] += 1
         if LF[arg, LF_STALL_START] >= 0.0:
@@ -424,8 +440,10 @@ def run(tables, route, hosts, uplink, shared, P, samples):
         else:
             _control(S, rx, kind, arg, t)
     for lk in range(LI.shape[0]):  # close pauses still open at the end
-        if LI[lk, LI_PAUSED]:
-            LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START]
+        for c in range(int(P[P_CLASSES])):
+            ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE
+            if LI[lk, LI_PAUSED + ci]:
+                LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START + cf]
     stats[S_EVENTS] = events
     stats[S_SENT_PKTS] = meta[M_SENT_PKTS]
     stats[S_RETX_BYTES] = meta[M_RETX_BYTES]

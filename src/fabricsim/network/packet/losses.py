@@ -13,6 +13,7 @@ from fabricsim.network.packet import heap
 from fabricsim.network.packet.jit import njit
 from fabricsim.network.packet.kernel import (
     _CC_NSCC,
+    S_CLASS_DROPS,
     S_DROPS,
     _frame,
     _free,
@@ -27,12 +28,16 @@ from fabricsim.network.packet.layout import (
     FF_WIN,
     FI_ACTIVE,
     FI_SRC,
+    LF_CQBYTES,
+    LF_CSTRIDE,
     LF_QBYTES,
+    LI_CSTRIDE,
     LI_QHEAD,
     LI_QTAIL,
     P_CC,
     P_RTO,
     P_TRIM,
+    PI_CLASS,
     PI_ENT,
     PI_FLOW,
     PI_INLINK,
@@ -64,20 +69,23 @@ def _activate(FI, hosts, f):
 
 @njit(cache=True, inline="always")
 def _enqueue(LI, LF, PI, P, nl, p, front):
-    """Append packet ``p`` to egress ``nl``'s FIFO, or put it first (``front``: a trimmed header's
-    strict priority)."""
+    """Append packet ``p`` to egress ``nl``'s FIFO of its traffic class, or put it first (``front``:
+    a trimmed header's strict priority within its class)."""
     PI[p, PI_LINK] = nl
     PI[p, PI_NEXT] = -1
-    head, tail = LI[nl, LI_QHEAD], LI[nl, LI_QTAIL]
+    c = PI[p, PI_CLASS]
+    head, tail = LI[nl, LI_QHEAD + c * LI_CSTRIDE], LI[nl, LI_QTAIL + c * LI_CSTRIDE]
     if front and head >= 0:
         PI[p, PI_NEXT] = head
-        LI[nl, LI_QHEAD] = p
+        LI[nl, LI_QHEAD + c * LI_CSTRIDE] = p
     elif tail >= 0:
         PI[tail, PI_NEXT] = p
-        LI[nl, LI_QTAIL] = p
+        LI[nl, LI_QTAIL + c * LI_CSTRIDE] = p
     else:
-        LI[nl, LI_QHEAD] = LI[nl, LI_QTAIL] = p
-    LF[nl, LF_QBYTES] += _frame(P, PI, p)
+        LI[nl, LI_QHEAD + c * LI_CSTRIDE] = LI[nl, LI_QTAIL + c * LI_CSTRIDE] = p
+    size = _frame(P, PI, p)
+    LF[nl, LF_QBYTES] += size
+    LF[nl, LF_CQBYTES + c * LF_CSTRIDE] += size
 
 
 @njit(cache=True, inline="always")
@@ -115,6 +123,7 @@ def _drop(S, stats, p, t):
     the receiver's NACK when a later packet arrives first)."""
     H = S[10]
     stats[S_DROPS] += 1
+    stats[S_CLASS_DROPS + S[4][p, PI_CLASS]] += 1
     note_loss(S[2], S[3], S[4], S[6], S[13], p)
     heap.push(H[0], H[1], H[2], H[3], t + S[6][P_RTO], _key(EV_RETX, p))
 

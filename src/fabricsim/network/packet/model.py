@@ -18,6 +18,7 @@ from fabricsim.network.base import FlowSet, NetworkResult
 from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
 from fabricsim.network.packet.jit import announce_compile
 from fabricsim.network.packet.kernel import (
+    S_CLASS_DROPS,
     S_DELIVERED_PKTS,
     S_DROPS,
     S_EVENTS,
@@ -31,11 +32,13 @@ from fabricsim.network.packet.params import (
     Lossless,
     PacketParams,
     RunOptions,
+    check_classes,
     check_static_xoff,
     fec_latency_s,
     hist_bin_bytes,
     kernel_vector,
     link_ber,
+    lossless_classes,
     resolved,
     wire_overhead,
 )
@@ -83,6 +86,8 @@ class PacketRun:
     series_delivered: np.ndarray
     series_rate: np.ndarray
     series_queue: np.ndarray
+    class_drops: tuple[int, ...] = (0,)  # drops per traffic class (``classes`` entries)
+    flow_class: np.ndarray | None = None  # each flow's traffic class
 
 
 class PacketNetwork:
@@ -121,6 +126,7 @@ class PacketNetwork:
         flows = replace(flows, size_bytes=np.ceil(flows.size_bytes))
         routes = self.routes(flows).incidence.tocsc()
         params = resolved(self.params, self.opts.line_Bps)
+        check_classes(params, self.opts.lossless)
         topo = _with_fec(self.table.topology, params)
         LI, LF, uplink, shared = _link_tables(topo, params, self.opts.lossless)
         hops = np.asarray(routes.sum(axis=0)).ravel()
@@ -156,7 +162,7 @@ class PacketNetwork:
         overhead = wire_overhead(params, self.opts.cc, self.opts.lossless)
         ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps, overhead)
         extra = (ideal, hops, params, self.opts, hist_bin_bytes(params))
-        return _packet_run(flows, (LI, LF, FF), (stats, hist, series, rows), extra)
+        return _packet_run(flows, (LI, LF, FF, FI), (stats, hist, series, rows), extra)
 
 
 def _receivers(flows: FlowSet, hosts: int):
@@ -205,7 +211,7 @@ def _ideal_fct_s(
 
 def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
     """Copy the kernel's tables and outputs into a :class:`PacketRun`."""
-    LI, LF, FF = tables
+    LI, LF, FF, FI = tables
     stats, hist, series, rows = outputs
     ideal, hops, params, opts, bin_bytes = extra
     mtu_bytes, fec = params.mtu_bytes, fec_latency_s(params)
@@ -227,6 +233,8 @@ def _packet_run(flows: FlowSet, tables, outputs, extra) -> PacketRun:
         drops=int(stats[S_DROPS]),
         fec_latency_s=fec,
         retransmitted_bytes=int(stats[S_RETX_BYTES]),
+        class_drops=tuple(int(d) for d in stats[S_CLASS_DROPS : S_CLASS_DROPS + int(params.classes)]),
+        flow_class=FI[:, L.FI_CLASS].copy(),
         trimmed_packets=int(stats[S_TRIMMED]),
         ecn_marked=int(stats[S_MARKED]),
         delivered_packets=int(stats[S_DELIVERED_PKTS]),
@@ -276,17 +284,20 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
     host_of = np.full(topo.nodes, -1, dtype=np.int64)
     host_of[topo.endpoints] = np.arange(topo.hosts)
     src, dst = topo.link_src.astype(np.int64), topo.link_dst.astype(np.int64)
-    LI = np.zeros((links, L.LI_COLS), dtype=np.int64)
+    classes = int(params.classes)  # the tables hold the per-class columns of the classes in use only
+    LI = np.zeros((links, L.LI_QHEAD + classes * L.LI_CSTRIDE), dtype=np.int64)
     LI[:, L.LI_SRC], LI[:, L.LI_DST] = src, dst
     uplink = np.flatnonzero(host_of[src] >= 0)  # every link out of an endpoint is a NIC port
     LI[:, L.LI_SRC_HOST] = -1
     LI[uplink, L.LI_SRC_HOST] = np.arange(uplink.size)
     LI[:, L.LI_DST_HOST] = host_of[dst]
-    LI[:, L.LI_QHEAD] = LI[:, L.LI_QTAIL] = LI[:, L.LI_TXPKT] = -1
+    LI[:, L.LI_TXPKT] = -1
+    for c in range(classes):  # every class's FIFO empty
+        LI[:, L.LI_QHEAD + c * L.LI_CSTRIDE] = LI[:, L.LI_QTAIL + c * L.LI_CSTRIDE] = -1
     LI[:, L.LI_CQHEAD] = LI[:, L.LI_CQTAIL] = -1
     LI[:, L.LI_REV] = _reverse_links(src, dst, topo.nodes)
     LI[:, L.LI_CLASS] = np.where(host_of[src] >= 0, 0, np.where(host_of[dst] >= 0, 1, 2))
-    LF = np.zeros((links, L.LF_COLS))
+    LF = np.zeros((links, L.LF_ING + classes * L.LF_CSTRIDE))
     LF[:, L.LF_CAP], LF[:, L.LF_LAT] = topo.capacity_Bps, topo.latency_s
     LF[:, L.LF_STALL_START] = -1.0
     LF[:, L.LF_BER] = link_ber(params, LI[:, L.LI_CLASS])
@@ -297,7 +308,7 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
     shared = np.zeros((2, topo.nodes))
     shared[1] = params.buffer_bytes
     if lossless == Lossless.PFC:
-        reserved = np.bincount(dst, LF[:, L.LF_HEADROOM], topo.nodes)
+        reserved = np.bincount(dst, LF[:, L.LF_HEADROOM], topo.nodes) * lossless_classes(params)
         shared[1] -= reserved
         switches = topo.node_kind != NodeKind.GPU
         if np.any(shared[1][switches] <= 0):
@@ -307,7 +318,8 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
                 f"{params.buffer_bytes:.0f} B per switch cannot hold the PFC headroom of its ports ({need:.0f} B)",
                 f"use --buffer larger than {need:.0f}",
             )
-        check_static_xoff(params, np.bincount(dst, minlength=topo.nodes)[switches], shared[1][switches])
+        counters = np.bincount(dst, minlength=topo.nodes)[switches] * max(lossless_classes(params), 1)
+        check_static_xoff(params, counters, shared[1][switches])  # an XOFF counter per ingress and lossless class
     return LI, LF, uplink, shared
 
 
@@ -322,6 +334,10 @@ def _check_frame_fits(params: PacketParams, header_bytes: float) -> None:
     if 0 < params.queue_bytes < frame:
         raise FabricsimError("cc-param", f"queue_bytes={params.queue_bytes:g} cannot hold one {frame:g} B frame",
                              f"use queue_bytes >= {frame:g}, or 0 (no cap)")  # fmt: skip
+    if any(0 < cap < frame for cap in params.class_queue_bytes or ()):
+        raise FabricsimError("cc-param", f"class_queue_bytes={','.join(f'{c:g}' for c in params.class_queue_bytes)}"
+                             f" has a cap below one {frame:g} B frame",
+                             f"use caps >= {frame:g}, or 0 (no cap)")  # fmt: skip
 
 
 def _reverse_links(src: np.ndarray, dst: np.ndarray, nodes: int) -> np.ndarray:
@@ -355,4 +371,17 @@ def _flow_tables(flows: FlowSet, params: PacketParams, opts: RunOptions, latency
     FF[:, L.FF_FINISH] = np.nan
     FF[:, L.FF_GAP] = np.inf
     FI[:, L.FI_RQ_HEAD] = FI[:, L.FI_RQ_TAIL] = -1
+    FI[:, L.FI_CLASS] = _traffic_classes(flows, params)
     return FI, FF
+
+
+def _traffic_classes(flows: FlowSet, params: PacketParams) -> np.ndarray:
+    """Each flow's traffic class: the flow set's own (``traffic --matrix`` with a class column), else
+    0 for finite flows and ``background_class`` for the flows of infinite size (a background tenant's)."""
+    if flows.traffic_class is None:
+        return np.where(np.isfinite(flows.size_bytes), 0, int(params.background_class))
+    top = int(flows.traffic_class.max(initial=0))
+    if top >= params.classes:
+        raise FabricsimError("cc-param", f"a flow is in traffic class {top} but classes={params.classes:g}",
+                             f"set --cc-param classes={top + 1} (or more)")  # fmt: skip
+    return flows.traffic_class

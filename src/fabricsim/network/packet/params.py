@@ -49,6 +49,18 @@ Defaults and their sources (see ``shared/reference/congestion-control.md``):
   htsim's RoCE sink, sim/roce.cpp RoceSink::receivePacket, ACKs every packet; the IBTA lets a
   responder coalesce ACKs and names no count]); HPCC and NSCC ACK every packet (their INT / delay
   samples). A CNP is sent at most once per ``cnp_interval_s`` per flow (ConnectX's 4 us, above).
+* Traffic classes (``classes`` N, 1 by default: one FIFO per egress, as before): every switch egress
+  keeps one data FIFO per class (under the shared buffer; control packets stay ahead of all of them);
+  ``class_sched`` strict (class 0 first) or wrr (deficit round robin, ``class_weights`` w0,w1,...:
+  quanta in that ratio, each at least a full frame; default all equal). PFC is per priority (IEEE
+  802.1Qbb): an ingress counts its bytes per class against the XOFF threshold and pauses only that
+  class upstream, each lossless class with its own headroom (reserved per ingress and lossless
+  class); ``class_lossless`` 1,0,... makes a class lossy under ``--lossless pfc`` (dropped when the
+  buffer or its ``class_queue_bytes`` cap is full, never paused; default every class as ``--lossless``
+  says, every cap ``queue_bytes``). A flow's class: 0 for the job's flows, ``background_class`` for
+  the flows of infinite size (a background tenant's). NICs keep per-flow round robin, skip the flows
+  of a paused class and, under strict priority, send a class only when no higher one can. Credits
+  (``--lossless credit``) take one class only [not modelled: InfiniBand's per-VL credits].
 
 Every field can be overridden by name (``--cc-param NAME=VALUE``); rates are bytes/s, times s.
 """
@@ -160,6 +172,12 @@ class PacketParams:
     ack_every: float = 1.0  # delivered packets per plain ACK (no CC feedback), per flow
     queue_bytes: float = 0.0  # lossy mode: drop-tail (or trim) limit of each switch egress queue (0: none)
     entropies: float = 0.0  # spraying: entropy values per flow, hashed per switch (0: round robin)
+    classes: float = 1.0  # traffic classes of data packets (one FIFO each per egress; module doc)
+    class_sched: float = 0.0  # between classes: 0 strict priority (class 0 highest), 1 deficit round robin
+    class_weights: tuple[float, ...] | None = None  # DWRR weight per class (None: all equal)
+    class_lossless: tuple[float, ...] | None = None  # 1/0 per class under --lossless pfc (None: all 1)
+    class_queue_bytes: tuple[float, ...] | None = None  # drop-tail cap per lossy class (None: queue_bytes)
+    background_class: float = 0.0  # the class of the flows of infinite size (a background tenant's)
     # NSCC (Ultra Ethernet; see reaction.py) [chosen: target delay half the base RTT, window cap 1.5 BDP]
     nscc_target: float = 0.5
     nscc_max_window: float = 1.5
@@ -202,7 +220,11 @@ _CHOICES: dict[str, dict[str, float]] = {
     "rccc": {"0": 0.0, "1": 1.0},
     "control_packets": {"0": 0.0, "1": 1.0},
     "fec_lane_gbps": {"0": 0.0, "50": 50.0, "100": 100.0, "200": 200.0},
+    "class_sched": {"strict": 0.0, "wrr": 1.0},
 }
+# keys that take one value per traffic class, comma-separated (--cc-param class_weights=3,1); RULES
+# checks each value
+_LISTS = {"class_weights": "3,1", "class_lossless": "1,0", "class_queue_bytes": "0,65536"}
 
 
 class Kind(StrEnum):
@@ -308,12 +330,29 @@ RULES: dict[str, Rule] = {
     "nscc_target": Rule(Kind.REAL, 0.0, 10.0, open_low=True),  # in base RTTs
     "nscc_max_window": Rule(Kind.REAL, 0.0, _INF, open_low=True),  # in BDPs
     "rccc": Rule(Kind.FLAG, 0, 1),
+    "classes": Rule(Kind.INTEGER, 1, L.MAX_CLASSES),
+    "class_sched": Rule(Kind.FLAG, 0, 1),  # 0 strict, 1 wrr (named in _CHOICES)
+    "class_weights": Rule(Kind.REAL, 0.0, 1e6, open_low=True),  # per class; quanta in this ratio
+    "class_lossless": Rule(Kind.FLAG, 0, 1),  # per class
+    "class_queue_bytes": Rule(Kind.REAL, MIN_MTU_BYTES, MAX_BYTES, or_zero=True),  # per class
+    "background_class": Rule(Kind.INTEGER, 0, L.MAX_CLASSES - 1),
 }
 """Every ``--cc-param`` key and the values it accepts (a test checks that it covers every field)."""
 _UNLISTED = Rule(Kind.REAL, 0.0, _INF)  # a field without a rule yet: finite and >= 0 (the test flags it)
 
 
-def _check(name: str, value: float) -> None:
+def _check(name: str, value) -> None:
+    if name in _LISTS:
+        if not isinstance(value, tuple) or not 1 <= len(value) <= L.MAX_CLASSES:
+            raise FabricsimError("cc-param", f"{name} takes 1 to {L.MAX_CLASSES} comma-separated values, one per class",
+                                 f"e.g. --cc-param {name}={_LISTS[name]}")  # fmt: skip
+        for item in value:
+            _check_one(name, item)
+        return
+    _check_one(name, value)
+
+
+def _check_one(name: str, value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FabricsimError("cc-param", f"{name} must be a number, got {value!r}")
     if name in _CHOICES and value not in _CHOICES[name].values():
@@ -324,20 +363,26 @@ def _check(name: str, value: float) -> None:
 
 
 def _example(name: str) -> str:
+    if name in _LISTS:
+        return _LISTS[name]
     default = getattr(PacketParams(), name)
     if default is None and RULES.get(name) is not None and RULES[name].high <= MAX_HEADER_BYTES:
         return f"{RULES[name].low:g}"  # a size in bytes or a bit-error rate: the lowest value
     return f"{default:g}" if default is not None else "1e6"
 
 
-def parse_cc_params(items: list[str] | tuple[str, ...]) -> dict[str, float]:
-    """``["NAME=VALUE", ...]`` -> {name: float}; dashes in names become underscores."""
-    out: dict[str, float] = {}
+def parse_cc_params(items: list[str] | tuple[str, ...]) -> dict[str, float | tuple[float, ...]]:
+    """``["NAME=VALUE", ...]`` -> {name: float}, or {name: (float, ...)} for a per-class list
+    (``class_weights=3,1``); dashes in names become underscores."""
+    out: dict[str, float | tuple[float, ...]] = {}
     for item in items:
         name, sep, text = item.partition("=")
         if not sep:
             raise FabricsimError("cc-param", f"{item!r} is not NAME=VALUE", "e.g. --cc-param timer_s=1.2e-3")
         key = name.strip().replace("-", "_")
+        if key in _LISTS:
+            out[key] = _parse_list(key, text)
+            continue
         if text.strip() in _CHOICES.get(key, {}):
             out[key] = _CHOICES[key][text.strip()]
             continue
@@ -351,6 +396,40 @@ def parse_cc_params(items: list[str] | tuple[str, ...]) -> dict[str, float]:
             raise FabricsimError("cc-param", f"{name.strip()} must be a number, got {text.strip()!r}") from None
         out[name.strip().replace("-", "_")] = value
     return out
+
+
+def _parse_list(key: str, text: str) -> tuple[float, ...]:
+    """``"3,1"`` -> (3.0, 1.0) for a per-class key (values checked by with_overrides)."""
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise FabricsimError("cc-param", f"{key} must be comma-separated numbers, one per class, got {text.strip()!r}",
+                             f"e.g. --cc-param {key}={_LISTS[key]}") from None  # fmt: skip
+
+
+def check_classes(p: PacketParams, lossless: Lossless) -> None:
+    """Checks of the traffic-class keys together: one value per class in each list, a background
+    class that exists, and one class only with credits (per-VL credits are not modelled)."""
+    n = int(p.classes)
+    for name in _LISTS:
+        value = getattr(p, name)
+        if value is not None and len(value) != n:
+            raise FabricsimError("cc-param", f"{name} has {len(value)} values for classes={n}",
+                                 f"give one value per class, or set classes={len(value)}")  # fmt: skip
+    if p.background_class >= n:
+        k = int(p.background_class)
+        raise FabricsimError("cc-param", f"background_class={k} needs classes > {k}", f"set classes={k + 1} or more")
+    if n > 1 and lossless == Lossless.CREDIT:
+        raise FabricsimError("cc-param", f"classes={n} needs --lossless pfc or none (credits take one class here)",
+                             "use --lossless pfc, or classes=1")  # fmt: skip
+    if p.class_lossless is not None and lossless != Lossless.PFC and any(p.class_lossless):
+        raise FabricsimError("cc-param", "class_lossless=1 for a class needs --lossless pfc",
+                             "use --lossless pfc, or class_lossless=0 for every class")  # fmt: skip
+
+
+def lossless_classes(p: PacketParams) -> int:
+    """Traffic classes that PFC keeps lossless (each has its own headroom at every ingress)."""
+    return int(p.classes) if p.class_lossless is None else int(sum(p.class_lossless))
 
 
 def resolved(params: PacketParams, line_Bps: float) -> PacketParams:
@@ -483,6 +562,12 @@ def kernel_vector(params: PacketParams, opts: RunOptions) -> np.ndarray:
     P[L.P_HEADER], P[L.P_GAP] = wire_overhead(p, opts.cc, opts.lossless)
     P[L.P_CONTROL], P[L.P_ACK_EVERY] = p.control_packets, p.ack_every
     P[L.P_QUEUE_LIMIT] = p.queue_bytes
+    n = int(p.classes)
+    weights = np.asarray(p.class_weights or (1.0,) * n)
+    P[L.P_CLASSES], P[L.P_CLASS_SCHED] = n, p.class_sched
+    P[L.P_CLASS_QUANTUM : L.P_CLASS_QUANTUM + n] = weights / weights.min() * (p.mtu_bytes + P[L.P_HEADER])
+    P[L.P_CLASS_LOSSY : L.P_CLASS_LOSSY + n] = 1.0 - np.asarray(p.class_lossless or (1.0,) * n)
+    P[L.P_CLASS_QCAP : L.P_CLASS_QCAP + n] = p.class_queue_bytes or (p.queue_bytes,) * n
     P[L.P_ACK_BYTES], P[L.P_CNP_BYTES] = control_bytes(p, opts.cc, opts.lossless)
     P[L.P_SAMPLE_DT], P[L.P_SEED] = opts.sample_dt_s, float(opts.seed % (2**31))
     return P

@@ -8,7 +8,9 @@ received by sender NICs), ``credit_stall_s``, ``ecn_marked_fraction`` (marked / 
 packets), ``queue_bytes`` {class: {p99, max}} (queue seen by packets joining a switch egress;
 p99 to its histogram bin's upper edge, at most the max; the bins cover the buffer), ``drops``,
 ``retransmitted_bytes`` (payload sent again by the loss recovery), ``trimmed_packets``,
-``fec_latency_s`` (per hop), ``delivered_bytes``/``offered_bytes`` (conservation).
+``fec_latency_s`` (per hop), ``delivered_bytes``/``offered_bytes`` (conservation). With several
+traffic classes (``--cc-param classes=N``), also ``by_class`` {class: {flows, fct_s, drops}} (the
+finite flows' FCTs; ``pause_s`` then sums the pause time of every class).
 """
 
 from __future__ import annotations
@@ -72,12 +74,24 @@ def queue_bytes(run: PacketRun) -> dict[str, dict[str, float]]:
     return out
 
 
+def by_class(run: PacketRun) -> dict[str, dict[str, object]]:
+    """Per traffic class: its flows, their FCT statistics (finite flows) and its drops."""
+    fct = run.finish_s - run.flows.start_s
+    out: dict[str, dict[str, object]] = {}
+    for c, drops in enumerate(run.class_drops):
+        pick = run.flow_class == c
+        finite = pick & np.isfinite(fct)
+        out[str(c)] = {"flows": int(pick.sum()), "fct_s": _stats(fct[finite]), "drops": int(drops)}
+    return out
+
+
 def summarize(run: PacketRun) -> dict[str, object]:
     """The packet-fidelity JSON keys (see the module docstring)."""
     fct = run.finish_s - run.flows.start_s
     slowdown = fct / np.maximum(run.ideal_fct_s, 1e-30)
     p50, p99 = np.percentile(slowdown, [50, 99])
     to_hosts = run.link_class == 0
+    classes = {"by_class": by_class(run)} if len(run.class_drops) > 1 else {}
     return {
         "fct_s": _stats(fct),
         "fct_s_by_size": fct_by_size(run),
@@ -95,4 +109,5 @@ def summarize(run: PacketRun) -> dict[str, object]:
         "offered_bytes": float(run.flows.size_bytes.sum()),
         "delivered_bytes": float(run.delivered_bytes.sum()),
         "packet_events": run.events,
+        **classes,
     }
