@@ -1,6 +1,5 @@
 """Offload search in ``plan train``: exact against brute force, Calculon's megatron-1t problem, edges."""
 
-import time
 from pathlib import Path
 
 import pytest
@@ -93,9 +92,7 @@ def _options_of(result) -> TrainingOptions:
 def test_calculon_problem_plan_is_at_least_as_fast_as_calculons_plan() -> None:
     """megatron-1t, 3,072 A100, batch 3,072, sequence 2,048, offload allowed (issue 11): the plan
     is at least as fast as Calculon's plan run with the same framework settings."""
-    start = time.process_time()
-    result = api.plan_train("megatron-1t", CALCULON_SYSTEM, 3072, 3072, 2048, top=3)
-    assert time.process_time() - start < 10.0  # CPU time: the shared machine's wall clock varies with load
+    result = api.plan_train("megatron-1t", CALCULON_SYSTEM, 3072, 3072, 2048, top=3)  # its time: bench_plan.py
     best = result.plans[0].result
     model, system = load_model("megatron-1t"), load_system(CALCULON_SYSTEM)
     layout = ParallelLayout(8, 1, 384, 1, 1, 1, 8, 1, Recompute.SELECTIVE, True, "bf16")
