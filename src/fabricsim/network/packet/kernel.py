@@ -202,16 +202,23 @@ def _mark(P, q):
 
 
 @njit(cache=True, inline="always")
+def append_packet(PI, A, row, head_col, tail_col, p):
+    """Append packet ``p`` to the list linked through ``PI_NEXT`` whose first and last packets are
+    ``A[row, head_col]`` and ``A[row, tail_col]`` (-1: empty): a link's queue, a flow's resends."""
+    PI[p, PI_NEXT] = -1
+    tail = A[row, tail_col]
+    if tail >= 0:
+        PI[tail, PI_NEXT] = p
+    else:
+        A[row, head_col] = p
+    A[row, tail_col] = p
+
+
+@njit(cache=True, inline="always")
 def _push_control(LI, PI, lk, c):
     """Append control packet ``c`` to link ``lk``'s control queue."""
     PI[c, PI_LINK] = lk
-    PI[c, PI_NEXT] = -1
-    tail = LI[lk, LI_CQTAIL]
-    if tail >= 0:
-        PI[tail, PI_NEXT] = c
-    else:
-        LI[lk, LI_CQHEAD] = c
-    LI[lk, LI_CQTAIL] = c
+    append_packet(PI, LI, lk, LI_CQHEAD, LI_CQTAIL, c)
 
 
 @njit(cache=True, inline="always")

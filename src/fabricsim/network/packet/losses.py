@@ -21,6 +21,7 @@ from fabricsim.network.packet.kernel import (
     _next_link,
     _nic_kick,
     _try_switch_tx,
+    append_packet,
 )
 from fabricsim.network.packet.layout import (
     EV_NACK,
@@ -72,17 +73,13 @@ def _enqueue(LI, LF, PI, P, nl, p, front):
     """Append packet ``p`` to egress ``nl``'s FIFO of its traffic class, or put it first (``front``:
     a trimmed header's strict priority within its class)."""
     PI[p, PI_LINK] = nl
-    PI[p, PI_NEXT] = -1
     c = PI[p, PI_CLASS]
-    head, tail = LI[nl, LI_QHEAD + c * LI_CSTRIDE], LI[nl, LI_QTAIL + c * LI_CSTRIDE]
+    head = LI[nl, LI_QHEAD + c * LI_CSTRIDE]
     if front and head >= 0:
         PI[p, PI_NEXT] = head
         LI[nl, LI_QHEAD + c * LI_CSTRIDE] = p
-    elif tail >= 0:
-        PI[tail, PI_NEXT] = p
-        LI[nl, LI_QTAIL + c * LI_CSTRIDE] = p
     else:
-        LI[nl, LI_QHEAD + c * LI_CSTRIDE] = LI[nl, LI_QTAIL + c * LI_CSTRIDE] = p
+        append_packet(PI, LI, nl, LI_QHEAD + c * LI_CSTRIDE, LI_QTAIL + c * LI_CSTRIDE, p)
     size = _frame(P, PI, p)
     LF[nl, LF_QBYTES] += size
     LF[nl, LF_CQBYTES + c * LF_CSTRIDE] += size

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabricsim.network.packet.jit import njit
-from fabricsim.network.packet.kernel import _GO_BACK_N, M_TRIMMED
+from fabricsim.network.packet.kernel import _GO_BACK_N, M_TRIMMED, append_packet
 from fabricsim.network.packet.layout import (
     FF_GAP,
     FF_INFLIGHT,
@@ -51,7 +51,6 @@ from fabricsim.network.packet.layout import (
     P_TRIM_BYTES,
     PI_EPOCH,
     PI_FLOW,
-    PI_NEXT,
     PI_OFF,
     PI_SIZE,
     PI_TRIM,
@@ -148,13 +147,7 @@ def _rewind(FI, FF, f, off):
 def _queue_resend(FI, FF, PI, p):
     """Put packet ``p`` (whole) on its flow's retransmission list."""
     f = PI[p, PI_FLOW]
-    PI[p, PI_NEXT] = -1
-    tail = FI[f, FI_RQ_TAIL]
-    if tail >= 0:
-        PI[tail, PI_NEXT] = p
-    else:
-        FI[f, FI_RQ_HEAD] = p
-    FI[f, FI_RQ_TAIL] = p
+    append_packet(PI, FI, f, FI_RQ_HEAD, FI_RQ_TAIL, p)
     FF[f, FF_RETX] += PI[p, PI_SIZE]
 
 
