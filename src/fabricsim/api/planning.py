@@ -285,6 +285,7 @@ def plan_infer(
     constraints: InferConstraints | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     serving: ServingLoad | None = None,
+    topology: str | None = None,
 ) -> PlanResult:
     """Search inference layouts and batch sizes of ``model`` on ``gpus`` GPUs of ``system``.
 
@@ -297,9 +298,18 @@ def plan_infer(
     ``serving`` (``{"arrival_rate": R, "requests": N, "seed": S}``) also serves a Poisson stream on
     each plan's layout, aggregated and split into prefill:decode replicas, and ranks those
     deployments by SLO attainment then output tokens/s (JSON key ``serving``).
+
+    ``topology`` (an OCS system: tpu-v5p, tpu7x): ``ocs-torus:auto`` searches the layouts on the
+    default (most cube-like, regular) slice of ``gpus`` chips and gives each plan the slice shape and
+    twist on which one batch of its requests' collectives (TP all-reduces and EP all-to-alls of
+    every prefill and decode step, PP sends) take least time (:mod:`fabricsim.planner.slice`;
+    ``slice`` per plan, ``slice_search`` in the result); ``ocs-torus:AxBxC[,twisted=1]`` searches on
+    that slice (the analytic search sees its regular torus) and gives each plan its collectives'
+    time on it, twist included. Any other topology, or a slice on another system, is refused.
     """
     model_spec, system_spec = catalog.load_model(model), catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
+    system_spec, shapes, default = _infer_slice(system_spec, gpus, topology)
     check_cluster_can_hold(model_spec, system_spec)
     check_lengths(model_spec, input_len, output_len)
     goal = planner.InferGoal(planner.parse_infer_objective(objective), slo_tpot_s, slo_ttft_s, top)
@@ -310,7 +320,54 @@ def plan_infer(
     served = serving is not None and serving.arrival_rate is not None
     extra = (("serving", _serving_splits(question, search, goal, serving)),) if served else ()
     result = _infer_plan_result(question, search, goal, time.perf_counter() - start)
-    return dataclasses.replace(result, extra=result.extra + extra)
+    result = dataclasses.replace(result, extra=result.extra + extra)
+    return _with_infer_slices(result, question, search, shapes, default) if shapes else result
+
+
+def _infer_slice(system: SystemSpec, gpus: int, topology: str | None) -> tuple[SystemSpec, list[Any], Any]:
+    """The system ``plan infer`` searches on, the candidate OCS slices and the default one (none
+    without ``topology``): ``ocs-torus:auto``, every slice of ``gpus`` chips of the system's pod and
+    the most cube-like; ``ocs-torus:AxBxC[,twisted=1]``, that slice alone. One-line errors: another
+    topology (plan infer has no fabric to re-time on), or an OCS slice on a system without one."""
+    from fabricsim.planner import slice as slices
+
+    if topology is None:
+        return system, [], None
+    if planner.is_slice_auto(topology):
+        shapes = planner.check_slice_chips(gpus, planner.ocs_pod(system), system.name)
+        default = planner.default_shape(shapes)
+        return planner.slice_system(system, default.dims), shapes, default
+    shape = slices.requested_shape(topology)
+    if shape is None:
+        problem = f"plan infer runs on an OCS slice only, not {topology.strip()[:60]!r}"
+        raise FabricsimError("topology", problem, "use ocs-torus:auto or ocs-torus:4x4x8[,twisted=1] on tpu-v5p/tpu7x")
+    from fabricsim.api.fabric import job_system
+
+    return job_system(system, gpus, topology), [shape], shape
+
+
+def _with_infer_slices(
+    result: PlanResult, question: planner.InferQuestion, search: planner.InferSearch, shapes: list[Any], default: Any
+) -> PlanResult:
+    """``result`` with each plan's OCS slice (``slice``: the shape and twist on which one batch of its
+    requests' collectives take least time, the runner-up and the default; :mod:`fabricsim.planner.slice`)
+    and the search's ``slice_search``."""
+    from fabricsim.engine.inference.analytic import InferScenario
+    from fabricsim.planner import slice as slices
+
+    q, entries = question, []
+    for entry, plan in zip(result.plans, search.plans, strict=True):
+        scenario = InferScenario(q.model, q.system, plan.layout, q.input_len, q.output_len, plan.estimate.batch)
+        pick = slices.pick_slice(slices.infer_collectives(scenario), q.system, shapes, default)
+        entries.append(dataclasses.replace(entry, extra=(*entry.extra, ("slice", pick.as_json()))))
+    search_json = {
+        "default_dims": "x".join(map(str, default.dims)) + (",twisted=1" if default.twisted else ""),
+        "candidates": len(shapes),
+        "basis": "plans ranked on the default slice (the most cube-like, regular; or the slice asked for); each "
+        "plan's slice and twist chosen by its collectives' time for one batch of its requests (every prefill "
+        "chunk and decode step: TP all-reduces, EP all-to-alls, PP sends) on every candidate (fabricsim.planner.slice)",
+    }
+    return dataclasses.replace(result, plans=tuple(entries), extra=(*result.extra, ("slice_search", search_json)))
 
 
 def _serving_splits(

@@ -33,6 +33,13 @@ PLAN_TOPOLOGY = typer.Option(
     "the job's own OCS slice, each plan with the slice shape and twist its collectives run fastest on",
 )
 
+PLAN_INFER_TOPOLOGY = typer.Option(
+    None,
+    "--topology",
+    help="an OCS slice on tpu-v5p/tpu7x: ocs-torus:auto (each plan with the slice shape and twist its requests' "
+    "collectives run fastest on) or ocs-torus:4x4x8[,twisted=1] (plans on that slice)",
+)
+
 
 @app.command("train", no_args_is_help=True)
 def train(
@@ -133,6 +140,7 @@ def infer(
     ),
     requests: int = typer.Option(500, "--requests", help="requests in that stream"),
     seed: int = o.SEED,
+    topology: str | None = PLAN_INFER_TOPOLOGY,
     as_json: bool = o.JSON,
 ) -> None:
     """Rank inference layouts (TP, PP, EP, dtypes, replicas) and batch sizes; with --arrival-rate
@@ -151,6 +159,6 @@ def infer(
         result = api.plan_infer(
             model, system, gpus, input_len, output_len, top=top, objective=objective, slo_tpot_s=slo_tpot,
             slo_ttft_s=slo_ttft,
-            constraints=constraints, on_progress=on_progress, serving=serving,
+            constraints=constraints, on_progress=on_progress, serving=serving, topology=topology,
         )
     emit(result.to_json(), as_json, "plan_table")

@@ -55,6 +55,7 @@ from fabricsim.topology.ocs import CUBE_SIDE, check_slice
 from fabricsim.workload.graph import CommPayload
 
 if TYPE_CHECKING:
+    from fabricsim.engine.inference.analytic import InferScenario
     from fabricsim.engine.training.simulate import TrainingCase
 
 AUTO = "ocs-torus:auto"
@@ -255,7 +256,7 @@ def collective_s(payload: CommPayload, shape: SliceShape, links: tuple[float, ..
     return phases * steps * step_s + size * phases * reduce_scatter_s_per_byte(rings_t)
 
 
-def job_collectives(case: TrainingCase) -> list[tuple[str, CommPayload, int]]:
+def job_collectives(case: TrainingCase) -> list[tuple[str, CommPayload, float]]:
     """(category, payload, calls per step) of the collective ops of pipeline stage 0's step graph,
     built with the TP and EP overlaps off: overlapped, the graph keeps only their exposed time, but
     the slice carries all their bytes either way."""
@@ -268,14 +269,48 @@ def job_collectives(case: TrainingCase) -> list[tuple[str, CommPayload, int]]:
     options = dataclasses.replace(case.options, overlap_tp_comm=False, a2a_overlap=False)
     job = training_job(dataclasses.replace(case, options=options), np.arange(case.layout.gpus, dtype=np.int64))
     return [
-        (op.category, op.payload, max(op.repeat, 1))
+        (op.category, op.payload, float(max(op.repeat, 1)))
         for op in job.graph.ops
         if op.payload is not None and op.payload.group_gpus > 1 and op.rank == 0
     ]
 
 
-def cost_slice(collectives: list[tuple[str, CommPayload, int]], shape: SliceShape, system: SystemSpec) -> SliceCost:
-    """The job's collectives per step on ``shape`` (links and latency of ``system``'s ICI)."""
+def infer_collectives(scenario: InferScenario) -> list[tuple[str, CommPayload, float]]:
+    """(category, payload, calls) of the collectives one static batch of ``scenario.batch`` requests
+    per replica runs, first prefill chunk to last decode step, as the inference step model times
+    them (:class:`fabricsim.engine.inference.step.CommunicationModel`): each step runs ``pp``
+    micro-batches, each micro-batch a stage's TP all-reduces and EP dispatch and combine
+    all-to-alls (groups of adjacent ranks) and, with ``pp > 1``, one send to the next stage
+    (``stage_gpus`` ranks further); the prompts in ``prefill_chunks`` equal steps, then
+    ``output_len - 1`` decode steps of ``batch`` tokens (the end-to-end latency's composition,
+    :func:`fabricsim.engine.inference.analytic.infer_estimate`). Categories are prefixed with the
+    phase (``prefill``/``decode``)."""
+    from fabricsim.engine.inference.analytic import prefill_chunks
+    from fabricsim.engine.inference.step import CommunicationModel
+
+    layout, batch = scenario.layout, scenario.batch
+    if batch is None or batch < 1:
+        raise ValueError("infer_collectives needs the batch the plan runs")
+    comm, pp = CommunicationModel(scenario.system, layout, scenario.model), layout.pipeline_parallel
+    chunks = prefill_chunks(scenario, batch)
+    phases = (("prefill", batch * scenario.input_len / chunks, chunks), ("decode", batch, scenario.output_len - 1))
+    out: list[tuple[str, CommPayload, float]] = []
+    for phase, tokens, steps in phases:
+        if steps < 1:
+            continue
+        micro = tokens / pp
+        for call in comm.calls(micro):
+            name = "tp-all-reduce" if call.op is CollectiveOp.ALL_REDUCE else "ep-all-to-all"
+            payload = CommPayload(call.op.value, math.ceil(call.size_bytes), call.ranks)
+            out.append((f"{phase} {name}", payload, steps * pp * call.count))
+        if pp > 1:
+            payload = CommPayload(CollectiveOp.SEND_RECV.value, math.ceil(comm.p2p_bytes(micro)), 2, layout.stage_gpus)
+            out.append((f"{phase} pp-send-recv", payload, float(steps * pp)))
+    return out
+
+
+def cost_slice(collectives: list[tuple[str, CommPayload, float]], shape: SliceShape, system: SystemSpec) -> SliceCost:
+    """The job's collectives (``calls`` x each payload) on ``shape`` (links and latency of ``system``'s ICI)."""
     links = system.scale_up.torus_link_Bps
     step_s = step_latency_s(place_group(slice_system(system, shape.dims), 2, 1), constants())
     by: dict[str, float] = {}
@@ -288,13 +323,36 @@ def choose_slice(case: TrainingCase, system: SystemSpec, shapes: list[SliceShape
     """The slice among ``shapes`` on which ``case``'s collectives take least time per step (ties to
     1e-9 relative: the default shape, then regular before twisted, then by dims), with the runner-up
     and the default shape's cost."""
-    collectives = job_collectives(case)
-    default = default_shape(shapes)
+    return pick_slice(job_collectives(case), system, shapes)
+
+
+def pick_slice(
+    collectives: list[tuple[str, CommPayload, float]],
+    system: SystemSpec,
+    shapes: list[SliceShape],
+    default: SliceShape | None = None,
+) -> SlicePick:
+    """The slice among ``shapes`` on which ``collectives`` take least time (ties as
+    :func:`choose_slice`), with the runner-up and the cost on ``default`` (None: the most cube-like
+    regular shape among ``shapes``; an explicitly asked-for slice is its own default)."""
+    default = default or default_shape(shapes)
     costs = [cost_slice(collectives, s, system) for s in shapes]
     default_cost = next(c for c in costs if c.shape == default)
     scale = default_cost.collective_s or 1.0
     costs.sort(key=lambda c: (round(c.collective_s / scale, 9), c.shape != default, c.shape.twisted, c.shape.dims))
     return SlicePick(costs[0], costs[1] if len(costs) > 1 else None, default_cost, len(costs))
+
+
+def requested_shape(topology: str | None) -> SliceShape | None:
+    """The slice ``ocs-torus:AxBxC[,twisted=0|1]`` asks for (checked as the OCS builder checks it);
+    None for any other topology string, ``ocs-torus:auto`` included."""
+    from fabricsim.topology.parse import ocs_slice_request
+
+    shape = ocs_slice_request(topology)
+    if shape is None:
+        return None
+    dims, twisted = shape  # three dimensions: ocs_slice_request checked the slice
+    return SliceShape((dims[0], dims[1], dims[2]), twisted)
 
 
 def check_slice_chips(chips: int, pod: Pod, system: str) -> list[SliceShape]:
@@ -318,8 +376,11 @@ __all__ = [
     "choose_slice",
     "collective_s",
     "default_shape",
+    "infer_collectives",
     "is_auto",
     "ocs_pod",
+    "pick_slice",
+    "requested_shape",
     "slice_shapes",
     "slice_system",
 ]

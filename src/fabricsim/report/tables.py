@@ -409,14 +409,14 @@ def plan_table(result: dict[str, Any]) -> Any:
     if result.get("serving"):
         parts.append(_serving_table(result["serving"]))
     if "slice" in plans[0]:
-        parts.append(_slice_table(plans))
+        parts.append(_slice_table(plans, "per step" if result["kind"] == "train" else "per batch of requests"))
     return Group(*parts)
 
 
-def _slice_table(plans: list[dict[str, Any]]) -> Table:
-    """Each plan's OCS slice (plan --topology ocs-torus:auto): shape, twist, the collectives' time per
-    step on it, on the runner-up and on the default shape."""
-    table = Table(title="OCS slice per plan (shape x fastest: TP on x; collectives per step)", title_justify="left")
+def _slice_table(plans: list[dict[str, Any]], per: str) -> Table:
+    """Each plan's OCS slice (plan --topology ocs-torus:auto): shape, twist, the collectives' time
+    ``per`` step (train) or batch of requests (infer) on it, on the runner-up and on the default shape."""
+    table = Table(title=f"OCS slice per plan (shape x fastest: TP on x; collectives {per})", title_justify="left")
     for column in ("#", "slice", "collectives", "runner-up", "default"):
         table.add_column(column, justify="right" if column == "#" else "left")
 
