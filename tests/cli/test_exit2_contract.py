@@ -183,7 +183,8 @@ KINDS: dict[str, dict[str, str]] = {
                    "dtype": "enum_list", "kv_dtype": "enum_list", "input_len": "count", "output_len": "count",
                    "top": "count", "objective": "enum", "slo_tpot": "duration", "slo_ttft": "duration",
                    "tpot_slo_ms": "positive", "ttft_slo_ms": "positive", "batch": "count_list",
-                   "max_batch": "count", "arrival_rate": "positive", "requests": "count", "seed": "natural"},
+                   "max_batch": "count", "arrival_rate": "positive", "requests": "count", "seed": "natural",
+                   "topology": "topology"},
     "plan train": {**MODEL_SYSTEM, **LAYOUT_LISTS, "global_batch": "count", "seq_len": "count", "top": "count",
                    "objective": "enum", "days": "positive", "refine": "natural", "expert_tp": "count_list",
                    "offload_tier": "enum_list", "topology": "topology", "placement": "placement", "nic": "catalog",
@@ -236,6 +237,7 @@ FIELD_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("infer", "topology"): ("topology", "k", "gbps", "dims"),
     ("serve", "topology"): ("topology", "k", "gbps", "dims"),
     ("plan train", "topology"): ("topology", "k", "gbps", "dims"),
+    ("plan infer", "topology"): ("topology", "k", "gbps", "dims"),
 }
 """Words an error may use to name a parameter besides its own name (``seq_len`` / ``seq-len``)."""
 
