@@ -1,5 +1,5 @@
-"""Choose a TPU slice's shape and twist for a training job (layer L8):
-``plan train --system tpu-v5p --topology ocs-torus:auto``.
+"""Choose a TPU slice's shape and twist for a training or serving job (layer L8):
+``plan train|infer --system tpu-v5p --topology ocs-torus:auto``.
 
 On TPU v4/v5p-style pods the optical circuit switches join whole 4x4x4 cubes into one torus per job
 (:mod:`fabricsim.topology.ocs`), so a job of N chips can run on any shape a x b x c = N whose sides are
@@ -16,7 +16,10 @@ training_job`: TP, CP, EP all-to-all, DP gradient reduction and gathers, PP send
 ``repeat x`` its time on the candidate by the torus model of :mod:`fabricsim.collectives.torus`
 (rotated multi-dimensional rings; all-to-all at the channel-load bound of the group's torus, which
 sees the twist). The shortest total wins; the runner-up and the default shape are reported. The
-comparison is of communication busy time, not of the overlapped step time.
+comparison is of communication busy time, not of the overlapped step time. A serving plan is costed
+the same way on the collectives of one batch of its requests (:func:`infer_collectives`: the TP
+all-reduces, EP all-to-alls and PP sends of every prefill chunk and decode step, as the inference
+step model times them), so the many small decode all-reduces weigh their ring steps' latency.
 
 How a twist changes a group's rings (module :mod:`fabricsim.topology.ocs`): the twist re-wires the
 wraparound of every short dimension onto the far face shifted along the long dimensions. A group
