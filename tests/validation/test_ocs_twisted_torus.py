@@ -59,7 +59,8 @@ def test_twisted_torus_channel_load_gain_matches_isca_2023(dims) -> None:
 V4_POD_DIMS = (16, 16, 16)
 V4_POD_BISECTION_Bps = 24e12  # Cloud TPU v4 docs (cloud.google.com/tpu/docs/v4): "Bisection bandwidth per Pod 24 TB/s"
 # ISCA 2023 Table 4: TPU v4 "Inter Chip Interconnect: 6 links @ 50 GB/s"; sec. 7.3 "ICI link bandwidth is 2x
-# IB--400 vs 200 Gbit/s", i.e. per direction as IB's. Assumed: the docs' 24 TB/s is one direction across
+# IB--400 vs 200 Gbit/s", i.e. per direction as IB's (glennklockwood.com/garden/processors/TPUv4: ICI "provides
+# 400G bandwidth in each direction"). Assumed: the docs' 24 TB/s is one direction across
 # the cut (the docs do not say; both directions would need 23 GB/s links, half of Table 4's).
 V4_LINK_Bps = 50e9
 
