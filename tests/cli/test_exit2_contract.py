@@ -108,7 +108,7 @@ NEEDS_PACKET = {"cc", "lossless", "cc_param", "buffer", "load", "duration", "tra
 """traffic options read only at packet fidelity: their bad values are tried with ``--fidelity packet``."""
 COLLECTIVE_NETWORK = NEEDS_PACKET | {"topology", "routing", "seed"}
 """collective options read only at flow or packet fidelity: their bad values are tried with ``--fidelity packet``."""
-FABRIC_PACKET = {"transport", "ber"}
+FABRIC_PACKET = {"transport", "ber", "cc_params"}
 """train/infer/serve options read only at packet fidelity: their bad values are tried with ``--fidelity packet``."""
 
 # ---------------------------------------------------------------------------------------------
@@ -158,7 +158,7 @@ SWITCHES = {name: "an on/off flag pair: takes no value" for name in (
 VARIABILITY = {"fidelity": "enum", "trace": "output", "seeds": "count", "straggler": "straggler",
                "jitter": "non_negative", "link_jitter": "non_negative", "seed": "natural",
                "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background",
-               "transport": "enum", "ber": "ber"}
+               "transport": "enum", "ber": "ber", "cc_params": "cc_param"}
 INFER_LAYOUT = {"tp": "count", "pp": "count", "ep": "count", "dtype": "enum", "kv_dtype": "enum"}
 KINDS: dict[str, dict[str, str]] = {
     "calibrate nccl-tests": {"logs": "input", "system": "catalog", "out": "output", "op": "enum"},
@@ -197,7 +197,8 @@ KINDS: dict[str, dict[str, str]] = {
               "disaggregate": "ratio", "seed": "natural", "token_budget": "count", "max_batch": "count",
               "admission": "enum", "slo_ttft": "duration", "slo_tpot": "duration", "fidelity": "enum",
               "topology": "topology", "placement": "placement", "nic": "catalog", "background": "background",
-              "transport": "enum", "ber": "ber", "link_jitter": "non_negative", "arrival": "arrival",
+              "transport": "enum", "ber": "ber", "cc_params": "cc_param", "link_jitter": "non_negative",
+              "arrival": "arrival",
               "kv_pool": "catalog", "pool_sharing": "count",
               "scheduler": "enum", "router": "enum", "shared_prefix": "fraction", "speculative": "count",
               "acceptance": "fraction"},
@@ -238,6 +239,9 @@ FIELD_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("serve", "topology"): ("topology", "k", "gbps", "dims"),
     ("plan train", "topology"): ("topology", "k", "gbps", "dims"),
     ("plan infer", "topology"): ("topology", "k", "gbps", "dims"),
+    ("train", "cc_params"): ("cc-param",),  # the flag is --cc-param, as on traffic and collective
+    ("infer", "cc_params"): ("cc-param",),
+    ("serve", "cc_params"): ("cc-param",),
 }
 """Words an error may use to name a parameter besides its own name (``seq_len`` / ``seq-len``)."""
 

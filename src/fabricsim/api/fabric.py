@@ -13,9 +13,13 @@ Turns the user's fabric choices into the engine's :class:`~fabricsim.engine.fabr
 * ``placement``: packed | spread | random:SEED | FILE (:mod:`fabricsim.topology.placement`);
 * ``background``: ``PATTERN:LOAD``, another tenant's steady traffic on every endpoint at ``LOAD``
   of the line rate (:func:`fabricsim.network.phase.background_flows`);
-* ``transport`` (``roce`` | ``ib`` | ``uet``) and ``ber`` (the post-FEC bit-error rate of every
-  link), packet fidelity only: the transport replaces the NIC's
-  (:func:`fabricsim.network.phase.named_transport`), the rate is its ``ber`` parameter.
+* ``transport`` (``roce`` | ``ib`` | ``uet``), ``ber`` (the post-FEC bit-error rate of every
+  link) and ``cc_params`` (``NAME=VALUE`` packet parameters, as ``traffic --cc-param`` takes them,
+  e.g. ``classes=2``, ``background_class=1``, ``class_sched=wrr``), packet fidelity only: the
+  transport replaces the NIC's (:func:`fabricsim.network.phase.named_transport`), the parameters
+  override its own, the rate is its ``ber`` parameter. With several traffic classes the job's flows
+  run in class 0 and the background's in ``background_class``
+  (:mod:`fabricsim.network.phase`).
 
 Also the ``network`` block of the results: per parallel dimension the highest fabric tier its groups
 cross and the bytes per tier, the exposed communication per collective kind, and at packet level
@@ -51,6 +55,7 @@ class FabricOptions:
     background: str | None = None
     transport: str | None = None  # packet fidelity only
     ber: str | None = None  # packet fidelity only; a number as text, as the command line gives it
+    cc_params: tuple[str, ...] | None = None  # packet fidelity only; NAME=VALUE, as --cc-param gives them
 
     @property
     def given(self) -> bool:
@@ -139,29 +144,42 @@ def check_fabric_options(options: FabricOptions, fidelity: Fidelity, variability
             raise FabricsimError("ecmp", "ECMP re-hashing needs the flow network", "add --fidelity flow")
     for key in PACKET_KEYS:
         if getattr(options, key) is not None and fidelity is not Fidelity.PACKET:
-            raise FabricsimError(key, "sets the packet network's transport", "add --fidelity packet")
+            flag = "cc-param" if key == "cc_params" else key  # as the command line spells it
+            raise FabricsimError(flag, "sets the packet network's transport", "add --fidelity packet")
     if options.given and not fidelity.on_fabric:
         given = next(k for k in FABRIC_KEYS if getattr(options, k) is not None)
         raise FabricsimError(given, "needs the fabric in the loop", "add --fidelity flow or --fidelity packet")
-    if options.transport is not None or options.ber is not None:
-        packet_transport(LinkKind.ROCE, options)  # a bad name or rate: refused before anything runs
+    if options.transport is not None or options.ber is not None or options.cc_params is not None:
+        packet_transport(LinkKind.ROCE, options)  # a bad name, rate or value: refused before anything runs
 
 
 FABRIC_KEYS = ("topology", "placement", "nic", "background")
-PACKET_KEYS = ("transport", "ber")
+PACKET_KEYS = ("transport", "ber", "cc_params")
 
 
 def packet_transport(nic_kind: Any, options: FabricOptions) -> Any:
     """The packet transport of the fabric: ``options.transport`` (:func:`~fabricsim.network.phase.
-    named_transport`) or the NIC kind's, with ``options.ber`` as its bit-error rate."""
+    named_transport`) or the NIC kind's, its parameters overridden by ``options.cc_params`` (as
+    ``traffic --cc-param`` reads them), with ``options.ber`` as its bit-error rate (``--ber`` wins
+    over a ``ber=`` parameter, as in ``traffic``). Traffic-class settings the transport's lossless
+    mode cannot run (e.g. several classes with InfiniBand credits) are refused here, before a run."""
     from fabricsim.api.transports import parse_ber
+    from fabricsim.network.packet.params import Lossless, check_classes, parse_cc_params
     from fabricsim.network.phase import named_transport, transport_for
 
     transport = named_transport(options.transport) if options.transport is not None else transport_for(nic_kind)
+    params = transport.params
+    if options.cc_params:
+        params = params.with_overrides(parse_cc_params(options.cc_params))
     if options.ber is not None:
-        params = dataclasses.replace(transport.params, ber=parse_ber(options.ber))
-        transport = dataclasses.replace(transport, params=params)
-    return transport
+        params = dataclasses.replace(params, ber=parse_ber(options.ber))
+    if params.classes > 1 and transport.lossless is Lossless.CREDIT:  # the fix names these commands' options
+        raise FabricsimError("cc-param", f"classes={params.classes:g} needs a PFC or lossy transport (InfiniBand "
+                             "credits take one class here)", "use --transport roce or uet, or classes=1")  # fmt: skip
+    check_classes(params, transport.lossless)
+    if params is transport.params:
+        return transport
+    return dataclasses.replace(transport, params=params)
 
 
 def seat(

@@ -203,6 +203,7 @@ def serve(
     background: str | None = None,
     transport: str | None = None,
     ber: str | None = None,
+    cc_params: tuple[str, ...] | None = None,
     link_jitter: NonNegativeFloat = 0.0,
     arrival: str = "poisson",
     kv_pool: str | None = None,
@@ -228,7 +229,7 @@ def serve(
     not fit included, is a result with ``fits`` False, its memory figures and nothing served.
     ``fidelity``: ``analytic``/``simulate`` time steps and KV hand-offs by the analytic model;
     ``flow``/``packet`` run the collectives that leave an NVLink domain and the hand-offs on the
-    placed fabric (``topology``, ``placement``, ``nic``, ``background``, ``transport``, ``ber`` as for
+    placed fabric (``topology``, ``placement``, ``nic``, ``background``, ``transport``, ``ber``, ``cc_params`` as for
     ``train``; see :mod:`fabricsim.engine.inference.serving_fabric`). ``link_jitter`` (sigma) stretches each step's
     communication and each hand-off by ``1 + sigma |Z|`` at every fidelity.
     ``kv_pool`` names a shared CXL pool (catalog ``pools`` or a YAML file) that preempted requests'
@@ -237,7 +238,7 @@ def serve(
     Returns :class:`metrics.ServeResult`."""
     from fabricsim.api.fabric import FabricOptions, check_fabric_options, job_system, with_nic
 
-    choices = FabricOptions(topology, placement, nic, background, transport, ber)
+    choices = FabricOptions(topology, placement, nic, background, transport, ber, cc_params)
     check_fabric_options(choices, fidelity, None)
     model_spec, system_spec, layout = inference_specs(model, system, LayoutRequest(gpus, tp, pp, ep, dtype, kv_dtype))
     system_spec = job_system(with_nic(system_spec, nic), gpus, topology)  # an OCS slice: its torus
@@ -386,6 +387,7 @@ def simulate_infer(
     background: str | None = None,
     transport: str | None = None,
     ber: str | None = None,
+    cc_params: tuple[str, ...] | None = None,
     **options: Any,
 ) -> SimulatedInferResult:
     """One static inference batch through the event-driven engine.
@@ -396,13 +398,13 @@ def simulate_infer(
     (collectives at their analytic, uncontended times), ``flow`` or ``packet`` (the TP/EP/PP
     payloads of a model replica run on the placed fabric together, never below the analytic time;
     :mod:`fabricsim.engine.fabric_loop`). ``topology``, ``placement``, ``nic`` and ``background``
-    choose the fabric, ``transport`` and ``ber`` its packet transport (:mod:`fabricsim.api.fabric`).
+    choose the fabric, ``transport``, ``ber`` and ``cc_params`` its packet transport (:mod:`fabricsim.api.fabric`).
     ``variability`` (stragglers, jitter; ECMP re-hashing with ``flow``) gives P50/P99 TTFT over runs
     and TPOT over tokens.
     """
     from fabricsim.api.fabric import FabricOptions, check_fabric_options, job_system, network_report, seat, with_nic
 
-    choices = FabricOptions(topology, placement, nic, background, transport, ber)
+    choices = FabricOptions(topology, placement, nic, background, transport, ber, cc_params)
     check_fabric_options(choices, fidelity, variability)
     base = infer(model, system, gpus, input_len=input_len, output_len=output_len, **options)
     get = options.get

@@ -37,6 +37,7 @@ def simulate_train(
     background: str | None = None,
     transport: str | None = None,
     ber: str | None = None,
+    cc_params: tuple[str, ...] | None = None,
     **layout: Any,
 ) -> SimulatedTrainResult:
     """One training step through the event-driven engine; same inputs as :func:`train`.
@@ -46,14 +47,15 @@ def simulate_train(
     the placed fabric, with whatever else is in flight (:mod:`fabricsim.engine.fabric_loop`), on the
     max-min fair flow model or the packet model. ``topology``, ``placement``, ``nic`` and
     ``background`` choose that fabric (:mod:`fabricsim.api.fabric`; flow or packet only), ``transport``
-    (roce | ib | uet) and ``ber`` (bit-error rate) its packet transport (packet only).
+    (roce | ib | uet), ``ber`` (bit-error rate) and ``cc_params`` (``NAME=VALUE`` packet parameters,
+    e.g. traffic classes) its packet transport (packet only).
     ``variability`` adds seeded stragglers, jitter and ECMP re-hashing and gives P50/P99 step times.
     ``layout`` takes :func:`train`'s keywords (tp, pp, dp, ..., and the framework settings).
     """
     for key in ("offload", "offload_tier"):  # train's keywords, not the event-driven engine's
         if layout.pop(key, None) is not None:
             raise FabricsimError(key.replace("_", "-"), "is costed by the analytic fidelity only", _ANALYTIC_ONLY)
-    choices = FabricOptions(topology, placement, nic, background, transport, ber)
+    choices = FabricOptions(topology, placement, nic, background, transport, ber, cc_params)
     check_fabric_options(choices, fidelity, variability)
     base = train(model, system, gpus, global_batch, seq_len, **layout)
     shape = {key: value for key, value in layout.items() if key not in SETTINGS}

@@ -33,7 +33,7 @@ class SimulationFlags:
     link_jitter: float = 0.0
     ecmp_rehash: bool = False
     seed: int = 0
-    # --topology, --placement, --nic, --background, --transport, --ber
+    # --topology, --placement, --nic, --background, --transport, --ber, --cc-param
     fabric: dict[str, str | None] = field(default_factory=dict)
 
     @property

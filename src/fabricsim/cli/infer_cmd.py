@@ -45,6 +45,7 @@ def infer(
     background: str | None = o.BACKGROUND,
     transport: str | None = o.TRANSPORT,
     ber: str | None = o.BER,
+    cc_params: list[str] | None = o.CC_PARAM,
 ) -> None:
     """Prefill (TTFT) and decode (TPOT) of a batch, tokens/s, KV and memory per GPU."""
     params = dict(locals())  # first: exactly the command's parameters

@@ -102,6 +102,10 @@ TRANSPORT = typer.Option(
     None, "--transport", help="the packet transport: roce | ib | uet (default the NIC's; packet fidelity)"
 )
 BER = typer.Option(None, "--ber", help="post-FEC bit-error rate of every link, e.g. 1e-12 (packet fidelity)")
+CC_PARAM = typer.Option(
+    None, "--cc-param", help="packet parameter NAME=VALUE, repeatable, as traffic takes them, e.g. classes=2 "
+    "and background_class=1: the job's traffic in class 0, --background in class 1 (packet fidelity)"
+)
 TRACE_OUT = typer.Option(
     None, "--trace", help="write a Chrome/Perfetto trace JSON of the step (replaces only a regular file)"
 )
@@ -113,7 +117,7 @@ ECMP_REHASH = typer.Option(False, "--ecmp-rehash", help="re-draw ECMP hashes eve
 
 SIMULATION_KEYS = ("fidelity", "trace", "seeds", "straggler", "jitter", "link_jitter", "ecmp_rehash", "seed")
 FABRIC_KEYS = ("topology", "placement", "nic", "background")
-PACKET_KEYS = ("transport", "ber")
+PACKET_KEYS = ("transport", "ber", "cc_params")
 """The parameter names of the fidelity/variability options above (not forwarded as layout keywords)."""
 
 

@@ -67,6 +67,7 @@ def serve(
     background: str | None = o.BACKGROUND,
     transport: str | None = o.TRANSPORT,
     ber: str | None = o.BER,
+    cc_params: list[str] | None = o.CC_PARAM,
     link_jitter: float = o.LINK_JITTER,
     as_json: bool = o.JSON,
 ) -> None:

@@ -69,6 +69,7 @@ def train(
     background: str | None = o.BACKGROUND,
     transport: str | None = o.TRANSPORT,
     ber: str | None = o.BER,
+    cc_params: list[str] | None = o.CC_PARAM,
 ) -> None:
     """Step time, MFU/HFU, memory per GPU and where the time goes, for one parallel layout."""
     params = dict(locals())  # first: exactly the command's parameters

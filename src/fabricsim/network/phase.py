@@ -42,6 +42,13 @@ classes (``switch_to_host``: leaf/ToR down-links; ``switch_to_switch``: every li
 switches, leaf-spine and above), as :mod:`~fabricsim.network.packet.summary` reports them;
 also ``fec_latency_s``, the FEC latency every hop adds (a parameter, the same in every run).
 Background packets are the fabric's packets too and count in every figure.
+
+**Traffic classes** (``classes`` > 1 in the transport's parameters, e.g. ``--cc-param classes=2
+--cc-param background_class=1``): the job's flows (collectives, KV hand-offs: finite flows) run in
+class 0, the background's in ``background_class`` (the kernel's rule,
+:func:`~fabricsim.network.packet.model.PacketNetwork.simulate`), scheduled strict or weighted as
+``class_sched`` says; the counters then add ``by_class`` {class: {flows, drops}} (flows simulated,
+summed over runs; drops scaled by ``1 / k`` as above). With one class nothing is added.
 """
 
 from __future__ import annotations
@@ -211,8 +218,13 @@ class PacketCounters:
     retransmitted_bytes: float = 0.0  # payload bytes the loss recovery sent again, summed over runs
     trimmed_packets: float = 0.0  # packets a full switch cut to their headers, summed over runs
     fec_latency_s: float = 0.0  # the FEC latency each hop adds (s; the same in every run)
+    by_class: dict[str, dict[str, float]] | None = None  # {class: {flows, drops}}; None with one class
 
     def to_json(self) -> dict[str, object]:
+        classes: dict[str, object] = {}
+        if self.by_class is not None:
+            rounded = {c: {key: round(value) for key, value in v.items()} for c, v in self.by_class.items()}
+            classes["by_class"] = rounded
         return {
             "pause_s": self.pause_s,
             "pause_frames": round(self.pause_frames),
@@ -226,6 +238,7 @@ class PacketCounters:
             "retransmitted_bytes": round(self.retransmitted_bytes),
             "trimmed_packets": round(self.trimmed_packets),
             "fec_latency_s": self.fec_latency_s,
+            **classes,
         }
 
 
@@ -242,6 +255,8 @@ class _Tally:
         self.runs = 0
         self.min_k = 1.0
         self.bin_bytes = 0.0
+        self.class_flows = np.zeros(0)  # per traffic class: flows simulated (runs with several classes)
+        self.class_drops = np.zeros(0)  # per traffic class: drops x 1 / k
 
     def add(self, run: PacketRun, k: float) -> None:
         w = 1.0 / k
@@ -261,6 +276,12 @@ class _Tally:
         self.runs += 1
         self.min_k = min(self.min_k, k)
         self.bin_bytes = run.queue_bin_bytes  # the same params (buffer, MTU) in every run
+        if len(run.class_drops) > 1 and run.flow_class is not None:
+            n = len(run.class_drops)
+            if self.class_flows.size < n:  # the same params in every run: sized by the first
+                self.class_flows, self.class_drops = np.zeros(n), np.zeros(n)
+            self.class_flows += np.bincount(run.flow_class, minlength=n)[:n]
+            self.class_drops += np.asarray(run.class_drops, dtype=float) * w
 
     def counters(self) -> PacketCounters:
         p99: dict[str, float] = {}
@@ -284,7 +305,14 @@ class _Tally:
             retransmitted_bytes=s["retransmitted"],
             trimmed_packets=s["trimmed"],
             fec_latency_s=self.fec_latency_s,
+            by_class=self._by_class(),
         )
+
+    def _by_class(self) -> dict[str, dict[str, float]] | None:
+        if self.class_flows.size == 0:
+            return None  # one class (or no run): the counters stay as they were
+        pairs = zip(self.class_flows.tolist(), self.class_drops.tolist(), strict=True)
+        return {str(c): {"flows": f, "drops": d} for c, (f, d) in enumerate(pairs)}
 
 
 # --- the phase network ------------------------------------------------------------------------

@@ -7,8 +7,8 @@ sources in shared/reference/congestion-control.md).
   at the reference thresholds (Kmin 5 KB, Kmax 100 KB, Pmax 0.01, timer 50 us, byte counter
   10 MB, g 1/256) that loss is shorter.
 * Fairness of 4->1 with the gentle recovery profile (timer 1200 us, AI 1 Mb/s, HAI 10 Mb/s):
-  mean Jain >= 0.94 over seeds 0-9 and >= 0.8 on each (0.95 and 0.92 before CNPs were packets;
-  see the test for every seed measured).
+  mean Jain >= 0.95 over seeds 0-9 and >= 0.9 on each, the model's spread over 40 seeds, the same
+  with CNPs as packets or as a fixed delay (see the test; alpha updated in the firmware's order).
 * 255->1: rate-only DCQCN triggers PFC; HPCC's window bound keeps it off (HPCC repository #14).
 """
 
@@ -77,35 +77,46 @@ def test_dcqcn_gentle_recovery_converges_to_a_fair_share():
     DCQCN authors' ns-3 implements it). Clamping only after timer increases (this kernel before)
     left Rt at the line rate between 1.2 ms timer expiries, so each byte-counter expiry (every
     2.1 MB sent, i.e. more often for a faster flow) pulled Rc halfway back to the line rate:
-    recovery proportional to rate, Jain 0.91-1.00 (seeds 0-5).
+    recovery proportional to rate, Jain 0.91-1.00 (seeds 0-5). With AI = 1 Mb/s the additive part
+    is tiny and fast recovery returns each flow to its own pre-cut rate, so an imbalance can persist
+    (200 MB runs held seed 7 at 0.91): a single seed at >= 0.95 is not a property of the model, the
+    mean over seeds is (the reference sweep: 4 of 4 runs).
 
-    Measured with the fix (60 MB flows, Jain in the 4 ms before the first finish), seeds 0-39:
-    mean 0.966, minimum 0.928 (seed 7), 34 of 40 seeds at 0.95 or more (below: seeds 7, 9, 16, 24,
-    26, 39 at 0.928-0.946); seeds 0-9 mean 0.957; utilization 0.977 or more on every seed (of the line
-    rate, before packets had headers; 0.957 with RoCEv2's 82 B of headers and gap per 4,096 B). With
-    AI = 1 Mb/s the additive part is tiny and fast recovery returns each flow to its own pre-cut
-    rate, so an imbalance can persist (200 MB runs hold seed 7 at 0.91): a single seed at >= 0.95
-    is not a property of the model, the mean over seeds is (the reference sweep: 4 of 4 runs).
+    Issue 26 (measured 2026-12-02, packet headers on): CNPs as control packets had seemed to make one
+    seed unfair (seed 8: 0.832; 0.926 at worst without them, seeds 0-9), and the test was loosened to
+    mean >= 0.94, each >= 0.8. Over seeds 0-39 the two were one distribution (mean 0.9475 s.d. 0.041
+    minimum 0.829 with CNP packets; 0.9489, 0.043, 0.799 with ``control_packets`` 0): a CNP's arrival
+    a few ns earlier or later reorders the random ECN draws, and one seed's outcome is chaotic. The
+    CNP path is as the sources say: the NP sends at most one CNP per ``cnp_interval_s`` *per flow*
+    (DCQCN's NP, Zhu et al. SIGCOMM'15; ConnectX MIN_TIME_BETWEEN_CNPS 4 us) and a CNP never queues
+    behind data (every egress serves its control queue first; here it waits at most for a few 66 B
+    ACKs). What was wrong was alpha: the firmware updates it once per DCE_TCP_RTT in time order
+    (alpha = cnp_received x g + (1 - g) alpha; reaction.py), the kernel applied the previous CNP's
+    increment after the quiet periods' decay, an alpha up to g too high at each cut, more so for a
+    flow with fewer CNPs. With that fixed, seeds 0-39: mean 0.9640, s.d. 0.018, minimum 0.919, none
+    under 0.9 (``control_packets`` 0: 0.9643, 0.018, 0.910); seeds 0-9: mean 0.969, minimum 0.938.
+    The bounds below are that 40-seed spread (a 10-seed mean has s.d. ~0.006), not these ten seeds.
     """
     results = [_fairness_run(GENTLE, seed) for seed in range(10)]
     fairness = [f for f, _ in results]
-    # 0.947 with CNPs as packets (seeds 0-9: 0.995 0.971 0.980 0.963 0.960 0.927 ...); 0.961 with headers
-    # but the CNPs' old fixed delay, 0.957 with neither: CNPs now queue behind the receiver's ACKs on
-    # its port and reach the senders in another order, a mechanism change, not a fairness bug
-    # and one seed of the ten now sits at 0.83 (was >= 0.926): flagged to the lead, not tuned away
-    assert sum(fairness) / len(fairness) >= 0.94
-    assert min(fairness) >= 0.8
+    assert sum(fairness) / len(fairness) >= 0.95
+    assert min(fairness) >= 0.9
     # payload utilisation: the headers take 82 of every 4,178 B on the wire (RoCEv2, params.HEADERS)
     assert min(utilization for _, utilization in results) > 0.97 * goodput()
 
 
 def test_dcqcn_with_timer_driven_increase_converges_to_a_fair_share():
     """AIMD converges when the timer (equal for every flow) drives the additive increase: the
-    aggressive profile of the same sweep (timer 75 us, AI 50 Mb/s, HAI 500 Mb/s)."""
+    aggressive profile of the same sweep (timer 75 us, AI 50 Mb/s, HAI 500 Mb/s).
+
+    Seeds 0-39 (2026-12-02): mean 0.984, s.d. 0.0125, minimum 0.947, one seed under 0.95 (seed 1,
+    0.947); before the alpha fix (see the gentle test) 0.988, 0.0105, 0.948, also one under 0.95 (seed
+    27). A per-seed 0.95 was never a property of the model: the floor is the 40-seed spread."""
     aggressive = {"timer_s": 75e-6, "rai_Bps": 50e6 / 8, "rhai_Bps": 500e6 / 8}
-    for seed in (0, 1, 2):
-        fairness, utilization = _fairness_run(aggressive, seed)
-        assert fairness >= 0.95
+    results = [_fairness_run(aggressive, seed) for seed in (0, 1, 2)]
+    assert sum(f for f, _ in results) / len(results) >= 0.97
+    for fairness, utilization in results:
+        assert fairness >= 0.94
         assert utilization > 0.95
 
 

@@ -147,13 +147,15 @@ def test_dcqcn_increase_stages_fast_recovery_additive_then_hyper():
 
 def test_dcqcn_cuts_follow_the_firmware_alpha_and_rate_rules():
     """CNPs at 0, 2 and 4.5 us at 100 Gb/s: the first cuts by INITIAL_ALPHA x 1024 / 2^RPG_GD; the
-    second updates alpha (a quiet DCE_TCP_RTT period, then one with a CNP) but falls within
-    RATE_REDUCE_MONITOR_PERIOD (4 us) of the cut, so the rate stays; the third does both again."""
+    second updates alpha for the DCE_TCP_RTT periods completed since the first, in time order (the
+    period [0, 1 us) held a CNP, [1, 2 us) none) but falls within RATE_REDUCE_MONITOR_PERIOD (4 us) of
+    the cut, so the rate stays; the third does both again ([2, 3 us) held a CNP, [3, 4 us) none).
+    The firmware's rule: once every dce_tcp_rtt, alpha = cnp_received x g + (1 - g) x alpha."""
     from fabricsim.network.packet.reaction import dcqcn_cnp
 
-    def alpha_after(alpha, periods):  # (periods - 1) quiet periods, then one with a CNP
-        alpha *= (DCE_TCP_G / 1024) ** (periods - 1)
-        return (DCE_TCP_G * alpha + (1024 - DCE_TCP_G)) / 1024
+    def alpha_after(alpha, periods):  # one period with a CNP (the previous one's), then (periods - 1) quiet
+        alpha = (DCE_TCP_G * alpha + (1024 - DCE_TCP_G)) / 1024
+        return alpha * (DCE_TCP_G / 1024) ** (periods - 1)
 
     FF, FI, P, L = _dcqcn_state()
     gd = 1024 / 2**RPG_GD

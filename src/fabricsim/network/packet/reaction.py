@@ -5,7 +5,13 @@ Parameters"): a CNP cuts the rate at most once per rate-reduce monitor period,
 Rt <- Rc, Rc <- Rc (1 - alpha * GD_FACTOR) (GD_FACTOR = 1024 / 2^RPG_GD = 1/2 by default), never
 below Rc * MIN_DEC nor MIN_RATE; alpha is updated once per alpha period,
 alpha <- (1 - g) alpha + g if a CNP arrived in it, else (1 - g) alpha (applied lazily when the next
-CNP arrives; a flow's first CNP starts from INITIAL_ALPHA_VALUE). The target rate Rt takes
+CNP arrives, period by period in time order: the period of the previous CNP first, then the quiet
+ones, so a cut uses alpha as of the last completed period; a flow's first CNP starts from
+INITIAL_ALPHA_VALUE). Source: the firmware's description of DCE_TCP_G / DCE_TCP_RTT ("alpha =
+cnp_received x g + (1 - g) x alpha, once every dce_tcp_rtt; cnp_received is one if a CNP was
+received for this flow since the previous update", NVIDIA mstflint register layouts; DOCA "DCQCN
+CC Parameters"); before, the increment of the previous CNP's period was applied after the quiet
+periods' decay, an alpha up to g too high. The target rate Rt takes
 Rc at a cut (a) always if CLAMP_TGT_RATE is set, (b) if the byte counter raised the rate since
 the previous cut (QCN's rule, kept with either flag), (c) if CLAMP_TGT_RATE_AFTER_TIME_INC is set
 and the timer raised it, and (d) at a flow's first cut. NVIDIA defaults: 0 and 1, so Rt follows
@@ -122,10 +128,10 @@ def dcqcn_cnp(FF, FI, P, f, t):
         FF[f, FF_ALPHA_T] = t
     else:
         periods = math.floor((t - FF[f, FF_ALPHA_T]) / P[P_ALPHA_PERIOD])
-        if periods >= 1:  # (periods - 1) quiet periods, then one with a CNP
-            FF[f, FF_ALPHA] = FF[f, FF_ALPHA] * (1.0 - g) ** (periods - 1)
+        if periods >= 1:  # the period from FF_ALPHA_T held the previous CNP, the (periods - 1) after it none
             FF[f, FF_ALPHA] = (1.0 - g) * FF[f, FF_ALPHA] + g
-            FF[f, FF_ALPHA_T] += periods * P[P_ALPHA_PERIOD]
+            FF[f, FF_ALPHA] = FF[f, FF_ALPHA] * (1.0 - g) ** (periods - 1)
+            FF[f, FF_ALPHA_T] += periods * P[P_ALPHA_PERIOD]  # the period this CNP falls in
     if t - FF[f, FF_LAST_DEC] < P[P_RRMP]:
         return
     rc = FF[f, FF_RC]
