@@ -12,10 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packet_helpers import LATENCY_S, simulate, star
 
+from fabricsim.api.topologies import build_topology
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import make_flows
 from fabricsim.network.packet.params import CONTROL, HEADERS, PacketParams, parse_cc_params
 from fabricsim.network.patterns import Pattern, pattern_flows
+from fabricsim.topology.routing import Routing
 
 GO_BACK_N, SELECTIVE = 0.0, 1.0
 MTU = 4096.0
@@ -102,6 +104,22 @@ def test_selective_repeat_resends_a_lost_last_packet_after_one_timeout():
     assert sel.drops == 1 and sel.retransmitted_bytes == MTU
     expected = delay + (ser + LATENCY_S) + PacketParams().rto_s + 2 * (ser + LATENCY_S)
     assert sel.finish_s[0] == pytest.approx(expected, abs=ser)
+
+
+@pytest.mark.parametrize("cc", ["none", "nscc"])
+def test_selective_repeat_under_spraying_resends_exactly_the_lost_packets(cc):
+    """Spraying reorders a flow's packets over the fat-tree's core paths; the receiver's NACKs
+    name only packets actually lost, so every drop is resent once and nothing else is (flows of
+    whole MTUs: resent bytes = drops x MTU), with or without bit errors."""
+    topo = build_topology("fat-tree:k=4,gbps=400")
+    src = np.arange(4, 16)  # 12 senders in the other three pods, into hosts 0 and 1
+    flows = make_flows(src, src % 2, 64 * MTU, 0.0)
+    for ber in (0.0, 1e-6):
+        run = simulate(topo, flows, cc, "none", routing=Routing.SPRAY, buffer_bytes=60e3,
+                       loss_recovery=SELECTIVE, entropies=256.0, ber=ber)  # fmt: skip
+        assert run.drops > 100
+        np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
+        assert run.retransmitted_bytes == run.drops * MTU
 
 
 def test_trimming_delivers_every_byte_with_fewer_resent_bytes_and_no_drops():
