@@ -122,6 +122,39 @@ def test_selective_repeat_under_spraying_resends_exactly_the_lost_packets(cc):
         assert run.retransmitted_bytes == run.drops * MTU
 
 
+def test_selective_repeat_bookkeeping_nack_takes_the_earlier_losses_and_voids_their_timeouts():
+    """The lost list at the recovery functions: packets lost with send serials 5, 9 and 7; a packet
+    of serial 8 arrives: one NACK chain takes 5 then 7 (the list's order), their timeouts off, 9
+    stays. At the sender the chain goes on the retransmission list; 5's timeout, due at its old
+    time, is void (its row may hold another packet by then: not freed, nothing resent); 9's timeout
+    takes it off the lost list and resends it."""
+    from fabricsim.network.packet import layout as L  # noqa: N812
+    from fabricsim.network.packet.params import CongestionControl, Lossless, RunOptions, kernel_vector
+    from fabricsim.network.packet.recovery import lost_before, note_loss, on_selective_nack, on_timeout
+
+    P = kernel_vector(PacketParams(loss_recovery=SELECTIVE), RunOptions(CongestionControl.NONE, Lossless.NONE,
+                                                                         100e9 / 8, 0.0, 0))  # fmt: skip
+    FF, FI = np.zeros((1, L.FF_COLS)), np.zeros((1, L.FI_COLS), dtype=np.int64)
+    FI[0, L.FI_LOST_HEAD] = FI[0, L.FI_LOST_TAIL] = FI[0, L.FI_RQ_HEAD] = FI[0, L.FI_RQ_TAIL] = -1
+    PI, PF = np.zeros((3, L.PI_COLS), dtype=np.int64), np.zeros((3, L.PF_COLS))
+    rcvd = np.zeros(0, dtype=np.uint8)
+    deadlines = (1e-4, 2e-4, 3e-4)
+    for p, (sno, deadline) in enumerate(zip((5, 9, 7), deadlines, strict=True)):
+        PI[p, L.PI_SNO], PI[p, L.PI_SIZE], PI[p, L.PI_OFF] = sno, int(MTU), p * int(MTU)
+        note_loss(FI, FF, PI, PF, P, rcvd, p, deadline)
+    chain = lost_before(FI, PI, PF, 0, 8)
+    assert (chain, PI[chain, L.PI_NEXT], PI[2, L.PI_NEXT]) == (0, 2, -1)
+    assert (FI[0, L.FI_LOST_HEAD], FI[0, L.FI_LOST_TAIL]) == (1, 1)
+    assert list(PF[:, L.PF_RTO_T]) == [-1.0, deadlines[1], -1.0]
+    assert lost_before(FI, PI, PF, 0, 8) == -1  # named once
+    assert on_selective_nack(FI, FF, PI, chain) == 0
+    assert (FI[0, L.FI_RQ_HEAD], FI[0, L.FI_RQ_TAIL], FF[0, L.FF_RETX]) == (0, 2, 2 * MTU)
+    assert on_timeout(FI, FF, PI, PF, P, rcvd, 0, deadlines[0]) == (0, 1)
+    assert on_timeout(FI, FF, PI, PF, P, rcvd, 1, deadlines[1]) == (1, 1)
+    assert (FI[0, L.FI_LOST_HEAD], FI[0, L.FI_LOST_TAIL], FI[0, L.FI_RQ_TAIL]) == (-1, -1, 1)
+    assert FF[0, L.FF_RETX] == 3 * MTU
+
+
 def test_trimming_delivers_every_byte_with_fewer_resent_bytes_and_no_drops():
     """UET's combination, NSCC and selective repeat: with trimming every trimmed packet is resent once
     and nothing else, fewer bytes than drops, NACKs and timeouts resend (measured: 3.92 MB against
