@@ -6,7 +6,8 @@ htsim (Broadcom/csg-htsim, C++) is built separately (``cd sim && make``); its co
 this repository. Without its binaries (``htsim_roce``, ``htsim_eqds`` in ``$HTSIM_BIN_DIR``) the
 script says so and exits 0. The scenarios are those of ``bench_transports.py``: a k=8 fat-tree
 (128 hosts) permutation of 4 MB flows and N -> 1 incasts of 1 MB (N = 8, 16, 64, 255) on a single
-switch, 400 Gb/s, 1 us links. Pairs compared:
+switch, 400 Gb/s, 1 us links; htsim's switch has fewer than 96 ports, so it runs N = 255 on a
+16 x 16 leaf-spine, and fabricsim runs that one on both (rows "leaf-spine"). Pairs compared:
 
 * fabricsim ``roce`` (PFC + DCQCN + ECMP) vs ``htsim_roce -strat ecmp_host`` (PFC, lossless
   input queues, ECMP; htsim's RoCE source sends at line rate: it has no DCQCN). The permutation is
@@ -26,7 +27,16 @@ thresholds are in packets, so ``roce-nocc-pfc`` takes them as that many of fabri
 Per scenario it prints each side's mean throughput fraction (bytes / FCT / line rate, per sending
 host) and last FCT, and the error of fabricsim against htsim. ``--time-suite`` also times the
 14-scenario suite (see ``SUITE``) as whole processes on both sides. The figures measured are in
-``benchmarks/data/htsim_comparison.yaml``.
+``benchmarks/data/htsim_comparison.yaml``; the latest (2026-12-02, selective repeat NACK-driven,
+results_nack_selective_repeat there), as error of fabricsim against htsim:
+
+* RoCE ECMP permutation, mean of 10 draws: roce-nocc-pfc +6.7% (+7.5% against 50 pooled htsim
+  draws; target 10%: met); the default roce (DCQCN on, not in htsim's RoCE) -14.7%.
+* UET permutation against EQDS: +5.8% (uet-q35 +3.7%; target 10%: met).
+* Incast last FCT, roce-nocc: -1.1 / -0.5 / -0.1 / +0.0% at N = 8 / 16 / 64 / 255, +0.0% at 255
+  on the leaf-spine too (target 3%: met). UET against EQDS: -0.3 / +0.1 / -0.6%, and at 255 -11.6%
+  on one switch, -11.5% on htsim's leaf-spine (uet-q35 -6.7%): missed like for like; fabricsim's
+  UET ends at the line-rate bound, htsim's EQDS 14% above it (26,499 retransmissions).
 """
 
 from __future__ import annotations
@@ -99,19 +109,31 @@ def _result(flows, finish_s: np.ndarray, line_Bps: float) -> Result:
 # --- fabricsim ------------------------------------------------------------------------------------
 
 
-def run_fabricsim(kind: str, n: int, transport: str, seed: int) -> Result:
-    """The scenario in fabricsim, built as bench_transports.py builds it. ``roce-nocc`` is RoCE with
-    DCQCN off (PFC + ECMP at line rate): the mechanism of htsim's RoCE source; ``roce-nocc-pfc``
-    also takes htsim's PFC thresholds (HTSIM_PFC_XOFF_PKTS, HTSIM_PFC_XON_PKTS) for fabricsim's
-    dynamic shared-buffer threshold."""
+def _topology(kind: str, n: int, like_htsim: bool):
+    """The k=8 fat-tree, or an incast's single switch; ``like_htsim``: the incasts htsim cannot put on
+    one switch (HTSIM_MAX_PORTS) on its non-blocking LEAF_SPINE_RADIX x LEAF_SPINE_RADIX leaf-spine
+    instead (hosts 16 i .. 16 i + 15 under leaf i on both sides)."""
     from bench_transports import LINK
+    from fabricsim.topology.builders import fat_tree, leaf_spine, nvswitch_domain
+
+    if kind == "perm":
+        return fat_tree(8, LINK)
+    if like_htsim and n + 1 >= HTSIM_MAX_PORTS:
+        return leaf_spine(LEAF_SPINE_RADIX, LEAF_SPINE_RADIX, LEAF_SPINE_RADIX, LINK)
+    return nvswitch_domain(n + 1, LINK, reduction=False, name="switch")
+
+
+def run_fabricsim(kind: str, n: int, transport: str, seed: int, like_htsim: bool = False) -> Result:
+    """The scenario in fabricsim, built as bench_transports.py builds it (``like_htsim``: on htsim's
+    topology, :func:`_topology`). ``roce-nocc`` is RoCE with DCQCN off (PFC + ECMP at line rate):
+    the mechanism of htsim's RoCE source; ``roce-nocc-pfc`` also takes htsim's PFC thresholds
+    (HTSIM_PFC_XOFF_PKTS, HTSIM_PFC_XON_PKTS) for fabricsim's dynamic shared-buffer threshold."""
     from fabricsim.network.packet.model import PacketNetwork
     from fabricsim.network.packet.params import CongestionControl, RunOptions, wire_overhead
     from fabricsim.network.phase import named_transport
-    from fabricsim.topology.builders import fat_tree, nvswitch_domain
     from fabricsim.topology.routing import route_table
 
-    topo = fat_tree(8, LINK) if kind == "perm" else nvswitch_domain(n + 1, LINK, reduction=False, name="switch")
+    topo = _topology(kind, n, like_htsim)
     flows = _flows(kind, n)
     chosen = named_transport(transport.split("-")[0])
     cc = CongestionControl.NONE if "-nocc" in transport else chosen.cc
@@ -229,6 +251,10 @@ def compare(bin_dir: Path, work: Path) -> None:
         eqds = run_htsim(htsim_command(bin_dir, work, "incast", n, "uet", 0), "incast", n)
         for transport in UET_VARIANTS:
             _line(f"{n}->1 incast 1MB {transport} vs eqds", run_fabricsim("incast", n, transport, 0), eqds)
+        if n + 1 >= HTSIM_MAX_PORTS:  # htsim ran it on a leaf-spine: the same topology, like for like
+            for transport, ref in (("roce-nocc", roce), *((t, eqds) for t in UET_VARIANTS)):
+                ours = run_fabricsim("incast", n, transport, 0, like_htsim=True)
+                _line(f"{n}->1 leaf-spine {transport}", ours, ref)
 
 
 def _children_cpu() -> float:

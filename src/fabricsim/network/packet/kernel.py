@@ -122,6 +122,7 @@ from fabricsim.network.packet.layout import (
     PI_OFF,
     PI_SEQ,
     PI_SIZE,
+    PI_SNO,
     PI_TRIM,
 )
 from fabricsim.network.packet.reaction import dcqcn_sent, dcqcn_timer, max_rate
@@ -423,6 +424,7 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     PI[p, PI_TRIM] = 0
     PI[p, PI_CTRL] = 0
     PI[p, PI_CLASS] = FI[f, FI_CLASS]
+    PI[p, PI_SNO] = meta[M_SENT_PKTS]  # selective repeat: a loss is NACKed when a later-sent packet arrives
     PI[p, PI_ENT] = -1
     if P[P_ENTROPIES] > 0:  # the sender cycles through its entropy values, one per packet
         PI[p, PI_ENT] = FI[f, FI_ENT_NEXT] % int(P[P_ENTROPIES])

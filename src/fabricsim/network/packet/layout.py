@@ -19,7 +19,8 @@ EV_ACK = 7  # the ACK of packet arg (with its INT records) reaches the sender
 EV_WAKE = 8  # host arg's NIC re-checks its flows (pacing or a rate-increase timer is due)
 EV_RETX = 9  # the dropped packet arg is declared lost at its sender (retransmission timeout)
 EV_SAMPLE = 10  # time-series sample
-EV_NACK = 11  # go-back-N: the receiver's NACK (an out-of-sequence packet arrived) for flow arg reaches its sender
+EV_NACK = 11  # the receiver's NACK reaches the sender: go-back-N's for flow arg (an out-of-sequence packet
+# arrived), selective repeat's naming the chain of lost packets that starts at packet arg
 EV_TRIM_NACK = 12  # trimming: the NACK of trimmed packet arg (its header reached the receiver) reaches the sender
 EV_PULL = 13  # RCCC: receiver host arg's credit pacer grants its next MTU of credit
 EV_GRANT = 14  # RCCC: one MTU of credit reaches flow arg's sender
@@ -93,7 +94,9 @@ FI_CUM = 18  # receiver: slots received in order from the flow's start (its cumu
 FI_ENT_NEXT = 19  # spraying over entropies: packets sent so far (the next packet's entropy = this mod N)
 FI_ACK_CNT = 20  # receiver: packets delivered since its last plain ACK (ack_every coalescing)
 FI_CLASS = 21  # the flow's traffic class (0: the highest priority)
-FI_COLS = 22
+FI_LOST_HEAD = 22  # selective repeat: first lost packet the receiver has not NACKed yet (-1: none)
+FI_LOST_TAIL = 23
+FI_COLS = 24
 
 # --- flow float table FF[flows, :] ---
 FF_SIZE = 0
@@ -146,12 +149,14 @@ PI_ENT = 11  # entropy value (-1: none, round-robin spraying or one path)
 PI_CTRL = 12  # 0: a data packet; else a control packet delivering event kind PI_CTRL (or CTRL_ACK)
 PI_REF = 13  # control packet: the argument of its event (a packet or a flow)
 PI_CLASS = 14  # data packet: its flow's traffic class
-PI_COLS = 15
+PI_SNO = 15  # data packet: its send serial (the run's packets sent before it; a resend gets a new one)
+PI_COLS = 16
 
 MAX_HOPS = 8  # INT records per packet (switch egress hops); longer paths keep the first ones
 INT_FIELDS = 5  # qlen, txBytes, ts, capacity, link id per hop
 PF_SENT_T = MAX_HOPS * INT_FIELDS  # the packet's send time (NSCC's RTT sample)
-PF_COLS = MAX_HOPS * INT_FIELDS + 1
+PF_RTO_T = PF_SENT_T + 1  # selective repeat: a lost packet's timeout (-1: off, its NACK resends it)
+PF_COLS = MAX_HOPS * INT_FIELDS + 2
 
 # --- the parameter vector P[:] (filled by params.kernel_vector) ---
 P_MTU = 0

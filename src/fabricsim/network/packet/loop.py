@@ -73,6 +73,7 @@ from fabricsim.network.packet.layout import (
     FI_ACK_CNT,
     FI_DONE,
     FI_DST,
+    FI_LOST_HEAD,
     FI_SRC,
     INT_FIELDS,
     LF_BER,
@@ -129,12 +130,14 @@ from fabricsim.network.packet.layout import (
     PI_LINK,
     PI_REF,
     PI_SIZE,
+    PI_SNO,
     PI_TRIM,
 )
 from fabricsim.network.packet.losses import _activate, _corrupted, _drop, _enqueue, _forward_header, _overflow, _recover
 from fabricsim.network.packet.pool import _grown_pool, _new_pool, _sample, _schedule_starts
 from fabricsim.network.packet.reaction import dcqcn_cnp, hpcc_ack, nscc_ack
 from fabricsim.network.packet.recovery import (
+    lost_before,
     nack_due,
     receive,
 )
@@ -240,8 +243,9 @@ def _control_hop(S, c, lk, t):
 @njit(cache=True, inline="always")
 def _deliver(S, stats, p, lk, t):
     """Packet ``p`` reached its receiver: count its new bytes, answer with a CNP / an ACK as the CC
-    needs, or a NACK (a trimmed header; go-back-N: a packet beyond the flow's gap)."""
-    _LI, LF, FI, FF, PI, _PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd = S
+    needs, or a NACK (a trimmed header; go-back-N: a packet beyond the flow's gap; selective
+    repeat: a packet sent after one that was lost)."""
+    _LI, LF, FI, FF, PI, PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd = S
     f = PI[p, PI_FLOW]
     if P[P_LOSSLESS] == _CREDIT:
         heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
@@ -254,6 +258,10 @@ def _deliver(S, stats, p, lk, t):
             _reply(S, EV_NACK, f, p, lk, t)
         heap.push(H[0], H[1], H[2], H[3], t + P[P_RTO], _key(EV_RETX, p))  # its own timeout, should it be needed
         return 0
+    if FI[f, FI_LOST_HEAD] >= 0:  # selective repeat: NACK the flow's packets lost before p was sent
+        lost = lost_before(FI, PI, PF, f, PI[p, PI_SNO])
+        if lost >= 0:
+            _reply(S, EV_NACK, lost, p, lk, t)
     if got > 0:
         FF[f, FF_DELIVERED] += PI[p, PI_SIZE]
         stats[S_DELIVERED_PKTS] += 1

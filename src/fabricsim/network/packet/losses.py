@@ -13,6 +13,7 @@ from fabricsim.network.packet import heap
 from fabricsim.network.packet.jit import njit
 from fabricsim.network.packet.kernel import (
     _CC_NSCC,
+    _GO_BACK_N,
     S_CLASS_DROPS,
     S_DROPS,
     _frame,
@@ -36,6 +37,7 @@ from fabricsim.network.packet.layout import (
     LI_QHEAD,
     LI_QTAIL,
     P_CC,
+    P_LOSS_RECOVERY,
     P_RTO,
     P_TRIM,
     PI_CLASS,
@@ -50,6 +52,7 @@ from fabricsim.network.packet.reaction import nscc_bound
 from fabricsim.network.packet.recovery import (
     note_loss,
     on_nack,
+    on_selective_nack,
     on_timeout,
     on_trim_nack,
     trim,
@@ -116,25 +119,32 @@ def _corrupted(ber, size):
 
 @njit(cache=True)
 def _drop(S, stats, p, t):
-    """Drop ``p``; its sender learns of the loss one retransmission timeout later (go-back-N: by
-    the receiver's NACK when a later packet arrives first)."""
+    """Drop ``p``; its sender learns of the loss one retransmission timeout later, or by the
+    receiver's NACK when a later packet arrives first."""
     H = S[10]
     stats[S_DROPS] += 1
     stats[S_CLASS_DROPS + S[4][p, PI_CLASS]] += 1
-    note_loss(S[2], S[3], S[4], S[6], S[13], p)
-    heap.push(H[0], H[1], H[2], H[3], t + S[6][P_RTO], _key(EV_RETX, p))
+    deadline = t + S[6][P_RTO]
+    note_loss(S[2], S[3], S[4], S[5], S[6], S[13], p, deadline)
+    heap.push(H[0], H[1], H[2], H[3], deadline, _key(EV_RETX, p))
 
 
 @njit(cache=True)
 def _recover(S, kind, arg, t):
-    """Loss recovery at the sender (:mod:`recovery`): a timeout, a go-back-N NACK, a trim NACK."""
+    """Loss recovery at the sender (:mod:`recovery`): a timeout, a NACK (go-back-N's or selective
+    repeat's), a trim NACK."""
     LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, _LINT, rcvd = S
     if kind == EV_RETX:
         f = PI[arg, PI_FLOW]
-        _resend, keep = on_timeout(FI, FF, PI, P, rcvd, arg)
+        again, keep = on_timeout(FI, FF, PI, PF, P, rcvd, arg, t)
         if not keep:
             _free(PI, meta, arg)
-        resend = 1  # the packet left the window (HPCC's in-flight bytes): the sender may send again
+        # the packet left the window (HPCC's in-flight bytes): the sender may send again, unless
+        # the timeout was void (selective repeat: its NACK came first)
+        resend = 1 if again > 0 or keep == 0 else 0
+    elif kind == EV_NACK and P[P_LOSS_RECOVERY] != _GO_BACK_N:
+        f = on_selective_nack(FI, FF, PI, arg)
+        resend = 1
     elif kind == EV_NACK:
         f = arg
         resend = on_nack(FI, FF, f)

@@ -371,6 +371,7 @@ def _flow_tables(flows: FlowSet, params: PacketParams, opts: RunOptions, latency
     FF[:, L.FF_FINISH] = np.nan
     FF[:, L.FF_GAP] = np.inf
     FI[:, L.FI_RQ_HEAD] = FI[:, L.FI_RQ_TAIL] = -1
+    FI[:, L.FI_LOST_HEAD] = FI[:, L.FI_LOST_TAIL] = -1
     FI[:, L.FI_CLASS] = _traffic_classes(flows, params)
     return FI, FF
 

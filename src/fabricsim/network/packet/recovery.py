@@ -10,8 +10,13 @@
   later packet arrives, the timeout (``rto_s``) of the lost packet does the same. A NACK or timeout
   of a packet sent before the sender's last rewind (an older *epoch*) is ignored: that rewind went
   back to a first missing byte at or below it, so its resend is under way.
-* Selective repeat (``loss_recovery`` 1): after ``rto_s`` the sender resends only the lost packet;
-  the receiver places every packet where it belongs.
+* Selective repeat (``loss_recovery`` 1; IRN, Mittal et al., SIGCOMM'18, section 3.1, as ConnectX's
+  selective repeat and UET's PDS do): the receiver places every packet where it belongs; when a
+  packet arrives that was sent after a lost one, the receiver NACKs the loss (IRN's NACK with its
+  selective acknowledgement: one NACK names every packet of the flow lost before the arriving one
+  and not named yet) and the sender resends exactly those packets, ahead of new data. A lost packet
+  that no later packet follows (e.g. a flow's last) is resent by its timeout (``rto_s``, IRN's
+  fallback); a NACKed packet's timeout is off (NACKs are never lost, below).
 * Trimming (``trimming`` 1; NDP, Handley et al., SIGCOMM'17, section 3; UEC 1.0 specification,
   packet trimming): a switch whose buffer cannot take a packet cuts it to its headers
   (``trim_bytes``) and forwards the header in a strict-priority class that is never dropped; the
@@ -19,10 +24,18 @@
 
 Simplifications, stated: the receiver's loss detection is exact (reordering by spraying alone never
 looks like a loss: the NIC places out-of-order data directly, as ConnectX with adaptive routing
-does); NACKs and trim NACKs are control packets that cross the queues back to the sender (see
-:mod:`kernel`) but are never lost themselves; every packet
-of a flow except its last is one MTU, so its offset / MTU numbers its slot in the receive map
+does; a selective NACK names only packets actually lost, ordered by send serial ``PI_SNO``, which a
+resend renews as UET gives a retransmission a new PSN); NACKs and trim NACKs are control packets
+that cross the queues back to the sender (see :mod:`kernel`) but are never lost themselves; every
+packet of a flow except its last is one MTU, so its offset / MTU numbers its slot in the receive map
 ``rcvd`` (a resent byte is counted once).
+
+Selective repeat's lost packets: a dropped packet waits, whole, on its flow's *lost list*
+(``FI_LOST_HEAD``, linked through ``PI_NEXT``) with its timeout in ``PF_RTO_T``. A NACK moves it
+to a chain the NACK carries and sets ``PF_RTO_T`` to -1; at the sender the packet itself goes on
+the retransmission list and is reused once resent. Its timeout event, still in the heap, finds
+``PF_RTO_T`` no longer equal to its own time and does nothing (the row may hold another packet by
+then).
 """
 
 from __future__ import annotations
@@ -40,6 +53,8 @@ from fabricsim.network.packet.layout import (
     FI_CUM,
     FI_EPOCH,
     FI_GAP_EPOCH,
+    FI_LOST_HEAD,
+    FI_LOST_TAIL,
     FI_NACK_EPOCH,
     FI_NACKED,
     FI_RQ_HEAD,
@@ -49,10 +64,13 @@ from fabricsim.network.packet.layout import (
     P_LOSS_RECOVERY,
     P_MTU,
     P_TRIM_BYTES,
+    PF_RTO_T,
     PI_EPOCH,
     PI_FLOW,
+    PI_NEXT,
     PI_OFF,
     PI_SIZE,
+    PI_SNO,
     PI_TRIM,
 )
 from fabricsim.network.packet.reaction import release
@@ -114,21 +132,73 @@ def nack_due(FI, FF, PI, P, rcvd, p):
 
 
 @njit(cache=True, inline="always")
-def note_loss(FI, FF, PI, P, rcvd, p):
-    """Go-back-N: packet ``p`` is lost; the receiver's gap moves down to it (a lost resend of the gap
-    renews the gap's epoch, so it is NACKed again; a copy of bytes already received makes no gap)."""
+def note_loss(FI, FF, PI, PF, P, rcvd, p, deadline):
+    """Packet ``p`` is lost; its timeout falls due at ``deadline``. Selective repeat: ``p`` joins its
+    flow's lost list. Go-back-N: the receiver's gap moves down to it (a lost resend of the gap renews
+    the gap's epoch, so it is NACKed again; a copy of bytes already received makes no gap)."""
+    f = PI[p, PI_FLOW]
     if P[P_LOSS_RECOVERY] != _GO_BACK_N:
+        PF[p, PF_RTO_T] = deadline
+        append_packet(PI, FI, f, FI_LOST_HEAD, FI_LOST_TAIL, p)
         return
     k = _slot(FI, PI, P, p)
     if k >= 0 and rcvd[k]:
         return
-    f = PI[p, PI_FLOW]
     off = PI[p, PI_OFF]
     epoch = PI[p, PI_EPOCH]
     if off < FF[f, FF_GAP] or (off == FF[f, FF_GAP] and epoch > FI[f, FI_GAP_EPOCH]):
         FF[f, FF_GAP] = off
         FI[f, FI_GAP_EPOCH] = epoch
         FI[f, FI_NACKED] = 0
+
+
+@njit(cache=True)
+def lost_before(FI, PI, PF, f, sno):
+    """Selective repeat, at flow ``f``'s receiver on the arrival of a packet of send serial ``sno``:
+    take every packet of the lost list sent before it (in the list's order) into a chain for one
+    NACK, their timeouts off; the chain's first packet, -1 if none."""
+    head, tail, prev = -1, -1, -1
+    p = FI[f, FI_LOST_HEAD]
+    while p >= 0:
+        nxt = PI[p, PI_NEXT]
+        if PI[p, PI_SNO] < sno:
+            if prev >= 0:
+                PI[prev, PI_NEXT] = nxt
+            else:
+                FI[f, FI_LOST_HEAD] = nxt
+            if FI[f, FI_LOST_TAIL] == p:
+                FI[f, FI_LOST_TAIL] = prev
+            PI[p, PI_NEXT] = -1
+            if tail >= 0:
+                PI[tail, PI_NEXT] = p
+            else:
+                head = p
+            tail = p
+            PF[p, PF_RTO_T] = -1.0
+        else:
+            prev = p
+        p = nxt
+    return head
+
+
+@njit(cache=True)
+def _unlink_lost(FI, PI, f, p):
+    """Take packet ``p`` off flow ``f``'s lost list (its timeout resends it)."""
+    prev = -1
+    q = FI[f, FI_LOST_HEAD]
+    while q >= 0 and q != p:
+        prev = q
+        q = PI[q, PI_NEXT]
+    if q < 0:
+        return
+    nxt = PI[p, PI_NEXT]
+    if prev >= 0:
+        PI[prev, PI_NEXT] = nxt
+    else:
+        FI[f, FI_LOST_HEAD] = nxt
+    if FI[f, FI_LOST_TAIL] == p:
+        FI[f, FI_LOST_TAIL] = prev
+    PI[p, PI_NEXT] = -1
 
 
 @njit(cache=True, inline="always")
@@ -152,11 +222,16 @@ def _queue_resend(FI, FF, PI, p):
 
 
 @njit(cache=True)
-def on_timeout(FI, FF, PI, P, rcvd, p):
-    """The retransmission timeout of lost (or discarded) packet ``p`` at its sender. Returns
-    (resend, keep): resend 1 if the flow has bytes to send again; keep 1 if ``p`` now waits on the
-    retransmission list (selective repeat), else the caller frees it."""
+def on_timeout(FI, FF, PI, PF, P, rcvd, p, t):
+    """The retransmission timeout of lost (or discarded) packet ``p`` at its sender, due at ``t``.
+    Returns (resend, keep): resend 1 if the flow has bytes to send again; keep 1 if ``p`` is not the
+    caller's to free: it waits on the retransmission list (selective repeat), or the timeout is void
+    (selective repeat: a NACK resent it, the row may be another packet now; then resend is 0)."""
     f = PI[p, PI_FLOW]
+    if P[P_LOSS_RECOVERY] != _GO_BACK_N:
+        if PF[p, PF_RTO_T] != t:
+            return 0, 1
+        _unlink_lost(FI, PI, f, p)
     release(FI, FF, PI, p)
     k = _slot(FI, PI, P, p)
     if k >= 0 and rcvd[k]:
@@ -175,6 +250,19 @@ def on_nack(FI, FF, f):
     if FI[f, FI_NACK_EPOCH] != FI[f, FI_EPOCH]:
         return 0
     return _rewind(FI, FF, f, FF[f, FF_NACK_OFF])
+
+
+@njit(cache=True)
+def on_selective_nack(FI, FF, PI, p):
+    """A selective-repeat NACK reaches the sender: resend exactly the lost packets of its chain
+    (from packet ``p``, linked through ``PI_NEXT``), in order. Returns their flow."""
+    f = PI[p, PI_FLOW]
+    while p >= 0:
+        nxt = PI[p, PI_NEXT]
+        release(FI, FF, PI, p)
+        _queue_resend(FI, FF, PI, p)
+        p = nxt
+    return f
 
 
 @njit(cache=True, inline="always")
