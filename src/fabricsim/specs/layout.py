@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from enum import Enum
+from operator import attrgetter
 
 
 class Recompute(str, Enum):
@@ -97,7 +98,7 @@ class ParallelLayout:
     def as_dict(self) -> dict[str, object]:
         """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`)."""
         # flat immutable fields: asdict without its copies, in field order (names listed once: a hot path)
-        raw = {short: getattr(self, name) for name, short in _FIELD_SHORT_NAMES}
+        raw = dict(zip(_SHORT_NAMES, _FIELD_VALUES(self), strict=True))
         raw["recompute"] = self.recompute.value
         raw["expert_tp"] = self.expert_tp  # resolved: tp unless set
         return raw
@@ -120,6 +121,8 @@ SHORT_NAMES: dict[str, str] = {
 """The ONE map between a layout field's full name and its short (CLI / JSON) name."""
 
 _FIELD_SHORT_NAMES = tuple((f.name, SHORT_NAMES[f.name]) for f in fields(ParallelLayout))
+_SHORT_NAMES = tuple(short for _, short in _FIELD_SHORT_NAMES)
+_FIELD_VALUES = attrgetter(*(name for name, _ in _FIELD_SHORT_NAMES))  # a layout's field values, in order
 
 LONG_NAMES: dict[str, str] = {short: full for full, short in SHORT_NAMES.items()}
 
