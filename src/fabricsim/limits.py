@@ -12,6 +12,7 @@ changed (a validated estimate checks several caps; ``os.environ.get`` alone cost
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from fabricsim.errors import FabricsimError
 
@@ -66,10 +67,13 @@ _DATA: dict | None = getattr(_ENVIRON, "_data", None)
 _KEYS = {name: _ENVIRON.encodekey(f"FABRICSIM_MAX_{name}") for name in CAPS} if _DATA is not None else {}
 
 
+_READ = _DATA.get if _DATA is not None else None
+
+
 def cap(name: str) -> int:
     """The cap ``name`` (a key of :data:`CAPS`), or the integer in ``FABRICSIM_MAX_<name>`` if set."""
-    if os.environ is _ENVIRON and _DATA is not None:
-        raw = _DATA.get(_KEYS[name])
+    if _READ is not None and os.environ is _ENVIRON:
+        raw = _READ(_KEYS[name])
     else:
         raw = os.environ.get(f"FABRICSIM_MAX_{name}")
     if raw is None:
@@ -80,6 +84,16 @@ def cap(name: str) -> int:
     value = _parse(name, raw)
     _PARSED[name] = (raw, value)
     return value
+
+
+def unset_probe(name: str) -> tuple[object, Callable[[object], object], object] | None:
+    """(the ``os.environ`` object, a reader of its mapping, the key of ``FABRICSIM_MAX_<name>``) for a
+    check on a hot path (the edge of ``api.train``) to tell, without a call into :func:`cap`, that
+    the variable is unset and the cap is its default: ``os.environ is environ and read(key) is None``.
+    None where the environment cannot be read that way (then call :func:`cap`)."""
+    if _READ is None:
+        return None
+    return _ENVIRON, _READ, _KEYS[name]
 
 
 def _parse(name: str, raw: object) -> int:

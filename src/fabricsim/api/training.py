@@ -197,7 +197,7 @@ def train(
         capacity_factor, moe_dispatcher, cross_entropy, mtp_layers, account_for_embedding_in_pipeline_split,
         account_for_loss_in_pipeline_split, grad_reduce_in_fp32, pipeline_layout, recompute_modules, lora_rank,
     )
-    model_spec, system_spec, dims = _checked_specs(model, system, gpus)
+    model_spec, system_spec, dims, powers = _checked_specs(model, system, gpus)
     layout = work.resolve_layout(
         gpus, dims, tensor_parallel=tp, pipeline_parallel=pp, data_parallel=dp, context_parallel=cp,
         expert_parallel=ep, virtual_stages=vpp, micro_batch_size=micro_batch, zero_stage=zero, recompute=recompute,
@@ -209,7 +209,12 @@ def train(
     if placement is not None:
         system_spec.memory_tier(placement.tier)
     estimate = _context(model_spec, system_spec, options).estimate(layout, global_batch, seq_len, placement)
-    return train_result(model_spec.name, system_spec.name, estimate, options, train_power(system_spec, gpus))
+    power = powers.get(gpus, False)
+    if power is False:
+        if len(powers) >= HELD_KEPT:
+            powers.clear()
+        power = powers[gpus] = train_power(system_spec, gpus)
+    return train_result(model_spec.name, system_spec.name, estimate, options, power)
 
 
 _OPTIONS: dict[tuple, TrainingOptions] = {}  # training_options per distinct settings (immutable, pure)
@@ -226,6 +231,8 @@ def _options_of(values: tuple) -> TrainingOptions:
     """:func:`training_options` of the settings ``values`` (in :data:`SETTINGS` order), built and
     checked once per distinct value (a refusal is not kept: it raises each time; unhashable
     settings, e.g. a list, are not kept)."""
+    if values == _UNSET:  # the common call: every setting at its default
+        return _DEFAULT_SETTINGS
     key = (values, tuple(map(type, values)))  # True and 1 are equal keys, not the same setting
     try:
         return _OPTIONS[key]
@@ -240,18 +247,26 @@ def _options_of(values: tuple) -> TrainingOptions:
     return options
 
 
+_UNSET = (None,) * len(SETTINGS)
+_DEFAULT_SETTINGS = training_options()  # every setting unset (what _options_of would build for _UNSET)
+
+
 # (model, system) spec pairs whose cluster-size check passed, per GPU cap, with the model's
-# dimensions: the check sums the model's parameters and model_dims counts them again (together a
-# third of an estimate), pure functions of the frozen specs and the cap. Keyed by the specs'
-# identities (the catalog returns one object per name; the specs are kept alive here).
-_HELD: dict[tuple[int, int, int], tuple[ModelSpec, SystemSpec, ModelDims]] = {}
+# dimensions and the cluster's power per GPU count: the check sums the model's parameters and
+# model_dims counts them again (together a third of an estimate); the power is cached by
+# api.cost, but finding it there took as long as the engine's step time. All are pure functions of
+# the frozen specs, the cap and the GPU count. Keyed by the specs' identities (the catalog returns
+# one object per name; the specs are kept alive here).
+_HELD: dict[tuple[int, int, int], tuple[ModelSpec, SystemSpec, ModelDims, dict[int, PowerBreakdown | None]]] = {}
 HELD_KEPT = 64
 
 
-def _checked_specs(model: str, system: str, gpus: int) -> tuple[ModelSpec, SystemSpec, ModelDims]:
-    """The catalog specs of ``model`` and ``system`` and the model's dimensions, checked for
-    ``gpus`` GPUs and for a cluster that can hold the model (:func:`check_cluster_can_hold`, once
-    per spec pair and GPU cap)."""
+def _checked_specs(
+    model: str, system: str, gpus: int
+) -> tuple[ModelSpec, SystemSpec, ModelDims, dict[int, PowerBreakdown | None]]:
+    """The catalog specs of ``model`` and ``system``, the model's dimensions and the pair's power
+    figures by GPU count (filled by ``train``), checked for ``gpus`` GPUs and for a cluster that can
+    hold the model (:func:`check_cluster_can_hold`, once per spec pair and GPU cap)."""
     model_spec = catalog.load_model(model)
     system_spec = catalog.load_system(system)
     system_spec.check_gpu_count(gpus)
@@ -261,7 +276,7 @@ def _checked_specs(model: str, system: str, gpus: int) -> tuple[ModelSpec, Syste
         check_cluster_can_hold(model_spec, system_spec)
         if len(_HELD) >= HELD_KEPT:
             _HELD.clear()
-        hit = _HELD[key] = (model_spec, system_spec, model_dims(model_spec))
+        hit = _HELD[key] = (model_spec, system_spec, model_dims(model_spec), {})
     return hit
 
 
@@ -269,23 +284,26 @@ def _checked_specs(model: str, system: str, gpus: int) -> tuple[ModelSpec, Syste
 # context is not shared between threads): its caches hold pure per-shape work (stage costs, layer
 # times, collective times), so a loop of train calls over layouts, batches or sequence lengths
 # pays for each shape once, as a sweep holding one context does. Bounded: a few contexts, each
-# rebuilt once it holds many shapes. The catalog returns one spec object per name, so the specs'
-# identities (kept alive here with the context) and the options' value are the key.
+# rebuilt once it holds many shapes. The catalog returns one spec object per name and train one
+# options object per distinct settings (_options_of), so their identities are the key (the objects
+# are kept alive here with the context; hashing the options' 16 fields cost more than the look-up).
 _CONTEXTS = threading.local()
 CONTEXTS_KEPT = 8
 SHAPES_KEPT = 4096
 
 
 def _context(model: ModelSpec, system: SystemSpec, options: TrainingOptions) -> analytic.TrainingContext:
-    kept: dict[tuple, tuple[ModelSpec, SystemSpec, analytic.TrainingContext]]
+    kept: dict[tuple, tuple[ModelSpec, SystemSpec, TrainingOptions, analytic.TrainingContext]]
     kept = _CONTEXTS.__dict__.setdefault("kept", {})
-    key = (id(model), id(system), options)
+    key = (id(model), id(system), id(options))
     hit = kept.get(key)
-    if hit is None or hit[0] is not model or hit[1] is not system or hit[2].shapes_cached > SHAPES_KEPT:
+    if hit is None or hit[0] is not model or hit[1] is not system or hit[2] is not options or (
+        hit[3].shapes_cached > SHAPES_KEPT
+    ):
         if len(kept) >= CONTEXTS_KEPT:
             kept.clear()
-        hit = kept[key] = (model, system, analytic.training_context(model, system, options))
-    return hit[2]
+        hit = kept[key] = (model, system, options, analytic.training_context(model, system, options))
+    return hit[3]
 
 
 def a2a_overlap_unavailable(options: TrainingOptions, layout: ParallelLayout) -> bool:
@@ -313,7 +331,7 @@ def training_specs(
     model: str, system: str, gpus: int, given: dict[str, object]
 ) -> tuple[ModelSpec, SystemSpec, ParallelLayout]:
     """Catalog names and validated layout keywords (short names, None = default) -> specs."""
-    model_spec, system_spec, dims = _checked_specs(model, system, gpus)
+    model_spec, system_spec, dims, _ = _checked_specs(model, system, gpus)
     layout = work.resolve_layout(gpus, dims, **long_names(given))
     return model_spec, system_spec, layout
 
@@ -328,18 +346,21 @@ def train_result(
     """The ``train`` JSON contract of one analytic estimate, with its energy figures at ``power``
     (the cluster's power under training load; none without). Built in one go: the derived rates
     are the estimate's properties spelled out once (each property recomputed its inputs)."""
-    layout = estimate.layout
-    step_s = estimate.step_time_s
-    gpu_s = layout.gpus * step_s
+    layout, step_s, memory, tier = estimate.layout, estimate.step_time_s, estimate.memory, estimate.tier
+    gpus = layout.gpus
     peak = estimate.peak_flops_per_gpu
-    model_flops_per_gpu_s = estimate.model_flops / gpu_s
-    hardware_flops_per_gpu_s = estimate.hardware_flops / gpu_s
-    memory = estimate.memory
+    model_flops_per_gpu_s = estimate.model_flops / (gpus * step_s)
+    hardware_flops_per_gpu_s = estimate.hardware_flops / (gpus * step_s)
+    memory_bytes = memory.total
     tokens = estimate.global_batch * estimate.seq_len
+    if tier is None:  # TrainingEstimate.fits without its tuple of overflowing tiers
+        fits, offloaded, tiers = not memory_bytes > estimate.memory_capacity_bytes, (), ()
+    else:
+        fits, offloaded, tiers = estimate.fits, tuple(tier.offload.as_dict().items()), _tiers_json(estimate)
     return TrainResult(
         model,
         system,
-        layout.gpus,
+        gpus,
         estimate.global_batch,
         estimate.seq_len,
         estimate.microbatches,
@@ -349,16 +370,16 @@ def train_result(
         hardware_flops_per_gpu_s / 1e12,
         model_flops_per_gpu_s / peak,
         hardware_flops_per_gpu_s / peak,
-        estimate.fits,
-        memory.total,
+        fits,
+        memory_bytes,
         estimate.memory_capacity_bytes,
         tuple(zip(MemoryBreakdown._fields, memory, strict=True)),
         tuple(zip(TimeBreakdown._fields, estimate.time, strict=True)),
-        tuple(layout.as_dict().items()) + _offload_layout(estimate.tier),
+        tuple(layout.as_dict().items()) + offloaded,
         "analytic",
         _options_json(options or _DEFAULT_OPTIONS, layout.dtype),
         () if power is None else train_energy_pairs(power, step_s, tokens),
-        _tiers_json(estimate),
+        tiers,
     )
 
 
@@ -381,11 +402,6 @@ def _options_json(options: TrainingOptions, dtype: str) -> tuple[tuple[str, obje
             _OPTIONS_JSON.clear()
         _OPTIONS_JSON[key] = (options, pairs)
     return pairs
-
-
-def _offload_layout(tier: analytic.TierMemory | None) -> tuple[tuple[str, object], ...]:
-    """``offload`` (classes) and ``offload_tier`` layout keys of an offloaded estimate."""
-    return () if tier is None else tuple(tier.offload.as_dict().items())
 
 
 def _tiers_json(estimate: analytic.TrainingEstimate) -> tuple[tuple[str, object], ...]:

@@ -16,6 +16,7 @@ import functools
 import inspect
 import math
 import numbers
+import os
 import types
 import typing
 from collections.abc import Callable
@@ -33,7 +34,7 @@ from pydantic import (
 )
 
 from fabricsim.errors import FabricsimError, parse_choice
-from fabricsim.limits import cap, check_cap, show
+from fabricsim.limits import CAPS, cap, check_cap, show, unset_probe
 from fabricsim.specs.layout import Recompute
 from fabricsim.units import parse_duration
 
@@ -424,6 +425,20 @@ def _shortcut(
     bounds = getattr(after, "bounds", None)
     if before is _integer and bounds is not None:
         low, cap_name = bounds
+        probe = None if cap_name is None else unset_probe(cap_name)
+        if probe is not None:  # the cap's default unless FABRICSIM_MAX_<cap_name> is set (read per check)
+            environ, read, key = probe
+            default = CAPS[cap_name]  # type: ignore[index]
+
+            def count_capped(value: object, info: _Info) -> object:
+                if type(value) is int and value >= low:
+                    if os.environ is environ and read(key) is None:
+                        if value <= default:
+                            return value
+                    elif value <= cap(cap_name):  # type: ignore[arg-type]
+                        return value
+                return checked(value, info)
+            return count_capped
 
         def count(value: object, info: _Info) -> object:
             if type(value) is int and value >= low and (cap_name is None or value <= cap(cap_name)):
