@@ -45,6 +45,24 @@ sessions, load average 4-5, so walls are far above CPU; ratios are from one run,
   look-ups and the cluster/layout checks ~17%, the engine's estimate ~15%, the result and its
   energy figures ~26% (``dataclasses.replace`` in cost/energy.py), ``to_json`` ~6%. 200x would
   need ~10 us per validated estimate in Python: not reached; no result is cached.
+* in-process after the fast path of issue 27 (2026-12-02 ~07:00 UTC, load 2-4; the in-process
+  figures are now CPU time of the timing thread, ``--timer cpu``, the default, for both tools, so
+  that the other sessions' load does not enter them; ``--timer wall`` for wall time): Calculon
+  1.727 ms; ``api.train`` + ``to_json`` 0.025 ms repeated, **68.8x**; over 27 varied inputs (global
+  batch x micro-batch x (tp, pp, dp), :data:`VARIED`) 0.025 ms, **68.0x**; cold context 0.131 ms,
+  13.2x. 200x is not reached. What was done: ``FABRICSIM_MAX_*`` parsed once per distinct text and
+  read from ``os.environ``'s own mapping (inline on the edge when unset), the edge checks only the
+  given arguments (one-step int and enum checks), the cluster check, model dimensions and power
+  once per (model, system) spec pair, the settings as one tuple (default settings without
+  hashing), the result and its energy built once (no ``dataclasses.replace``), ``contract_json``
+  in one step. Where the ~23 us go (CPU time per piece, timed apart): the edge ~3 us; layout
+  resolution ~2.6 us; the engine's estimate ~4 us (step time 1.3, memory 1.2, layout check 0.6);
+  building the ``TrainResult`` ~5.8 us (its frozen dataclass ``__init__`` 1.9, the layout's dict
+  1.1, the breakdown pairs 1.1, energy 0.4); ``to_json`` ~3.2 us and freeing the ~45 objects of
+  the result ~2 us; spec, context and power look-ups ~1 us. 200x needs ~8.6 us: the result alone
+  (build + JSON + free) is ~11 us while ``TrainResult`` holds its tables as tuples of pairs;
+  a lazy result (tables built from the estimate on first access) needs ``metrics.TrainResult``
+  to stop being a plain frozen dataclass (``dataclasses.replace``/``fields``/equality users).
 """
 
 from __future__ import annotations

@@ -316,7 +316,8 @@ def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayou
             )
         values["data_parallel"] = gpus // denominator
     values.setdefault("zero_stage", 1 if dims.experts else 0)
-    values["expert_tensor_parallel"] = default_expert_tp(dims, values)
+    if dims.experts:  # a dense model keeps what was given (None: ParallelLayout's default)
+        values["expert_tensor_parallel"] = default_expert_tp(dims, values)
     values.setdefault("sequence_parallel", tp > 1)  # type: ignore[operator]
     recompute = values.get("recompute", Recompute.NONE)
     values["recompute"] = recompute if type(recompute) is Recompute else Recompute(recompute)
