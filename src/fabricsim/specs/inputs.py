@@ -145,6 +145,7 @@ def Choice(choices: type[EnumT]) -> Any:
     def parse(value: object, info: ValidationInfo) -> EnumT:
         return parse_choice(flag(info.field_name or "value"), value, choices)
 
+    parse.choices = choices  # type: ignore[attr-defined]  # read by the fast path of edge (_shortcut)
     return Annotated[choices, BeforeValidator(parse)]
 
 
@@ -445,7 +446,7 @@ def _shortcut(
                 return value
             return checked(value, info)
         return count
-    if after is None and issubclass(base, Enum) and getattr(before, "__qualname__", "") == "Choice.<locals>.parse":
+    if after is None and getattr(before, "choices", None) is base:  # a Choice: parse_choice of its value
         members: dict[object, object] = {member.value: member for member in base}
         members.update({member: member for member in base})
 
