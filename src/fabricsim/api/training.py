@@ -375,7 +375,7 @@ def train_result(
         estimate.memory_capacity_bytes,
         tuple(zip(MemoryBreakdown._fields, memory, strict=False)),
         tuple(zip(TimeBreakdown._fields, estimate.time, strict=False)),
-        tuple(layout.as_dict().items()) + offloaded,
+        layout.pairs() + offloaded,
         "analytic",
         _options_json(options or _DEFAULT_OPTIONS, layout.dtype),
         () if power is None else train_energy_pairs(power, step_s, tokens),
