@@ -50,15 +50,19 @@ sessions, load average 4-5, so walls are far above CPU; ratios are from one run,
   that the other sessions' load does not enter them; ``--timer wall`` for wall time): Calculon
   1.727 ms; ``api.train`` + ``to_json`` 0.025 ms repeated, **68.8x**; over 27 varied inputs (global
   batch x micro-batch x (tp, pp, dp), :data:`VARIED`) 0.025 ms, **68.0x**; cold context 0.131 ms,
-  13.2x. 200x is not reached. What was done: ``FABRICSIM_MAX_*`` parsed once per distinct text and
-  read from ``os.environ``'s own mapping (inline on the edge when unset), the edge checks only the
-  given arguments (one-step int and enum checks), the cluster check, model dimensions and power
+  13.2x. Last run, 07:06 UTC, load 4: Calculon 1.792 ms; repeated 0.026 ms, **70.1x**; varied
+  0.024 ms, **73.2x**; cold context 0.133 ms, 13.5x (``--timer wall`` at 07:04, load 3: 117x
+  repeated, 70x varied, Calculon 3.4 ms: wall time on this machine is mostly the others' load).
+  The tree before this work, same CPU timer, same process load: 60-64 us per estimate against
+  24-25 us after (2.5x). 200x is not reached. What was done: ``FABRICSIM_MAX_*`` parsed once per
+  distinct text and read from ``os.environ``'s own mapping (inline on the edge when unset), the
+  edge checks only the given arguments (one-step int and enum checks), the cluster check, model dimensions and power
   once per (model, system) spec pair, the settings as one tuple (default settings without
   hashing), the result and its energy built once (no ``dataclasses.replace``), ``contract_json``
   in one step. Where the ~23 us go (CPU time per piece, timed apart): the edge ~3 us; layout
   resolution ~2.6 us; the engine's estimate ~4 us (step time 1.3, memory 1.2, layout check 0.6);
-  building the ``TrainResult`` ~5.8 us (its frozen dataclass ``__init__`` 1.9, the layout's dict
-  1.1, the breakdown pairs 1.1, energy 0.4); ``to_json`` ~3.2 us and freeing the ~45 objects of
+  building the ``TrainResult`` ~5.8 us (its frozen dataclass ``__init__`` 1.5-1.9, the layout's
+  pairs ~1, the breakdown pairs 1.1, energy 0.4); ``to_json`` ~3.2 us and freeing the ~45 objects of
   the result ~2 us; spec, context and power look-ups ~1 us. 200x needs ~8.6 us: the result alone
   (build + JSON + free) is ~11 us while ``TrainResult`` holds its tables as tuples of pairs;
   a lazy result (tables built from the estimate on first access) needs ``metrics.TrainResult``
