@@ -48,6 +48,13 @@ CALLS = [
     ((8,), {"batch": 16, "recompute": Recompute.SELECTIVE, "rate": 2, "interval": "150ms"}),
     ((8, 16), {"flag": True, "name": "x", "anything": [1, 2], "extra": 3}),
     ((8, 16), {"rate": 0.5, "interval": 2.0}),
+    ((8, 16), {"tp": None, "zero": None, "recompute": None, "flag": None, "name": None}),  # given None: the default
+    ((8, 16), {"recompute": "FULL"}),  # not an exact value: parse_choice decides
+    ((8, 16), {"recompute": " selective "}),
+    ((8, 16), {"tp": 2**20}),  # at the cap
+    ((8, 16), {"tp": 2**20 + 1}),  # over it
+    ((8, 16), {"zero": 3, "tp": True}),
+    ((None, 16), {}),
     # refused: the error must be the pydantic path's (first bad field in declaration order)
     ((True, 16), {}),
     ((0, 16), {}),
@@ -79,6 +86,13 @@ def test_fast_path_validates_as_pydantic(monkeypatch, args, kwargs) -> None:
     expected = _outcome(slow, args, kwargs)
     monkeypatch.undo()
     assert _outcome(fast, args, kwargs) == expected
+
+
+def test_a_lowered_cap_is_checked_on_the_fast_path(monkeypatch) -> None:
+    monkeypatch.setenv("FABRICSIM_MAX_GPUS", "4")
+    assert _outcome(fast, (4, 16), {"tp": 4})[0] == "ok"
+    assert _outcome(fast, (8, 16), {}) == ("error", "gpus: 8 exceeds the cap 4 (set FABRICSIM_MAX_GPUS to raise it)")
+    assert _outcome(fast, (4, 16), {"tp": 8})[1].startswith("tp: 8 exceeds the cap 4")
 
 
 def test_plain_valid_calls_skip_the_model(monkeypatch) -> None:

@@ -292,8 +292,13 @@ def _power(system: SystemSpec, gpus: int, load: Load) -> PowerBreakdown | None:
     return _busy_power(_system_json(system), gpus, load)
 
 
+def train_power(system: SystemSpec, gpus: int) -> PowerBreakdown | None:
+    """The cached power of ``gpus`` GPUs of ``system`` under training load (None without power data)."""
+    return _power(system, gpus, Load.TRAIN)
+
+
 def attach_train(result: TrainResult, system: SystemSpec) -> TrainResult:
-    power = _power(system, result.gpus, Load.TRAIN)
+    power = train_power(system, result.gpus)
     return result if power is None else train_energy(result, power)
 
 

@@ -6,9 +6,13 @@ import inspect
 import threading
 
 from fabricsim import catalog
-from fabricsim.api.cost import attach_train
+from fabricsim.api.cost import train_power
+from fabricsim.cost.energy import train_energy_pairs
+from fabricsim.cost.power import PowerBreakdown
 from fabricsim.engine.training import analytic
+from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
 from fabricsim.errors import FabricsimError, unknown_name
+from fabricsim.limits import cap
 from fabricsim.metrics import (
     TrainResult,
 )
@@ -28,7 +32,9 @@ from fabricsim.specs.inputs import (
 from fabricsim.specs.layout import long_names
 from fabricsim.specs.memory_tier import parse_offload
 from fabricsim.transformer.compute import CROSS_ENTROPY_IMPLS
+from fabricsim.transformer.flops import ModelDims, model_dims
 from fabricsim.transformer.parameters import check_cluster_can_hold
+from fabricsim.workload import training as work
 from fabricsim.workload.training import FP8_RECIPES, MOE_DISPATCHERS, TrainingOptions
 
 # The framework settings train / plan train / sweeps accept, with Megatron-Core's defaults
@@ -185,19 +191,30 @@ def train(
     (:mod:`fabricsim.specs.inputs`); invalid layouts raise FabricsimError naming the field;
     a layout that does not fit is a result with ``fits`` False.
     """
-    arguments = locals()  # first: the arguments
-    settings = {name: arguments[name] for name in SETTINGS}
-    given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "micro_batch": micro_batch}
-    given |= {"zero": zero, "recompute": recompute, "sequence_parallel": sequence_parallel, "dtype": dtype}
-    given["expert_tp"] = expert_tp
-    model_spec, system_spec, layout = training_specs(model, system, gpus, given)
-    options = _options(settings)
+    # the settings in SETTINGS order, spelled out (locals() and a dict of them cost more than the estimate's arithmetic)
+    settings = (
+        flash_attention, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, a2a_overlap, fp8_recipe,
+        capacity_factor, moe_dispatcher, cross_entropy, mtp_layers, account_for_embedding_in_pipeline_split,
+        account_for_loss_in_pipeline_split, grad_reduce_in_fp32, pipeline_layout, recompute_modules, lora_rank,
+    )
+    model_spec, system_spec, dims, powers = _checked_specs(model, system, gpus)
+    layout = work.resolve_layout(
+        gpus, dims, tensor_parallel=tp, pipeline_parallel=pp, data_parallel=dp, context_parallel=cp,
+        expert_parallel=ep, virtual_stages=vpp, micro_batch_size=micro_batch, zero_stage=zero, recompute=recompute,
+        sequence_parallel=sequence_parallel, dtype=dtype, expert_tensor_parallel=expert_tp,
+    )
+    options = _options_of(settings)
     check_settings_for_layout(options, layout)
-    placement = parse_offload(offload, offload_tier)
+    placement = None if offload is None and offload_tier is None else parse_offload(offload, offload_tier)
     if placement is not None:
         system_spec.memory_tier(placement.tier)
     estimate = _context(model_spec, system_spec, options).estimate(layout, global_batch, seq_len, placement)
-    return attach_train(train_result(model_spec.name, system_spec.name, estimate, options), system_spec)
+    power = powers.get(gpus, False)
+    if power is False:
+        if len(powers) >= HELD_KEPT:
+            powers.clear()
+        power = powers[gpus] = train_power(system_spec, gpus)
+    return train_result(model_spec.name, system_spec.name, estimate, options, power)
 
 
 _OPTIONS: dict[tuple, TrainingOptions] = {}  # training_options per distinct settings (immutable, pure)
@@ -205,44 +222,88 @@ OPTIONS_KEPT = 64
 
 
 def _options(settings: dict[str, object]) -> TrainingOptions:
-    """:func:`training_options` of ``settings``, built and checked once per distinct value (a
-    refusal is not kept: it raises each time; unhashable settings, e.g. a list, are not kept)."""
-    values = tuple(settings.values())
+    """:func:`training_options` of ``settings`` (every name of :data:`SETTINGS`), built and checked
+    once per distinct value (see :func:`_options_of`)."""
+    return _options_of(tuple(settings[name] for name in SETTINGS))
+
+
+def _options_of(values: tuple) -> TrainingOptions:
+    """:func:`training_options` of the settings ``values`` (in :data:`SETTINGS` order), built and
+    checked once per distinct value (a refusal is not kept: it raises each time; unhashable
+    settings, e.g. a list, are not kept)."""
+    if values == _UNSET:  # the common call: every setting at its default
+        return _DEFAULT_SETTINGS
     key = (values, tuple(map(type, values)))  # True and 1 are equal keys, not the same setting
     try:
         return _OPTIONS[key]
     except KeyError:
         pass
     except TypeError:
-        return training_options(**settings)
-    options = training_options(**settings)
+        return training_options(**dict(zip(SETTINGS, values, strict=True)))
+    options = training_options(**dict(zip(SETTINGS, values, strict=True)))
     if len(_OPTIONS) >= OPTIONS_KEPT:
         _OPTIONS.clear()
     _OPTIONS[key] = options
     return options
 
 
+_UNSET = (None,) * len(SETTINGS)
+_DEFAULT_SETTINGS = training_options()  # every setting unset (what _options_of would build for _UNSET)
+
+
+# (model, system) spec pairs whose cluster-size check passed, per GPU cap, with the model's
+# dimensions and the cluster's power per GPU count: the check sums the model's parameters and
+# model_dims counts them again (together a third of an estimate); the power is cached by
+# api.cost, but finding it there took as long as the engine's step time. All are pure functions of
+# the frozen specs, the cap and the GPU count. Keyed by the specs' identities (the catalog returns
+# one object per name; the specs are kept alive here).
+_HELD: dict[tuple[int, int, int], tuple[ModelSpec, SystemSpec, ModelDims, dict[int, PowerBreakdown | None]]] = {}
+HELD_KEPT = 64
+
+
+def _checked_specs(
+    model: str, system: str, gpus: int
+) -> tuple[ModelSpec, SystemSpec, ModelDims, dict[int, PowerBreakdown | None]]:
+    """The catalog specs of ``model`` and ``system``, the model's dimensions and the pair's power
+    figures by GPU count (filled by ``train``), checked for ``gpus`` GPUs and for a cluster that can
+    hold the model (:func:`check_cluster_can_hold`, once per spec pair and GPU cap)."""
+    model_spec = catalog.load_model(model)
+    system_spec = catalog.load_system(system)
+    system_spec.check_gpu_count(gpus)
+    key = (id(model_spec), id(system_spec), cap("GPUS"))
+    hit = _HELD.get(key)
+    if hit is None or hit[0] is not model_spec or hit[1] is not system_spec:
+        check_cluster_can_hold(model_spec, system_spec)
+        if len(_HELD) >= HELD_KEPT:
+            _HELD.clear()
+        hit = _HELD[key] = (model_spec, system_spec, model_dims(model_spec), {})
+    return hit
+
+
 # The engine's per-(model, system, options) context, reused by later train calls of this thread (a
 # context is not shared between threads): its caches hold pure per-shape work (stage costs, layer
 # times, collective times), so a loop of train calls over layouts, batches or sequence lengths
 # pays for each shape once, as a sweep holding one context does. Bounded: a few contexts, each
-# rebuilt once it holds many shapes. The catalog returns one spec object per name, so the specs'
-# identities (kept alive here with the context) and the options' value are the key.
+# rebuilt once it holds many shapes. The catalog returns one spec object per name and train one
+# options object per distinct settings (_options_of), so their identities are the key (the objects
+# are kept alive here with the context; hashing the options' 16 fields cost more than the look-up).
 _CONTEXTS = threading.local()
 CONTEXTS_KEPT = 8
 SHAPES_KEPT = 4096
 
 
 def _context(model: ModelSpec, system: SystemSpec, options: TrainingOptions) -> analytic.TrainingContext:
-    kept: dict[tuple, tuple[ModelSpec, SystemSpec, analytic.TrainingContext]]
+    kept: dict[tuple, tuple[ModelSpec, SystemSpec, TrainingOptions, analytic.TrainingContext]]
     kept = _CONTEXTS.__dict__.setdefault("kept", {})
-    key = (id(model), id(system), options)
+    key = (id(model), id(system), id(options))
     hit = kept.get(key)
-    if hit is None or hit[0] is not model or hit[1] is not system or hit[2].shapes_cached > SHAPES_KEPT:
+    if hit is None or hit[0] is not model or hit[1] is not system or hit[2] is not options or (
+        hit[3].shapes_cached > SHAPES_KEPT
+    ):
         if len(kept) >= CONTEXTS_KEPT:
             kept.clear()
-        hit = kept[key] = (model, system, analytic.training_context(model, system, options))
-    return hit[2]
+        hit = kept[key] = (model, system, options, analytic.training_context(model, system, options))
+    return hit[3]
 
 
 def a2a_overlap_unavailable(options: TrainingOptions, layout: ParallelLayout) -> bool:
@@ -270,45 +331,77 @@ def training_specs(
     model: str, system: str, gpus: int, given: dict[str, object]
 ) -> tuple[ModelSpec, SystemSpec, ParallelLayout]:
     """Catalog names and validated layout keywords (short names, None = default) -> specs."""
-    model_spec = catalog.load_model(model)
-    system_spec = catalog.load_system(system)
-    system_spec.check_gpu_count(gpus)
-    check_cluster_can_hold(model_spec, system_spec)
-    layout = analytic.resolve_layout(gpus, model_spec, **long_names(given))
+    model_spec, system_spec, dims, _ = _checked_specs(model, system, gpus)
+    layout = work.resolve_layout(gpus, dims, **long_names(given))
     return model_spec, system_spec, layout
 
 
 def train_result(
-    model: str, system: str, estimate: analytic.TrainingEstimate, options: TrainingOptions | None = None
+    model: str,
+    system: str,
+    estimate: analytic.TrainingEstimate,
+    options: TrainingOptions | None = None,
+    power: PowerBreakdown | None = None,
 ) -> TrainResult:
-    """The ``train`` JSON contract of one analytic estimate."""
+    """The ``train`` JSON contract of one analytic estimate, with its energy figures at ``power``
+    (the cluster's power under training load; none without). Built in one go: the derived rates
+    are the estimate's properties spelled out once (each property recomputed its inputs)."""
+    layout, step_s, memory, tier = estimate.layout, estimate.step_time_s, estimate.memory, estimate.tier
+    gpus = layout.gpus
+    peak = estimate.peak_flops_per_gpu
+    model_flops_per_gpu_s = estimate.model_flops / (gpus * step_s)
+    hardware_flops_per_gpu_s = estimate.hardware_flops / (gpus * step_s)
+    memory_bytes = memory.total
+    tokens = estimate.global_batch * estimate.seq_len
+    if tier is None:  # TrainingEstimate.fits without its tuple of overflowing tiers
+        fits, offloaded, tiers = not memory_bytes > estimate.memory_capacity_bytes, (), ()
+    else:
+        fits, offloaded, tiers = estimate.fits, tuple(tier.offload.as_dict().items()), _tiers_json(estimate)
     return TrainResult(
-        model=model,
-        system=system,
-        gpus=estimate.gpus,
-        global_batch=estimate.global_batch,
-        seq_len=estimate.seq_len,
-        microbatches=estimate.microbatches,
-        step_time_s=estimate.step_time_s,
-        tokens_per_s=estimate.tokens_per_s,
-        model_tflops_per_gpu=estimate.model_flops_per_gpu_s / 1e12,
-        hardware_tflops_per_gpu=estimate.hardware_flops_per_gpu_s / 1e12,
-        mfu=estimate.mfu,
-        hfu=estimate.hfu,
-        fits=estimate.fits,
-        memory_per_gpu_bytes=estimate.memory_per_gpu_bytes,
-        memory_capacity_bytes=estimate.memory_capacity_bytes,
-        memory_breakdown_bytes=tuple(estimate.memory.as_dict().items()),
-        time_breakdown_s=tuple(estimate.time.as_dict().items()),
-        layout=tuple(estimate.layout.as_dict().items()) + _offload_layout(estimate.tier),
-        options=tuple((options or TrainingOptions()).as_dict(estimate.layout.dtype).items()),
-        tiers=_tiers_json(estimate),
+        model,
+        system,
+        gpus,
+        estimate.global_batch,
+        estimate.seq_len,
+        estimate.microbatches,
+        step_s,
+        tokens / step_s,
+        model_flops_per_gpu_s / 1e12,
+        hardware_flops_per_gpu_s / 1e12,
+        model_flops_per_gpu_s / peak,
+        hardware_flops_per_gpu_s / peak,
+        fits,
+        memory_bytes,
+        estimate.memory_capacity_bytes,
+        tuple(zip(MemoryBreakdown._fields, memory, strict=False)),
+        tuple(zip(TimeBreakdown._fields, estimate.time, strict=False)),
+        layout.pairs() + offloaded,
+        "analytic",
+        _options_json(options or _DEFAULT_OPTIONS, layout.dtype),
+        () if power is None else train_energy_pairs(power, step_s, tokens),
+        tiers,
     )
 
 
-def _offload_layout(tier: analytic.TierMemory | None) -> tuple[tuple[str, object], ...]:
-    """``offload`` (classes) and ``offload_tier`` layout keys of an offloaded estimate."""
-    return () if tier is None else tuple(tier.offload.as_dict().items())
+_DEFAULT_OPTIONS = TrainingOptions()
+# (id of the options, dtype) -> (the options, kept alive; their JSON pairs). By identity: train's
+# options are one object per distinct settings (_options_of), and hashing 16 fields costs more.
+_OPTIONS_JSON: dict[tuple[int, str], tuple[TrainingOptions, tuple[tuple[str, object], ...]]] = {}
+
+
+def _options_json(options: TrainingOptions, dtype: str) -> tuple[tuple[str, object], ...]:
+    """``options.as_dict(dtype)`` as pairs, built once per (options object, dtype) where every value
+    is immutable (a list of recompute modules is built per result: a caller may change its copy)."""
+    key = (id(options), dtype)
+    hit = _OPTIONS_JSON.get(key)
+    if hit is not None and hit[0] is options:
+        return hit[1]
+    pairs = tuple(options.as_dict(dtype).items())
+    if not options.recompute_modules:
+        if len(_OPTIONS_JSON) >= OPTIONS_KEPT:
+            _OPTIONS_JSON.clear()
+        _OPTIONS_JSON[key] = (options, pairs)
+    return pairs
 
 
 def _tiers_json(estimate: analytic.TrainingEstimate) -> tuple[tuple[str, object], ...]:

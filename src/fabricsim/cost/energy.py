@@ -67,10 +67,31 @@ def _fields(power: PowerBreakdown, joules_per_token: float | None) -> dict[str, 
 
 def train_energy(result: TrainResult, power: PowerBreakdown) -> TrainResult:
     """``result`` with ``power_W``, ``energy_J_per_step``, ``energy_J_per_token``, ``tokens_per_kWh``."""
-    step_J = energy_J(power.total, result.step_time_s)
-    per_token = step_J / (result.global_batch * result.seq_len)
-    fields = {"energy_J_per_step": step_J, **_fields(power, per_token)}
-    return dataclasses.replace(result, energy=tuple(fields.items()))
+    energy = train_energy_pairs(power, result.step_time_s, result.global_batch * result.seq_len)
+    return dataclasses.replace(result, energy=energy)
+
+
+_POWER_JSON: dict[int, tuple[PowerBreakdown, dict[str, float]]] = {}  # id -> (the power, kept alive; its JSON)
+
+
+def train_energy_pairs(power: PowerBreakdown, step_time_s: float, tokens: int) -> tuple[tuple[str, object], ...]:
+    """The energy keys of a training step (:func:`train_energy`) of ``step_time_s`` seconds and
+    ``tokens`` tokens (global batch x sequence length) at ``power``, as the result's name/value
+    pairs. ``power_W`` is a new dict per call (a caller may change its copy); the figures of one
+    power object are read once (power objects are cached per cluster, :mod:`fabricsim.api.cost`)."""
+    hit = _POWER_JSON.get(id(power))
+    if hit is None or hit[0] is not power:
+        if len(_POWER_JSON) >= 256:
+            _POWER_JSON.clear()
+        hit = _POWER_JSON[id(power)] = (power, power.to_json())
+    step_J = energy_J(power.total, step_time_s)
+    per_token = step_J / tokens
+    return (
+        ("energy_J_per_step", step_J),
+        ("power_W", dict(hit[1])),
+        ("energy_J_per_token", per_token),
+        ("tokens_per_kWh", tokens_per_kWh(per_token)),
+    )
 
 
 def retime_train_energy(result: TrainResult) -> TrainResult:

@@ -16,6 +16,7 @@ import functools
 import inspect
 import math
 import numbers
+import os
 import types
 import typing
 from collections.abc import Callable
@@ -33,7 +34,7 @@ from pydantic import (
 )
 
 from fabricsim.errors import FabricsimError, parse_choice
-from fabricsim.limits import cap, check_cap, show
+from fabricsim.limits import CAPS, cap, check_cap, show, unset_probe
 from fabricsim.specs.layout import Recompute
 from fabricsim.units import parse_duration
 
@@ -78,6 +79,7 @@ def _at_least(low: int, cap_name: str | None) -> Callable[[int, ValidationInfo],
             check_cap(flag(info.field_name or "value"), value, cap_name)
         return value
 
+    check.bounds = (low, cap_name)  # type: ignore[attr-defined]  # read by the fast path of edge (_fast_check)
     return check
 
 
@@ -143,6 +145,7 @@ def Choice(choices: type[EnumT]) -> Any:
     def parse(value: object, info: ValidationInfo) -> EnumT:
         return parse_choice(flag(info.field_name or "value"), value, choices)
 
+    parse.choices = choices  # type: ignore[attr-defined]  # read by the fast path of edge (_shortcut)
     return Annotated[choices, BeforeValidator(parse)]
 
 
@@ -308,7 +311,7 @@ def edge(function: F) -> F:
         if fast[0] is not None:
             call = fast[0].call(args, kwargs)
             if call is not None:
-                return function(**call[0], **call[1])
+                return function(**call[0], **call[1]) if call[1] else function(**call[0])
         model, names = signature_model(function)
         try:
             bound = signature.bind(*args, **kwargs)
@@ -375,7 +378,11 @@ def _fast_check(hint: Any) -> Callable[[object, _Info], object] | None:
         inner = _fast_check(rest[0]) if len(rest) == 1 and len(options) == 2 else None
         if inner is None:
             return None
-        return lambda value, info: None if value is None else inner(value, info)
+
+        def optional(value: object, info: _Info) -> object:
+            return None if value is None else inner(value, info)
+        optional.optional = inner  # type: ignore[attr-defined]  # the check of a given value (_FastEdge)
+        return optional
     if hint is Any:
         return lambda value, info: value
     if hint in _PLAIN:
@@ -406,22 +413,71 @@ def _fast_check(hint: Any) -> Callable[[object, _Info], object] | None:
             return value if after is None else after(value, info)
         except Exception:  # refused (or a validator needing more of ValidationInfo): pydantic decides and
             raise _UndecidedError from None  # words the first error of all fields
-    return annotated
+    return _shortcut(base, before, after, annotated)
+
+
+def _shortcut(
+    base: type, before: Callable[..., Any], after: Callable[..., Any] | None, checked: Callable[[object, _Info], object]
+) -> Callable[[object, _Info], object]:
+    """``checked`` with the common valid value decided in one step: a plain ``int`` within the
+    bounds of an :func:`_at_least` check (the value ``_integer`` returns as is), or a member of a
+    :func:`Choice` enum or its exact value (what ``parse_choice`` returns for it). Anything else
+    takes ``checked``, which decides and words it as before."""
+    bounds = getattr(after, "bounds", None)
+    if before is _integer and bounds is not None:
+        low, cap_name = bounds
+        probe = None if cap_name is None else unset_probe(cap_name)
+        if probe is not None:  # the cap's default unless FABRICSIM_MAX_<cap_name> is set (read per check)
+            environ, read, key = probe
+            default = CAPS[cap_name]  # type: ignore[index]
+
+            def count_capped(value: object, info: _Info) -> object:
+                if type(value) is int and value >= low:
+                    if os.environ is environ and read(key) is None:
+                        if value <= default:
+                            return value
+                    elif value <= cap(cap_name):  # type: ignore[arg-type]
+                        return value
+                return checked(value, info)
+            return count_capped
+
+        def count(value: object, info: _Info) -> object:
+            if type(value) is int and value >= low and (cap_name is None or value <= cap(cap_name)):
+                return value
+            return checked(value, info)
+        return count
+    if after is None and getattr(before, "choices", None) is base:  # a Choice: parse_choice of its value
+        members: dict[object, object] = {member.value: member for member in base}
+        members.update({member: member for member in base})
+
+        def member(value: object, info: _Info) -> object:
+            if type(value) is base or type(value) is str:
+                found = members.get(value)
+                if found is not None:
+                    return found
+            return checked(value, info)
+        return member
+    return checked
 
 
 class _FastEdge:
     """The fast path of one :func:`edge` function (:meth:`of`; None where it has none)."""
 
-    __slots__ = ("checks", "defaults", "infos", "positional", "var_keyword")
+    __slots__ = ("checks", "positional", "required", "var_keyword")
 
-    def __init__(self, checks: dict, defaults: dict, positional: tuple[str, ...], var_keyword: str | None) -> None:
-        self.checks, self.defaults, self.positional, self.var_keyword = checks, defaults, positional, var_keyword
-        self.infos = {name: _Info(name) for name in checks}
+    def __init__(
+        self, checks: dict, positional: tuple[str, ...], required: frozenset[str], var_keyword: str | None
+    ) -> None:
+        # name -> (check, its _Info), or None for a parameter the fast path cannot check
+        # an optional parameter whose default is None has the check of its inner type and None as
+        # its last item: a given None is the default and is left out of the call, as if not given
+        self.checks = {name: None if check is None else (*check, _Info(name)) for name, check in checks.items()}
+        self.positional, self.required, self.var_keyword = positional, required, var_keyword
 
     @staticmethod
     def of(function: Callable[..., Any], signature: inspect.Signature) -> _FastEdge | None:
         hints = typing.get_type_hints(function, include_extras=True)
-        checks, defaults, positional, var_keyword = {}, {}, [], None
+        checks, positional, required, var_keyword = {}, [], set(), None
         for name, parameter in signature.parameters.items():
             if parameter.kind is parameter.VAR_KEYWORD:
                 var_keyword = name
@@ -430,40 +486,47 @@ class _FastEdge:
                 return None
             if parameter.kind is parameter.POSITIONAL_OR_KEYWORD:
                 positional.append(name)
-            if parameter.default is not parameter.empty:
-                if not isinstance(parameter.default, _DEFAULTS):
-                    return None  # a mutable default pydantic would copy
-                defaults[name] = parameter.default
-            checks[name] = _fast_check(hints.get(name, Any))
-        return _FastEdge(checks, defaults, tuple(positional), var_keyword)
+            if parameter.default is parameter.empty:
+                required.add(name)
+            elif not isinstance(parameter.default, _DEFAULTS):
+                return None  # a mutable default pydantic would copy
+            check = _fast_check(hints.get(name, Any))
+            optional = getattr(check, "optional", None)
+            checks[name] = None if check is None else (
+                (optional, True) if optional is not None and parameter.default is None else (check, False)
+            )
+        return _FastEdge(checks, tuple(positional), frozenset(required), var_keyword)
 
     def call(self, args: tuple, kwargs: dict) -> tuple[dict, dict] | None:
-        """(validated named arguments with the defaults filled in, the ``**kwargs`` passed on), or
-        None where the pydantic path must decide."""
-        if len(args) > len(self.positional):
+        """(the validated given arguments, the ``**kwargs`` passed on), or None where the pydantic
+        path must decide. Arguments not given are left out: the function's own defaults, the same
+        values the pydantic path passes unvalidated, fill them."""
+        positional = self.positional
+        if len(args) > len(positional):
             return None
-        given = dict(zip(self.positional, args, strict=False))  # fewer args than positional names: fine
-        extra = {}
-        for name, value in kwargs.items():
-            if name in given:
-                return None
-            if name in self.checks:
-                given[name] = value
-            elif self.var_keyword is not None:
-                extra[name] = value
-            else:
-                return None
+        checks = self.checks
         values = {}
+        extra = {}
         try:
-            for name, check in self.checks.items():
-                if name in given:
-                    if check is None:
+            for name, value in zip(positional, args, strict=False):  # fewer args than positional names: fine
+                check = checks[name]
+                if check is None:
+                    return None
+                values[name] = None if value is None and check[1] else check[0](value, check[2])
+            for name, value in kwargs.items():
+                check = checks.get(name, False)
+                if check is False:
+                    if self.var_keyword is None:
                         return None
-                    values[name] = check(given[name], self.infos[name])
-                elif name in self.defaults:
-                    values[name] = self.defaults[name]
-                else:
-                    return None  # required and missing
+                    extra[name] = value
+                    continue
+                if check is None or name in values:
+                    return None  # a type the fast path does not know, or a keyword given twice
+                if value is None and check[1]:
+                    continue  # the default
+                values[name] = check[0](value, check[2])
         except _UndecidedError:
             return None
+        if len(values) < len(self.required) or not self.required.issubset(values):
+            return None  # required and missing
         return values, extra

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from enum import Enum
+from operator import attrgetter
 
 
 class Recompute(str, Enum):
@@ -96,11 +97,16 @@ class ParallelLayout:
 
     def as_dict(self) -> dict[str, object]:
         """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`)."""
-        # flat immutable fields: asdict without its copies, in field order (names listed once: a hot path)
-        raw = {short: getattr(self, name) for name, short in _FIELD_SHORT_NAMES}
-        raw["recompute"] = self.recompute.value
-        raw["expert_tp"] = self.expert_tp  # resolved: tp unless set
-        return raw
+        return dict(self.pairs())
+
+    def pairs(self) -> tuple[tuple[str, object], ...]:
+        """:meth:`as_dict` as (short name, value) pairs, in field order (a result's ``layout``)."""
+        # flat immutable fields: asdict without its copies (names listed once: a hot path); the last
+        # field is expert_tensor_parallel, shown resolved (tp unless set)
+        *values, _ = _FIELD_VALUES(self)
+        values[_RECOMPUTE] = self.recompute.value
+        values.append(self.expert_tp)
+        return tuple(zip(_SHORT_NAMES, values, strict=True))
 
 
 SHORT_NAMES: dict[str, str] = {
@@ -120,6 +126,10 @@ SHORT_NAMES: dict[str, str] = {
 """The ONE map between a layout field's full name and its short (CLI / JSON) name."""
 
 _FIELD_SHORT_NAMES = tuple((f.name, SHORT_NAMES[f.name]) for f in fields(ParallelLayout))
+_SHORT_NAMES = tuple(short for _, short in _FIELD_SHORT_NAMES)
+_FIELD_VALUES = attrgetter(*(name for name, _ in _FIELD_SHORT_NAMES))  # a layout's field values, in order
+_RECOMPUTE = _SHORT_NAMES.index("recompute")
+assert _SHORT_NAMES[-1] == "expert_tp"  # ParallelLayout.pairs resolves it last
 
 LONG_NAMES: dict[str, str] = {short: full for full, short in SHORT_NAMES.items()}
 

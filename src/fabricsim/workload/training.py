@@ -316,9 +316,11 @@ def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayou
             )
         values["data_parallel"] = gpus // denominator
     values.setdefault("zero_stage", 1 if dims.experts else 0)
-    values["expert_tensor_parallel"] = default_expert_tp(dims, values)
+    if dims.experts:  # a dense model keeps what was given (None: ParallelLayout's default)
+        values["expert_tensor_parallel"] = default_expert_tp(dims, values)
     values.setdefault("sequence_parallel", tp > 1)  # type: ignore[operator]
-    values["recompute"] = Recompute(values.get("recompute", Recompute.NONE))
+    recompute = values.get("recompute", Recompute.NONE)
+    values["recompute"] = recompute if type(recompute) is Recompute else Recompute(recompute)
     layout = ParallelLayout(**values)  # type: ignore[arg-type]
     _check_product(layout, gpus)
     return layout

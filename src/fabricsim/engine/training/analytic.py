@@ -104,6 +104,7 @@ class TrainingContext:
     """
 
     __slots__ = (
+        "_accounting",
         "_dp_cache",
         "_flops",
         "_layer_times",
@@ -126,6 +127,7 @@ class TrainingContext:
         self.dims: ModelDims = model_dims(model)
         self.system = system
         self.options = options
+        self._accounting = options.pipeline_accounting  # a property that parses the layout string: once
         self.comm = CollectiveTimes(system)
         self._rates: dict[str, DeviceRates] = {}
         self._peaks: dict[str, float] = {}
@@ -190,9 +192,8 @@ class TrainingContext:
 
     def microbatches(self, layout: ParallelLayout, global_batch: int, seq_len: int) -> int:
         """Micro-batches per step; raises ``FabricsimError`` for a layout that cannot run."""
-        accounting = self.options.pipeline_accounting
         return work.check_layout(
-            self.dims, layout, layout.gpus, global_batch, seq_len, accounting, self.options.mtp_layers
+            self.dims, layout, layout.gpus, global_batch, seq_len, self._accounting, self.options.mtp_layers
         )
 
     def stage(self, layout: ParallelLayout, seq_len: int) -> StageEntry:
@@ -342,19 +343,19 @@ class TrainingContext:
             optimizer = time.optimizer_s if cost.optimizer_s is None else cost.optimizer_s
             time = time._replace(optimizer_s=optimizer, offload_s=cost.exposed_s)
         model_flops, hardware_flops = self.flops(global_batch, seq_len, layout.recompute)
-        return TrainingEstimate(
-            layout=layout,
-            global_batch=global_batch,
-            seq_len=seq_len,
-            microbatches=microbatches,
-            step_time_s=time.total_s,
-            model_flops=model_flops,
-            hardware_flops=hardware_flops,
-            peak_flops_per_gpu=self.peak_flops(layout.dtype),
-            time=time,
-            memory=memory,
-            memory_capacity_bytes=self.system.device.hbm_capacity_bytes,
-            tier=tier,
+        return TrainingEstimate(  # positionally (a hot path): layout, batch, sequence, micro-batches, step time,
+            layout,  # model and hardware FLOPs, peak FLOP/s, time and memory, HBM capacity, offload tier
+            global_batch,
+            seq_len,
+            microbatches,
+            time.total_s,
+            model_flops,
+            hardware_flops,
+            self.peak_flops(layout.dtype),
+            time,
+            memory,
+            self.system.device.hbm_capacity_bytes,
+            tier,
         )
 
 

@@ -479,15 +479,15 @@ def step_time(
     # the bubble is made of the other stages' warm-up / cool-down steps: unpaired
     per_mb = stage.forward_s + stage.backward_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
     per_mb += stage.ep_comm_s + stage.ep_unpaired_s + zero3
-    return TimeBreakdown(
-        forward_compute_s=m * stage.forward_s,
-        backward_compute_s=m * stage.backward_s,
-        recompute_s=m * stage.recompute_s,
-        tp_comm_s=m * stage.tp_comm_s,
-        cp_comm_s=m * stage.cp_comm_s,
-        ep_comm_s=m * ep_s,
-        pp_comm_s=m * p2p,
-        pipeline_bubble_s=bubble_stage_times(pp, vpp) * per_mb,
-        dp_comm_s=m * zero3 + dp_s,
-        optimizer_s=optimizer_s,
+    return TimeBreakdown(  # positionally (a hot path), in field order:
+        m * stage.forward_s,  # forward_compute_s
+        m * stage.backward_s,  # backward_compute_s
+        m * stage.recompute_s,  # recompute_s
+        m * stage.tp_comm_s,  # tp_comm_s
+        m * stage.cp_comm_s,  # cp_comm_s
+        m * ep_s,  # ep_comm_s
+        m * p2p,  # pp_comm_s
+        bubble_stage_times(pp, vpp) * per_mb,  # pipeline_bubble_s
+        m * zero3 + dp_s,  # dp_comm_s
+        optimizer_s,  # optimizer_s
     )

@@ -1,0 +1,83 @@
+"""The validated single-estimate path of ``api.train`` (issue 27: >= 200x Calculon in-process): each
+spec pair is checked once per GPU cap, the settings are passed in SETTINGS order, the result and
+its energy figures are built in one go; nothing a caller can change is shared between results."""
+
+import dataclasses
+
+import pytest
+
+from fabricsim import api, catalog
+from fabricsim.api import training
+from fabricsim.api.cost import attach_train, train_power
+from fabricsim.engine.training import analytic
+from fabricsim.errors import FabricsimError
+from fabricsim.workload.training import TrainingOptions
+
+ARGS = ("llama3-8b", "dgx-h100", 8, 16, 4096)
+NON_DEFAULT = {  # one valid, non-default value per setting of train (a dense model, tp 2, selective)
+    "flash_attention": False,
+    "overlap_grad_reduce": True,
+    "overlap_param_gather": True,
+    "tp_comm_overlap": True,
+    "a2a_overlap": False,
+    "fp8_recipe": "current",
+    "capacity_factor": 1.5,
+    "moe_dispatcher": "deepep",
+    "cross_entropy": "te",
+    "mtp_layers": 1,
+    "account_for_embedding_in_pipeline_split": True,
+    "account_for_loss_in_pipeline_split": True,
+    "grad_reduce_in_fp32": False,
+    "pipeline_layout": "Et*32L",  # one pipeline stage: embedding, the 32 layers, loss
+    "recompute_modules": "core_attn,mlp",
+    "lora_rank": 8,
+}
+
+
+def test_every_setting_reaches_the_options_in_its_place() -> None:
+    assert set(NON_DEFAULT) == set(training.SETTINGS)
+    for name, value in NON_DEFAULT.items():
+        got = dict(api.train(*ARGS, tp=2, recompute="selective", **{name: value}).options)
+        want = training.training_options(**{name: value}).as_dict("bf16")
+        assert got == want, name
+
+
+def test_the_cluster_check_follows_the_gpu_cap(monkeypatch) -> None:
+    api.train("megatron-1t", "dgx-a100", 3072, 3072, 2048, tp=8, pp=64)  # checked and kept at the default cap
+    api.train("megatron-1t", "dgx-a100", 1, 1, 2048)  # does not fit, but the largest cluster the cap allows may run it
+    monkeypatch.setenv("FABRICSIM_MAX_GPUS", "1")  # a cluster of at most one GPU cannot hold them
+    with pytest.raises(FabricsimError, match=r"^model: megatron-1t has .* parameters"):
+        api.train("megatron-1t", "dgx-a100", 1, 1, 2048)
+    monkeypatch.delenv("FABRICSIM_MAX_GPUS")
+    api.train("megatron-1t", "dgx-a100", 3072, 3072, 2048, tp=8, pp=64)
+
+
+def test_one_build_equals_the_result_with_energy_attached() -> None:
+    model, system = catalog.load_model("llama3-8b"), catalog.load_system("dgx-h100")
+    for given, options in (({"tensor_parallel": 2}, TrainingOptions()), ({"tensor_parallel": 8}, None)):
+        layout = analytic.resolve_layout(8, model, **given)
+        estimate = analytic.estimate_training(model, system, layout, 16, 4096, options)
+        power = train_power(system, 8)
+        assert power is not None
+        built = training.train_result(model.name, system.name, estimate, options, power)
+        attached = attach_train(training.train_result(model.name, system.name, estimate, options), system)
+        assert built == attached
+        assert built.to_json() == attached.to_json()
+        bare = training.train_result(model.name, system.name, estimate, options)
+        assert dataclasses.replace(built, energy=()) == bare
+
+
+def test_results_share_nothing_a_caller_can_change() -> None:
+    first = api.train(*ARGS, tp=2, recompute="selective", recompute_modules="core_attn,mlp").to_json()
+    first["power_W"]["total"] = -1.0
+    first["options"]["recompute_modules"].append("changed")
+    second = api.train(*ARGS, tp=2, recompute="selective", recompute_modules="core_attn,mlp").to_json()
+    assert second["power_W"]["total"] > 0
+    assert second["options"]["recompute_modules"] == ["core_attn", "mlp"]
+
+
+def test_a_refused_layout_names_its_field_before_the_settings() -> None:
+    with pytest.raises(FabricsimError, match=r"^pp: "):  # the layout is checked first, as before
+        api.train(*ARGS, tp=2, pp=3, moe_dispatcher="nope")
+    with pytest.raises(FabricsimError, match=r"^moe-dispatcher: "):
+        api.train(*ARGS, tp=2, moe_dispatcher="nope")
