@@ -28,10 +28,11 @@ COMMANDS = {
     "import every api family": [sys.executable, "-c", "import fabricsim.api as a; [getattr(a, n) for n in a.__all__]"],
     "fabricsim --version": [*CLI, "--version"],
     "fabricsim train ... --json": [*CLI, *TRAIN],
+    "  the same through typer (--seed 0)": [*CLI, *TRAIN, "--seed", "0"],
 }
 PROBE = (
     "import sys; from fabricsim.cli.app import main; main(sys.argv[1:]); "
-    "print(*sorted(m for m in ('scipy', 'fabricsim.network', 'fabricsim.topology.routing', 'rich', 'numpy') "
+    "print(*sorted(m for m in ('scipy', 'fabricsim.network', 'fabricsim.topology.routing', 'rich', 'numpy', 'typer') "
     "if m in sys.modules), file=sys.stderr)"
 )
 
