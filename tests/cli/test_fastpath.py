@@ -240,3 +240,13 @@ def test_the_stand_in_does_what_pydantics_loader_does_and_all_pydantic_uses_of_i
     from fabricsim.cli import app as cli_app
 
     assert cli_app._no_plugins() == ()
+
+
+@pytest.mark.parametrize("extra", [[], ["--seed", "0"]])  # the fast path, then typer's
+def test_a_process_started_without_stdout_prints_nothing_and_exits_0(extra: list[str]) -> None:
+    """As typer's echo: with file descriptor 1 closed (``>&-``) Python has no sys.stdout."""
+    code = "import sys; from fabricsim.cli.app import main; sys.exit(main())"
+    argv = [sys.executable, "-c", code, *BASE, "--tp", "8", "--pp", "16", "--json", *extra]
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=lambda: os.close(1))
+    assert (done.returncode, done.stderr) == (0, "")

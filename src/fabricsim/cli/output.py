@@ -27,9 +27,11 @@ def emit(payload: dict[str, Any], as_json: bool, render: Callable[[dict[str, Any
         write_html_report(json.loads(text), name.removesuffix("_table").removesuffix("_tables"))
     if as_json:
         # what typer.echo writes for this text: dumps' JSON is ASCII (no colour codes to strip,
-        # nothing to re-encode), one line feed, flushed
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        # nothing to re-encode), one line feed, flushed; nothing where the process has no stdout
+        # (started with it closed: sys.stdout is None)
+        if sys.stdout is not None:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
         return
     from rich.console import Console
 
