@@ -250,3 +250,19 @@ def test_a_process_started_without_stdout_prints_nothing_and_exits_0(extra: list
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           preexec_fn=lambda: os.close(1))
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_ctrl_c_exits_130_quietly_on_both_paths(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """typer turns a KeyboardInterrupt into status 130 (it was lost: the run said 0); the fast path
+    does the same."""
+
+    def interrupted(inputs: dict[str, Any], as_json: bool) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fastpath, "analytic_train", interrupted)
+    monkeypatch.setattr(train_cmd, "analytic_train", interrupted)
+    argv = [*BASE, "--json"]
+    assert fastpath.run(list(argv)) == 130
+    assert tree.run(list(argv)) == 130
+    assert app.main(list(argv)) == 130
+    assert capsys.readouterr().err == ""

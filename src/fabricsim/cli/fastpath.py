@@ -164,8 +164,7 @@ def run(args: list[str]) -> int | None:
     as_json = params.pop("as_json")
     try:
         analytic_train(params, as_json)
-    except KeyboardInterrupt:  # as typer's Abort: no traceback
-        print("error: aborted", file=sys.stderr)
+    except KeyboardInterrupt:  # as typer: status 130, no traceback
         return 130
     except OSError as exc:
         if exc.errno != errno.EPIPE:

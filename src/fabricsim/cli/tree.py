@@ -144,7 +144,8 @@ def run(args: list[str]) -> int:
     status (and one ``error:`` line); a :class:`~fabricsim.errors.FabricsimError` propagates to
     :func:`fabricsim.cli.app.main`, which prints it."""
     try:
-        _command().main(args=args, prog_name="fabricsim", standalone_mode=False)
+        # a command returns None; typer returns an exit status it chose itself (130 for Ctrl-C)
+        status = _command().main(args=args, prog_name="fabricsim", standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
@@ -156,4 +157,4 @@ def run(args: list[str]) -> int:
             return 0
         print(f"error: {message}", file=sys.stderr)
         return 2
-    return 0
+    return status if isinstance(status, int) else 0
