@@ -40,6 +40,21 @@ sessions, load average 4-5, so walls are far above CPU; ratios are from one run,
   (and its pydantic adapters for the 49 options, ~3-5 ms), fabricsim's imports with ~90
   dataclasses created (a fifth of its own import) and the estimate; our part is ~140 ms of CPU
   for ``import fabricsim.api`` + one ``train`` + ``to_json`` once pydantic and typer are loaded.
+* CLI after the fast path (cli/fastpath.py: an analytic train reads its options from a table held
+  equal to typer's and never imports typer) and the stand-in for pydantic's plugin loader (no
+  importlib.metadata), 2026-12-02 07:08-07:10 UTC, ``--repeats 15``, three runs at load 4-5:
+  wall 2.84x/2.40x, CPU 2.39x/2.28x (0.190/0.208 s vs 0.454/0.475 s);
+  wall 2.25x/2.32x, CPU 2.44x/2.36x (0.205/0.253 s vs 0.500/0.599 s);
+  wall 2.57x/2.68x, CPU 2.49x/2.52x (0.162/0.194 s vs 0.404/0.489 s). One run at load 3.9 just
+  before (07:07): wall 2.27x/2.74x, CPU 2.30x/2.34x (0.155/0.164 s vs 0.357/0.385 s).
+  What is left of a JSON train's ~0.16 s CPU (``-X importtime``, min of 7 runs): Python 10 ms,
+  pydantic ~35 ms (needed: the specs are pydantic models), yaml ~9 ms, the standard library the
+  rest needs (typing, re, inspect, json, enum, dataclasses) ~20 ms, fabricsim's own imports ~55 ms
+  (fabricsim.metrics' 13 result dataclasses ~8 ms, the first pydantic models of specs/calibration.py
+  ~8 ms, specs/inputs.py ~5 ms, cost/, collectives/, engine/training/, ~40 dataclasses in all) and
+  the estimate ~13 ms (the deferred pydantic schemas of the specs built on first use, the catalog
+  YAML, the engine). Without typer (~25 ms saved) and importlib.metadata (~15 ms) nothing large is
+  left in the CLI's own part.
 * what is left of an estimate (cProfile of 5,000 repeated calls): the edge checks ~27% (each
   argument's validator, ``FABRICSIM_MAX_*`` caps read from the environment per call), catalog
   look-ups and the cluster/layout checks ~17%, the engine's estimate ~15%, the result and its

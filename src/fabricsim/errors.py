@@ -7,7 +7,6 @@ exceptions (and show a traceback), so the two are never confused.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from enum import Enum
 from typing import TypeVar
@@ -28,6 +27,8 @@ class FabricsimError(ValueError):
 
 def did_you_mean(name: str, choices: Iterable[str], limit: int = 3) -> str:
     """Return a 'did you mean ...' hint listing the closest known names, or all if none is close."""
+    import difflib  # here: only a refused name needs it (start-up time, issue 27)
+
     options = sorted(choices)
     close = difflib.get_close_matches(name, options, n=limit, cutoff=0.5)
     if close:

@@ -12,7 +12,7 @@ import typer
 from fabricsim.cli import fidelity as fidelity_flags
 from fabricsim.cli import options as o
 from fabricsim.cli import train_settings as ts
-from fabricsim.cli.common import emit
+from fabricsim.cli.fastpath import analytic_train
 
 OFFLOAD = typer.Option(None, "--offload", help="tensor classes kept below HBM: optimizer,weights,activations")
 OFFLOAD_TIER = typer.Option(None, "--offload-tier", help="host | grace | cxl (default host)")
@@ -73,8 +73,6 @@ def train(
 ) -> None:
     """Step time, MFU/HFU, memory per GPU and where the time goes, for one parallel layout."""
     params = dict(locals())  # first: exactly the command's parameters
-    from fabricsim import api
-
     params.pop("as_json")
     simulation, inputs = o.split(params, *o.SIMULATION_KEYS)
     fabric, inputs = o.split(inputs, *o.FABRIC_KEYS, *o.PACKET_KEYS)
@@ -82,4 +80,4 @@ def train(
     if flags.wants_engine:  # --fidelity simulate|flow, --trace or variability: the event-driven engine
         fidelity_flags.run_train(flags, inputs, as_json)
         return
-    emit(api.train(**inputs).to_json(), as_json, "train_table")
+    analytic_train(inputs, as_json)  # the fast path's code too (cli/fastpath.py)

@@ -1,0 +1,268 @@
+"""The fast path of ``fabricsim train`` (cli/fastpath.py, issue 27): it reads exactly the options
+typer declares, passes the command exactly what typer passes, prints the same bytes, declines
+everything it cannot read as typer would, and keeps typer out of the process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from fabricsim.cli import app, fastpath, options, train_cmd, tree
+
+KIND = {str: fastpath.STR, int: fastpath.INT, float: fastpath.FLOAT}
+ENGINE_KEYS = {*options.SIMULATION_KEYS, *options.FABRIC_KEYS, *options.PACKET_KEYS}
+BASE = ["train", "--model", "gpt3-175b", "--system", "dgx-a100", "--gpus", "1024", "--global-batch", "1536",
+        "--seq-len", "2048"]
+EVERY_OPTION = [
+    "train", "--model", "deepseek-v3", "--system", "dgx-h100", "--gpus", "1024", "--global-batch", "8192",
+    "--seq-len", "4096", "--tp", "2", "--pp", "8", "--dp", "64", "--cp", "1", "--ep", "64", "--vpp", "4",
+    "--micro-batch", "1", "--zero", "1", "--recompute", "selective", "--sequence-parallel", "--dtype", "fp8",
+    "--expert-tp", "1", "--flash-attention", "--overlap-grad-reduce", "--overlap-param-gather", "--tp-comm-overlap",
+    "--a2a-overlap", "--fp8-recipe", "current", "--capacity-factor", "1.25", "--moe-dispatcher", "deepep",
+    "--cross-entropy", "te", "--mtp-layers", "1", "--account-for-embedding-in-pipeline-split",
+    "--account-for-loss-in-pipeline-split", "--grad-reduce-in-fp32", "--pipeline-layout", "Et|(tt|)*30mL",
+    "--recompute-modules", "mla_up_proj,mlp", "--lora-rank", "0", "--offload", "optimizer",
+    "--offload-tier", "host", "--json",
+]
+
+
+def test_the_table_is_the_typer_commands_options() -> None:
+    """Every option of the typer command that an analytic estimate forwards is in the table with
+    its parameter, kind, flag values, requiredness and default; the engine's options are not; and
+    nothing of typer's that the table cannot read (callbacks, env vars, counts, ranges) is declared."""
+    command = tree._subcommand("train")
+    seen_values, seen_flags = set(), set()
+    for param in command.params:
+        assert param.callback is None and param.envvar is None and not param.multiple and param.nargs == 1
+        assert not param.count and param.min is None and param.max is None and not param.is_eager
+        if param.name in ENGINE_KEYS:
+            assert not set(param.opts + param.secondary_opts) & {*fastpath.TRAIN.values, *fastpath.TRAIN.flags}
+            continue
+        annotation = param.type_descriptor.annotation
+        if param.is_flag:
+            assert annotation is bool
+            for option in param.opts:
+                assert fastpath.TRAIN.flags[option] == (param.name, True)
+            for option in param.secondary_opts:
+                assert fastpath.TRAIN.flags[option] == (param.name, False)
+            seen_flags.update(param.opts + param.secondary_opts)
+        else:
+            assert param.secondary_opts == []
+            for option in param.opts:
+                assert fastpath.TRAIN.values[option] == (param.name, KIND[annotation])
+            seen_values.update(param.opts)
+        assert (param.name in fastpath.TRAIN.required) == param.required
+        if not param.required:
+            assert fastpath.TRAIN.defaults[param.name] == param.default
+    assert seen_values == set(fastpath.TRAIN.values)
+    assert seen_flags == set(fastpath.TRAIN.flags)
+
+
+@pytest.fixture
+def record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, Any], bool]]:
+    """What each path hands to the analytic estimate, with the types, instead of running it."""
+    calls: list[tuple[dict[str, Any], bool]] = []
+
+    def recorded(inputs: dict[str, Any], as_json: bool) -> None:
+        calls.append(({key: (type(value), value) for key, value in inputs.items()}, as_json))
+
+    monkeypatch.setattr(fastpath, "analytic_train", recorded)
+    monkeypatch.setattr(train_cmd, "analytic_train", recorded)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        BASE,
+        [*BASE, "--json"],
+        EVERY_OPTION,
+        [*BASE, "--no-sequence-parallel", "--no-flash-attention", "--no-overlap-grad-reduce", "--no-a2a-overlap",
+         "--no-grad-reduce-in-fp32", "--no-account-for-loss-in-pipeline-split", "--capacity-factor", "2",
+         "--zero", "0", "--tp", "8"],
+        ["train", "--json", "--seq-len", "2048", "--tp", "8", "--gpus", "8", "--model", "./my model/config.json",
+         "--global-batch", "999999999999999999", "--system", "dgx-h100", "--dtype", "bf16 ", "--recompute", "fülle"],
+    ],
+)
+def test_the_fast_path_passes_what_typer_passes(argv: list[str], record: list) -> None:
+    assert fastpath.run(list(argv)) == 0
+    assert tree.run(list(argv)) == 0
+    assert len(record) == 2
+    assert record[0] == record[1]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--help"],
+        ["--tp=8"],  # the --opt=value form
+        ["--tp", "8", "--tp", "4"],  # given twice: typer takes the last
+        ["--json", "--json"],
+        ["--tp", "-8"],  # a sign
+        ["--tp", "+8"],
+        ["--tp", "08"],  # a leading zero
+        ["--tp", "8.0"],
+        ["--tp", "1e3"],
+        ["--tp", " 8"],
+        ["--tp", "\u0668"],  # a digit of another script
+        ["--tp", "1" * 19],  # longer than the table reads
+        ["--tp", ""],
+        ["--tp"],  # no value
+        ["--capacity-factor", "1."],
+        ["--capacity-factor", ".5"],
+        ["--capacity-factor", "1e3"],
+        ["--capacity-factor", "nan"],
+        ["--dtype", ""],
+        ["--dtype", "--json"],
+        ["--dtype", "-x"],
+        ["--dtype", "bf\udcff16"],  # an undecodable byte of the command line
+        ["--fidelity", "analytic"],  # the engine's options are typer's
+        ["--seed", "1"],
+        ["--trace", "t.json"],
+        ["--topology", "fat-tree:k=8"],
+        ["--nope"],
+        ["positional"],
+        ["--"],
+    ],
+)
+def test_the_fast_path_declines_what_it_cannot_read_as_typer_does(extra: list[str], record: list) -> None:
+    assert fastpath.run([*BASE, *extra]) is None
+    assert record == []
+
+
+def test_the_fast_path_needs_every_required_option_and_the_train_command(record: list) -> None:
+    for k in range(1, len(BASE), 2):
+        assert fastpath.run(BASE[:k] + BASE[k + 2:]) is None
+    assert fastpath.run([]) is None
+    assert fastpath.run(["infer", *BASE[1:]]) is None
+    assert fastpath.run(["--version"]) is None
+    assert record == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*BASE, "--tp", "8", "--pp", "16", "--json"],
+        [*BASE, "--tp", "8", "--pp", "16"],  # the table, through rich
+        EVERY_OPTION,
+        [*BASE, "--tp", "7", "--json"],  # refused by the API: the same error line
+        ["train", "--model", "nope", "--system", "dgx-a100", "--gpus", "8", "--global-batch", "8", "--seq-len", "8"],
+    ],
+)
+def test_both_paths_print_the_same_bytes(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
+    fast = app.main(list(argv)), capsys.readouterr()
+    monkeypatch.setattr(fastpath, "run", lambda args: None)
+    typed = app.main(list(argv)), capsys.readouterr()
+    assert fast == typed
+    assert fast[1].out or fast[1].err.startswith("error: ")
+
+
+def _child(code: str, *argv: str, **kwargs: Any) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, **kwargs)
+
+
+def test_a_json_train_process_never_imports_typer_and_a_fallback_does() -> None:
+    probe = (
+        "import sys, io, contextlib\n"
+        "from fabricsim.cli.app import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(sys.argv[1:]) == 0\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'rich', 'click'}))\n"
+    )
+    assert _child(probe, *BASE, "--tp", "8", "--pp", "16", "--json").stdout.split() == ["[]"]
+    assert _child(probe, *BASE, "--tp", "8", "--pp", "16", "--json", "--seed", "0").stdout.split() == ["['typer']"]
+    assert _child("import sys, fabricsim.cli.app; print('typer' in sys.modules)").stdout.split() == ["False"]
+
+
+@pytest.mark.parametrize("extra", [[], ["--seed", "0"]])  # the fast path, then typer's
+def test_a_closed_pipe_exits_1_without_a_traceback(extra: list[str]) -> None:
+    """Both paths end a run whose reader went away (``| head``) as typer does: status 1, quietly."""
+    code = "import sys; from fabricsim.cli.app import main; sys.exit(main())"
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    argv = [sys.executable, "-c", code, *BASE, "--tp", "8", "--pp", "16", "--json", *extra]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before the child writes: its write fails with EPIPE
+    err = child.stderr.read()
+    assert child.wait() == 1
+    assert err == b""
+
+
+def test_a_process_skips_pydantics_plugin_loader_only_where_fabricsim_disabled_the_plugins() -> None:
+    """The whole-process entry point stands in for pydantic's plugin loader (cli/app.py
+    _no_plugin_loader): importlib.metadata is not imported, the output is the same; where the user
+    set PYDANTIC_DISABLE_PLUGINS, pydantic's own loader runs."""
+    code = (
+        "import sys\n"
+        "from fabricsim.cli.app import main\n"
+        "sys.argv = ['fabricsim', *sys.argv[1:]]\n"
+        "code = main()\n"
+        "loader = sys.modules['pydantic.plugin._loader']\n"
+        "print(code, 'importlib.metadata' in sys.modules, hasattr(loader, '__file__'), file=sys.stderr)\n"
+    )
+    argv = [*BASE, "--tp", "8", "--pp", "16", "--json"]
+    env = {key: value for key, value in os.environ.items() if key != "PYDANTIC_DISABLE_PLUGINS"}
+    mine = _child(code, *argv, env=env)
+    assert mine.stderr.split() == ["0", "False", "False"]
+    users = _child(code, *argv, env={**env, "PYDANTIC_DISABLE_PLUGINS": "__all__"})
+    assert users.stderr.split() == ["0", "True", "True"]
+    assert mine.stdout == users.stdout and '"step_time_s"' in mine.stdout
+
+
+def test_the_stand_in_does_what_pydantics_loader_does_and_all_pydantic_uses_of_it() -> None:
+    """pydantic's own loader returns no plugins under PYDANTIC_DISABLE_PLUGINS=__all__, and pydantic
+    takes nothing but ``get_plugins`` from it (checked in the installed pydantic's sources)."""
+    import pathlib
+    import re
+
+    import pydantic
+
+    code = "import pydantic.plugin._loader as loader; print(list(loader.get_plugins()))"
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    assert _child(code, env=env).stdout.split() == ["[]"]
+    root = pathlib.Path(pydantic.__file__).parent
+    uses = {
+        name.strip()
+        for source in root.rglob("*.py")
+        if source.name != "_loader.py"
+        for names in re.findall(r"from (?:\.|pydantic\.plugin\.)_loader import ([\w, ]+)", source.read_text())
+        for name in names.split(",")
+    }
+    assert uses == {"get_plugins"}
+    assert not [s for s in root.rglob("*.py") if re.search(r"\b_loader\.\w", s.read_text()) and s.name != "_loader.py"]
+    from fabricsim.cli import app as cli_app
+
+    assert cli_app._no_plugins() == ()
+
+
+@pytest.mark.parametrize("extra", [[], ["--seed", "0"]])  # the fast path, then typer's
+def test_a_process_started_without_stdout_prints_nothing_and_exits_0(extra: list[str]) -> None:
+    """As typer's echo: with file descriptor 1 closed (``>&-``) Python has no sys.stdout."""
+    code = "import sys; from fabricsim.cli.app import main; sys.exit(main())"
+    argv = [sys.executable, "-c", code, *BASE, "--tp", "8", "--pp", "16", "--json", *extra]
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=lambda: os.close(1))
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_ctrl_c_exits_130_quietly_on_both_paths(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """typer turns a KeyboardInterrupt into status 130 (it was lost: the run said 0); the fast path
+    does the same."""
+
+    def interrupted(inputs: dict[str, Any], as_json: bool) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fastpath, "analytic_train", interrupted)
+    monkeypatch.setattr(train_cmd, "analytic_train", interrupted)
+    argv = [*BASE, "--json"]
+    assert fastpath.run(list(argv)) == 130
+    assert tree.run(list(argv)) == 130
+    assert app.main(list(argv)) == 130
+    assert capsys.readouterr().err == ""
