@@ -195,53 +195,6 @@ def test_a_closed_pipe_exits_1_without_a_traceback(extra: list[str]) -> None:
     assert err == b""
 
 
-def test_a_process_skips_pydantics_plugin_loader_only_where_fabricsim_disabled_the_plugins() -> None:
-    """The whole-process entry point stands in for pydantic's plugin loader (cli/app.py
-    _no_plugin_loader): importlib.metadata is not imported, the output is the same; where the user
-    set PYDANTIC_DISABLE_PLUGINS, pydantic's own loader runs."""
-    code = (
-        "import sys\n"
-        "from fabricsim.cli.app import main\n"
-        "sys.argv = ['fabricsim', *sys.argv[1:]]\n"
-        "code = main()\n"
-        "loader = sys.modules['pydantic.plugin._loader']\n"
-        "print(code, 'importlib.metadata' in sys.modules, hasattr(loader, '__file__'), file=sys.stderr)\n"
-    )
-    argv = [*BASE, "--tp", "8", "--pp", "16", "--json"]
-    env = {key: value for key, value in os.environ.items() if key != "PYDANTIC_DISABLE_PLUGINS"}
-    mine = _child(code, *argv, env=env)
-    assert mine.stderr.split() == ["0", "False", "False"]
-    users = _child(code, *argv, env={**env, "PYDANTIC_DISABLE_PLUGINS": "__all__"})
-    assert users.stderr.split() == ["0", "True", "True"]
-    assert mine.stdout == users.stdout and '"step_time_s"' in mine.stdout
-
-
-def test_the_stand_in_does_what_pydantics_loader_does_and_all_pydantic_uses_of_it() -> None:
-    """pydantic's own loader returns no plugins under PYDANTIC_DISABLE_PLUGINS=__all__, and pydantic
-    takes nothing but ``get_plugins`` from it (checked in the installed pydantic's sources)."""
-    import pathlib
-    import re
-
-    import pydantic
-
-    code = "import pydantic.plugin._loader as loader; print(list(loader.get_plugins()))"
-    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}
-    assert _child(code, env=env).stdout.split() == ["[]"]
-    root = pathlib.Path(pydantic.__file__).parent
-    uses = {
-        name.strip()
-        for source in root.rglob("*.py")
-        if source.name != "_loader.py"
-        for names in re.findall(r"from (?:\.|pydantic\.plugin\.)_loader import ([\w, ]+)", source.read_text())
-        for name in names.split(",")
-    }
-    assert uses == {"get_plugins"}
-    assert not [s for s in root.rglob("*.py") if re.search(r"\b_loader\.\w", s.read_text()) and s.name != "_loader.py"]
-    from fabricsim.cli import app as cli_app
-
-    assert cli_app._no_plugins() == ()
-
-
 @pytest.mark.parametrize("extra", [[], ["--seed", "0"]])  # the fast path, then typer's
 def test_a_process_started_without_stdout_prints_nothing_and_exits_0(extra: list[str]) -> None:
     """As typer's echo: with file descriptor 1 closed (``>&-``) Python has no sys.stdout."""

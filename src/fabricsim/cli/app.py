@@ -13,7 +13,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-import types
 from importlib import import_module
 from typing import Any
 
@@ -62,44 +61,18 @@ def main(argv: list[str] | None = None) -> int:
     and are left alone): its young generation holds :data:`PROCESS_GC_THRESHOLD` objects, and at the
     end the objects still alive are frozen out of it (``gc.freeze``), so that the interpreter's exit
     does not traverse them all again in its final collections (a fifth of a JSON ``train``'s CPU);
-    pydantic's plugin discovery is skipped unless ``PYDANTIC_DISABLE_PLUGINS`` is set, and with it the
-    import of its plugin loader (:func:`_no_plugin_loader`)."""
+    pydantic's plugin discovery is skipped unless ``PYDANTIC_DISABLE_PLUGINS`` is set."""
     if argv is None:
         threshold = gc.get_threshold()
         gc.set_threshold(max(threshold[0], PROCESS_GC_THRESHOLD), *threshold[1:])
         # pydantic looks for plugins of other packages (entry points: a scan of every installed
         # distribution, ~4 ms) before its first model; fabricsim's own validation wants none. A user
         # who sets the variable (even empty) keeps pydantic's behaviour.
-        if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
-            os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
-            _no_plugin_loader()
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     code = _run(argv)
     if argv is None:
         gc.freeze()
     return code
-
-
-# pydantic's plugin loader, which with PYDANTIC_DISABLE_PLUGINS=__all__ finds no plugins but whose
-# module imports importlib.metadata (email, zipfile, importlib.resources, tempfile: ~15 ms of the
-# ~0.17 s CPU of a JSON train, issue 27) before it reads the variable
-PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
-
-
-def _no_plugins() -> tuple[()]:
-    return ()
-
-
-def _no_plugin_loader() -> None:
-    """Stand in for :data:`PYDANTIC_PLUGIN_LOADER` with a module whose ``get_plugins()`` returns no
-    plugins, as pydantic's own does once the variable is ``__all__`` (what :func:`main` just set
-    for this process, the user having set nothing). pydantic 2 calls only ``get_plugins`` of it
-    (plugin/_schema_validator.py); tests/cli/test_fastpath.py checks both against the pydantic
-    installed. Nothing is replaced once pydantic has loaded its own."""
-    if PYDANTIC_PLUGIN_LOADER in sys.modules:
-        return
-    loader = types.ModuleType(PYDANTIC_PLUGIN_LOADER, "fabricsim: no plugins (PYDANTIC_DISABLE_PLUGINS=__all__)")
-    loader.get_plugins = _no_plugins  # type: ignore[attr-defined]
-    sys.modules[PYDANTIC_PLUGIN_LOADER] = loader
 
 
 def _run(argv: list[str] | None) -> int:
