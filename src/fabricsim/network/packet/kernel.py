@@ -469,7 +469,7 @@ def out_link_index(LI, flow_ptr, flow_links):
     return order, order_src
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # not inlined: its five call sites (with the trimming paths) would grow the compile
 def _next_link(LI, route, f, node, ent):
     """The flow's out-link at ``node``: its only one, or, when sprayed, one of the flow's equal-cost
     out-links there: by a hash of the packet's entropy ``ent`` (``entropies`` > 0, an ECMP hash of

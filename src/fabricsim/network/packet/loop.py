@@ -453,7 +453,7 @@ def run(tables, route, hosts, uplink, shared, P, samples):
         heap.push(H[0], H[1], H[2], meta, 0.0, _key(EV_SAMPLE, 0))
     S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
     t = 0.0
-    events = 0
+    events = np.int64(0)  # not the literal 0: numba would compile _events for Literal[int](0) and again for int64
     while finished < finite and meta[0] > 0:
         if meta[0] + 16 >= H[0].size:
             ht, hk, hs = heap.grown(H[0], H[1], H[2])
