@@ -9,6 +9,19 @@
    ``python benchmarks/bench_packet.py spray16`` alone).
    Reported against wall time and against this process's CPU time (the machine may be shared:
    CPU time is what one core delivers).
+   Measured 2026-12-02 (issue 26; shared 2-core AMD EPYC host), spray16, alternating runs of the
+   kernel before and after the event loop and its per-packet calls lost numba's reference counting
+   (loop.py, ``_nrt=False``) and _next_link its scans of all the flow's links (kernel.py);
+   5,520,590 events in both, outputs byte-identical. Events per CPU second, six runs each:
+   load 1.7-3.1 (_next_link inlined):  before min 0.91 M, median 0.96 M; after min 1.67 M, median 1.92 M;
+   load 3.1-3.7 (final, _next_link a call): before min 0.65 M, median 0.71 M; after min 1.25 M, median 1.35 M.
+   perf before: 49% of the samples in NRT_incref / NRT_decref (atomic reference counts of the
+   arrays passed to the per-packet calls). One full run of this script each (load ~2): 64 -> 1
+   incasts 1.27-1.31 M -> 7.4-10.2 M ev/s cpu, 255 -> 1 incast 1.29 M -> 10.4 M, k=8 spray 1.30 M
+   -> 5.20 M, k=16 spray 0.90 M -> 1.85 M (k=16 gains least; perf then shows the time spread over
+   many loads in the loop, no hot spot: likely cache misses on its larger heap and tables, not
+   measured; the heap's pop + push costs 0.12-0.2 us at 10k-150k pending events in isolation).
+   First compile (fresh cache, the warm-up run): 89 s CPU before, 108 s after (load 2-3).
 4. DCQCN recovery profiles on a 4 -> 1 incast at 100 Gb/s (60 MB each, starts 0.5 ms apart):
    Jain index and utilisation in the 4 ms before the first finish, for the NVIDIA defaults and the
    gentle / aggressive profiles of the reference sweep (reported as they behave).

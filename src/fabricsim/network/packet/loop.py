@@ -10,6 +10,16 @@ counted on entry and exit; the compiled IR holds hundreds of NRT incref/decref c
 most of the time per event: the sprayed k=8 fat-tree runs at about 1.9 M events/s instead of
 1.2 M; compile time grows a few seconds (once per machine, then cached). Rare events (pause,
 credit, CNP, ACK, wake-up) stay ordinary calls.
+
+The event loop (:func:`_events`) and the ordinary calls on the per-packet path (the NIC's send
+step, the receiver's reply, a control packet's hop, the other events) are compiled without numba's
+reference counting (``_nrt=False``; numba compiles their callees the same way): they allocate
+nothing, yet each call and each unpacking of the state tuple counted references on every array
+with atomic instructions, half the CPU time of the sprayed k=16 fat-tree (perf: NRT_incref and
+NRT_decref). Without it that case runs at about 1.9 M events per CPU second instead of 0.9 M
+(benchmarks/bench_packet.py). :func:`run` keeps the counting: it allocates the tables and grows
+the heap and the packet pool, the loop returning to it whenever one must grow. Results are the
+same bit for bit (the same events in the same order).
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from fabricsim.network.packet.kernel import (
     _nic_kick,
     _push_control,
     _try_switch_tx,
+    out_link_index,
 )
 from fabricsim.network.packet.layout import (
     CTRL_ACK,
@@ -189,7 +200,7 @@ def _tx_done(S, shared, lk, t):
     _kick_link(S, lk, t)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _reply(S, kind, arg, p, lk, t):
     """Feedback ``kind`` (an event kind with its ``arg``, or CTRL_ACK) about data packet ``p``, which
     reached its receiver over link ``lk``: a control packet back over the reverse of ``p``'s path
@@ -219,7 +230,7 @@ def _reply(S, kind, arg, p, lk, t):
     _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, LI[back, LI_SRC_HOST], t, H, meta)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _control_hop(S, c, lk, t):
     """Control packet ``c`` crossed link ``lk``: at the sender its event happens now; at a switch it
     takes the reverse of the previous link of its data packet's path (the first: the sender's NIC port)."""
@@ -347,7 +358,7 @@ def _arrive(S, shared, stats, route, hist, p, t):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _control(S, rx, kind, arg, t):
     """Pause, resume, credit, CNP, ACK, wake-up, start and receiver-credit events (``rx``: the
     receivers, :mod:`credit`); loss recovery's go to _recover."""
@@ -397,6 +408,28 @@ def _control(S, rx, kind, arg, t):
         _recover(S, kind, arg, t)
 
 
+@njit(cache=True, _nrt=False)
+def _events(S, shared, stats, route, hist, rx, series, finished, finite, t, events):
+    """Pop and handle events until the run ends (every finite flow finished or no event left) or
+    the heap or the packet pool must grow (:func:`run` grows them, which allocates, and calls again).
+    Returns (time of the last event, flows finished, events handled)."""
+    H, meta = S[10], S[11]
+    while finished < finite and meta[0] > 0 and meta[0] + 16 < H[0].size and meta[3] >= 4:
+        t, key = heap.pop(H[0], H[1], H[2], meta)
+        kind = key & ((1 << EV_BITS) - 1)
+        arg = key >> EV_BITS
+        events += 1
+        if kind == EV_TXDONE:
+            _tx_done(S, shared, arg, t)
+        elif kind == EV_ARRIVE:
+            finished += _arrive(S, shared, stats, route, hist, arg, t)
+        elif kind == EV_SAMPLE:
+            _sample(S, series, t)
+        else:
+            _control(S, rx, kind, arg, t)
+    return t, finished, events
+
+
 @njit(cache=True)
 def run(tables, route, hosts, uplink, shared, P, samples):
     """Simulate until every flow of finite size is delivered (or nothing is left to happen); flows
@@ -412,6 +445,8 @@ def run(tables, route, hosts, uplink, shared, P, samples):
     histogram, (delivered, rate, queue) series, rows sampled).
     """
     LI, LF, FI, FF, LINT, rcvd, rx = tables
+    order, order_src = out_link_index(LI, route[0], route[1])  # each flow's out-links per node (_next_link)
+    route = (route[0], route[1], route[2], order, order_src)
     np.random.seed(int(P[P_SEED]))
     flows = FI.shape[0]
     PI, PF, meta = _new_pool(1024)
@@ -426,7 +461,7 @@ def run(tables, route, hosts, uplink, shared, P, samples):
         heap.push(H[0], H[1], H[2], meta, 0.0, _key(EV_SAMPLE, 0))
     S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
     t = 0.0
-    events = 0
+    events = np.int64(0)  # not the literal 0: numba would compile _events for Literal[int](0) and again for int64
     while finished < finite and meta[0] > 0:
         if meta[0] + 16 >= H[0].size:
             ht, hk, hs = heap.grown(H[0], H[1], H[2])
@@ -435,18 +470,7 @@ def run(tables, route, hosts, uplink, shared, P, samples):
         if meta[3] < 4:
             PI, PF = _grown_pool(PI, PF, meta)
             S = (LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, H, meta, LINT, rcvd)
-        t, key = heap.pop(H[0], H[1], H[2], meta)
-        kind = key & ((1 << EV_BITS) - 1)
-        arg = key >> EV_BITS
-        events += 1
-        if kind == EV_TXDONE:
-            _tx_done(S, shared, arg, t)
-        elif kind == EV_ARRIVE:
-            finished += _arrive(S, shared, stats, route, hist, arg, t)
-        elif kind == EV_SAMPLE:
-            _sample(S, series, t)
-        else:
-            _control(S, rx, kind, arg, t)
+        t, finished, events = _events(S, shared, stats, route, hist, rx, series, finished, finite, t, events)
     for lk in range(LI.shape[0]):  # close pauses still open at the end
         for c in range(int(P[P_CLASSES])):
             ci, cf = c * LI_CSTRIDE, c * LF_CSTRIDE

@@ -53,9 +53,11 @@ def _sample(S, series, t):
     k = meta[M_SAMPLES]
     if k >= delivered.shape[0]:
         return
-    delivered[k] = FF[:, FF_DELIVERED]
-    rate[k] = FF[:, FF_RC]
-    queue[k] = LF[:, LF_QBYTES]
+    for f in range(FF.shape[0]):  # element loops: the event loop that calls this runs without NRT
+        delivered[k, f] = FF[f, FF_DELIVERED]
+        rate[k, f] = FF[f, FF_RC]
+    for lk in range(LF.shape[0]):
+        queue[k, lk] = LF[lk, LF_QBYTES]
     meta[M_SAMPLES] = k + 1
     heap.push(H[0], H[1], H[2], H[3], t + P[P_SAMPLE_DT], _key(EV_SAMPLE, 0))
 
