@@ -27,9 +27,10 @@ stays at or above the fair share. ``k`` = 1 (a phase under the budget) is simula
 shifted to start at 0.
 
 **Background** (:func:`background_flows`): flows of infinite size capped at ``max_rate_Bps`` are
-another tenant's steady traffic. They start with the phase and send, paced at most at their cap,
-until every finite flow is delivered (the kernel's stop rule), then report ``finish_s = inf``.
-Background flows that share no link with any finite flow of the phase are left out of the run
+another tenant's steady traffic on the scale-out fabric: every flow runs between two scale-up
+domains, never inside one (that would be this job's NVLink). They start with the phase and send,
+paced at most at their cap, until every finite flow is delivered (the kernel's stop rule), then
+report ``finish_s = inf``. Background flows that share no link with any finite flow of the phase are left out of the run
 (their only effect would be PFC pauses spreading from links the phase does not use).
 
 **Scale-up traffic** (the flows whose ends share a scale-up domain, :func:`~fabricsim.topology.
@@ -116,7 +117,8 @@ class BackgroundPattern(StrEnum):
     WEBSEARCH = "websearch"
 
 
-BACKGROUND_HELP = "PATTERN:LOAD, another tenant's traffic: permutation|all-to-all|incast|websearch at LOAD in (0, 1]"
+BACKGROUND_HELP = ("PATTERN:LOAD, another tenant's traffic between scale-up domains (never on NVLink): "
+                   "permutation|all-to-all|incast|websearch at LOAD in (0, 1]")
 
 # --- transports -------------------------------------------------------------------------------
 
