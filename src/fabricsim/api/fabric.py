@@ -21,7 +21,10 @@ Turns the user's fabric choices into the engine's :class:`~fabricsim.engine.fabr
   transport replaces the NIC's (:func:`fabricsim.network.phase.named_transport`), the parameters
   override its own, the rate is its ``ber`` parameter. With several traffic classes the job's flows
   run in class 0 and the background's in ``background_class``
-  (:mod:`fabricsim.network.phase`).
+  (:mod:`fabricsim.network.phase`). All three are the scale-out fabric's: flows inside one scale-up
+  domain (NVLink, ICI) run on link credits without the NIC's transport, its parameters or ``ber``,
+  so they take the same time under every ``transport`` (:class:`~fabricsim.network.phase.
+  PacketPhaseNetwork`).
 
 Also the ``network`` block of the results: per parallel dimension the highest fabric tier its groups
 cross and the bytes per tier, the exposed communication per collective kind, and at packet level
