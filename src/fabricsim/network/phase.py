@@ -117,8 +117,10 @@ class BackgroundPattern(StrEnum):
     WEBSEARCH = "websearch"
 
 
-BACKGROUND_HELP = ("PATTERN:LOAD, another tenant's traffic between scale-up domains (never on NVLink): "
-                   "permutation|all-to-all|incast|websearch at LOAD in (0, 1]")
+BACKGROUND_HELP = (
+    "PATTERN:LOAD, another tenant's traffic between scale-up domains (never on NVLink): "
+    "permutation|all-to-all|incast|websearch at LOAD in (0, 1]"
+)
 
 # --- transports -------------------------------------------------------------------------------
 
