@@ -1,6 +1,6 @@
 """``serve`` with the fabric in the loop: KV hand-offs and cross-domain collectives on the placed
 fabric (issue 24's Done-when: an oversubscribed fabric slows the hand-offs and TTFT; a background
-tenant on RoCE stretches the TPOT tail more than its median)."""
+tenant on RoCE stretched the TPOT tail more than its median only through NVLink, see below)."""
 
 from __future__ import annotations
 
@@ -46,17 +46,19 @@ TP16 = {"tp": 16, "arrival_rate": 6.0, "input_len": "uniform:500,3000", "output_
         "requests": 200, "seed": 0}  # every layer's all-reduce crosses the two nodes' NICs
 
 
-def test_background_on_roce_stretches_the_tpot_tail_more_than_the_median() -> None:
+def test_background_on_roce_stays_off_nvlink_and_leaves_a_latency_bound_tp16_decode_as_quiet() -> None:
+    # The tenant's flows cross the two nodes' NICs only (network/phase.py, background_flows) and the
+    # NVLink legs of the all-reduces run without DCQCN. Before that rule this test asserted that the
+    # tenant stretched the TPOT tail (p50 +22%, p99 +25% at 0.6): an artifact of 6 of its 16 flows on
+    # NVLink and DCQCN pacing the NVLink legs at the NIC's rate. The decode all-reduces (~0.5 MB)
+    # are latency-bound: their analytic time stays above the network's even at half the NIC share.
     analytic = api.serve("llama3-70b", "dgx-h100", 16, fidelity="analytic", **TP16).to_json()
     quiet = api.serve("llama3-70b", "dgx-h100", 16, fidelity="packet", nic="roce-400", **TP16).to_json()
     busy = api.serve("llama3-70b", "dgx-h100", 16, fidelity="packet", nic="roce-400",
                      background="permutation:0.6", **TP16).to_json()
     assert quiet["tpot_s"]["p50"] == pytest.approx(analytic["tpot_s"]["p50"], rel=0.03)
-    rise_p50 = busy["tpot_s"]["p50"] - quiet["tpot_s"]["p50"]
-    rise_p99 = busy["tpot_s"]["p99"] - quiet["tpot_s"]["p99"]
-    assert rise_p99 > rise_p50 > 0
-    assert busy["tpot_p99_over_p50"] > quiet["tpot_p99_over_p50"]
-    assert busy["network_stall_s"]["p99"] > quiet["network_stall_s"]["p99"]
+    assert busy["tpot_s"] == pytest.approx(quiet["tpot_s"], rel=1e-3)
+    assert busy["network"]["network_runs"] > quiet["network"]["network_runs"]  # the tenant was simulated
     assert busy["network"]["transport"] == "roce" and busy["network"]["background"] == "permutation:0.6"
 
 

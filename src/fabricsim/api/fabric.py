@@ -11,15 +11,20 @@ Turns the user's fabric choices into the engine's :class:`~fabricsim.engine.fabr
   (:func:`fabricsim.network.phase.transport_for`); at flow fidelity the transports differ only by
   routing (the flow model has no queues);
 * ``placement``: packed | spread | random:SEED | FILE (:mod:`fabricsim.topology.placement`);
-* ``background``: ``PATTERN:LOAD``, another tenant's steady traffic on every endpoint at ``LOAD``
-  of the line rate (:func:`fabricsim.network.phase.background_flows`);
+* ``background``: ``PATTERN:LOAD``, another tenant's steady traffic on the scale-out fabric: every
+  endpoint offers ``LOAD`` of its share of the NICs' line rate, every flow between two scale-up
+  domains (nodes, NVL72 racks, TPU cubes; another job's traffic cannot enter this job's NVLink),
+  so a job on one domain cannot take one (:func:`fabricsim.network.phase.background_flows`);
 * ``transport`` (``roce`` | ``ib`` | ``uet``), ``ber`` (the post-FEC bit-error rate of every
   link) and ``cc_params`` (``NAME=VALUE`` packet parameters, as ``traffic --cc-param`` takes them,
   e.g. ``classes=2``, ``background_class=1``, ``class_sched=wrr``), packet fidelity only: the
   transport replaces the NIC's (:func:`fabricsim.network.phase.named_transport`), the parameters
   override its own, the rate is its ``ber`` parameter. With several traffic classes the job's flows
   run in class 0 and the background's in ``background_class``
-  (:mod:`fabricsim.network.phase`).
+  (:mod:`fabricsim.network.phase`). All three are the scale-out fabric's: flows inside one scale-up
+  domain (NVLink, ICI) run on link credits without the NIC's transport, its parameters or ``ber``,
+  so they take the same time under every ``transport`` (:class:`~fabricsim.network.phase.
+  PacketPhaseNetwork`).
 
 Also the ``network`` block of the results: per parallel dimension the highest fabric tier its groups
 cross and the bytes per tier, the exposed communication per collective kind, and at packet level
@@ -271,8 +276,17 @@ def fabric_on(
     text, line_Bps = background
     flows = None
     if text is not None:
-        flows = parse_background(text).flows(np.arange(topology.hosts, dtype=np.int64), line_Bps, seed)
+        hosts, domains = _background_hosts(topology)
+        flows = parse_background(text).flows(hosts, line_Bps, seed, domains)
     return Fabric(topology, network, 1, flows), transport, chosen.value
+
+
+def _background_hosts(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """The endpoints a background tenant runs between and their scale-up domains (its flows cross
+    domains only: :func:`fabricsim.network.phase.background_flows`)."""
+    from fabricsim.topology.placement import tier_map
+
+    return np.arange(topology.hosts, dtype=np.int64), tier_map(topology).domain
 
 
 def background_samples(placed: PlacedFabric, system: SystemSpec, seed: int, count: int) -> list[Fabric]:
@@ -284,11 +298,11 @@ def background_samples(placed: PlacedFabric, system: SystemSpec, seed: int, coun
     from fabricsim.network.phase import parse_background
 
     spec = parse_background(text)
-    hosts = np.arange(placed.fabric.topology.hosts, dtype=np.int64)
+    hosts, domains = _background_hosts(placed.fabric.topology)
     line_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
     samples = [placed.fabric]
     for k in range(1, count):
-        samples.append(dataclasses.replace(placed.fabric, background=spec.flows(hosts, line_Bps, seed + k)))
+        samples.append(dataclasses.replace(placed.fabric, background=spec.flows(hosts, line_Bps, seed + k, domains)))
     return samples
 
 

@@ -27,10 +27,27 @@ stays at or above the fair share. ``k`` = 1 (a phase under the budget) is simula
 shifted to start at 0.
 
 **Background** (:func:`background_flows`): flows of infinite size capped at ``max_rate_Bps`` are
-another tenant's steady traffic. They start with the phase and send, paced at most at their cap,
-until every finite flow is delivered (the kernel's stop rule), then report ``finish_s = inf``.
-Background flows that share no link with any finite flow of the phase are left out of the run
+another tenant's steady traffic on the scale-out fabric: every flow runs between two scale-up
+domains, never inside one (that would be this job's NVLink). They start with the phase and send,
+paced at most at their cap, until every finite flow is delivered (the kernel's stop rule), then
+report ``finish_s = inf``. Background flows that share no link with any finite flow of the phase are left out of the run
 (their only effect would be PFC pauses spreading from links the phase does not use).
+
+**Scale-up traffic** (the flows whose ends share a scale-up domain, :func:`~fabricsim.topology.
+placement.tier_map`: a DGX node's NVSwitch, an NVL72 rack, a TPU cube's ICI): the NIC transport
+(RoCE/InfiniBand/UET headers, PFC, DCQCN/NSCC, spraying, loss recovery) belongs to the scale-out
+fabric; NVLink and ICI carry their own link protocol. Before this rule every flow ran under the
+NIC's transport: UET's NSCC capped an NVLink flow's window at ``nscc_max_window`` x the NIC's BDP
+(the kernel's one line rate is the NIC's share), so a TP collective took 2.6x its InfiniBand time
+on a quiet fabric. So a phase's flows inside one domain that share no link with its other flows
+are routed (:data:`SCALE_UP_ROUTING`) and simulated in a run of their own with link-level credits
+(NVLink's flow control is credit-based), no sender CC and default parameters
+(:class:`~fabricsim.network.packet.params.PacketParams`): their times do not depend on
+``--transport``, ``--cc-param`` or ``--ber`` (NVLink retries CRC errors at link level). Assumed:
+the per-packet overhead is InfiniBand's (the kernel's headers of a credit run; NVLink's flit
+framing is not modelled). In-domain flows that share a link with scale-out flows (a rail-only
+fabric's NVLink relay to another rail's NIC) stay in the NIC transport's run. Both runs count in
+the counters below.
 
 **Counters** (:meth:`PacketPhaseNetwork.counters`), accumulated over runs, each run's time-like and
 count-like figures multiplied by ``1 / k`` (steady state): ``pause_s`` (time upstream ends were
@@ -58,6 +75,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 import numpy as np
+import scipy.sparse as sp
 
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.network.base import FlowSet, NetworkResult, make_flows
@@ -68,6 +86,7 @@ from fabricsim.network.packet.params import CongestionControl, Lossless, PacketP
 from fabricsim.network.packet.summary import LINK_CLASSES, queue_percentile
 from fabricsim.network.patterns import derangement
 from fabricsim.specs.fabric import LinkKind
+from fabricsim.topology.placement import tier_map
 from fabricsim.topology.routing import Routes, RouteTable, Routing
 
 # Packets one phase run may simulate (estimated, background included): the kernel runs about 1-2 M
@@ -75,6 +94,11 @@ from fabricsim.topology.routing import Routes, RouteTable, Routing
 # 3-5 hops are a few seconds [chosen]. A congested run (oversubscription, PFC) may take a few times
 # the estimate, since the estimate's phase length is a lower bound.
 MAX_PHASE_PACKETS = 200_000
+
+# Routing of the flows inside one scale-up domain (module docstring): one path through an NVSwitch
+# or a full mesh; per-flow hashing over a torus domain's equal-cost paths [chosen: a fixed rule, so
+# scale-up times do not follow the NIC transport's routing].
+SCALE_UP_ROUTING = Routing.ECMP
 
 # A sampled all-to-all: with n hosts, each host sends to at most this many others (evenly spaced
 # around the ring of hosts), each at load x line / fanout; 8,192 hosts x 8,191 flows would not fit
@@ -93,7 +117,10 @@ class BackgroundPattern(StrEnum):
     WEBSEARCH = "websearch"
 
 
-BACKGROUND_HELP = "PATTERN:LOAD, another tenant's traffic: permutation|all-to-all|incast|websearch at LOAD in (0, 1]"
+BACKGROUND_HELP = (
+    "PATTERN:LOAD, another tenant's traffic between scale-up domains (never on NVLink): "
+    "permutation|all-to-all|incast|websearch at LOAD in (0, 1]"
+)
 
 # --- transports -------------------------------------------------------------------------------
 
@@ -340,14 +367,27 @@ class PacketPhaseNetwork:
         line = table.topology.line_rate_Bps
         opts = RunOptions(transport.cc, transport.lossless, line, 0.0, seed)
         self.network = PacketNetwork(table, routing or transport.routing, transport.params, opts)
+        up_opts = RunOptions(CongestionControl.NONE, Lossless.CREDIT, line, 0.0, seed)
+        self.scale_up = PacketNetwork(table, SCALE_UP_ROUTING, PacketParams(), up_opts)
+        self.domain = tier_map(table.topology).domain
         self._tally = _Tally()
 
     def counters(self) -> PacketCounters:
         return self._tally.counters()
 
     def routes(self, flows: FlowSet) -> Routes:
-        """The routes the packets of ``flows`` take (the transport's routing)."""
-        return self.network.routes(flows)
+        """The routes the packets of ``flows`` take: the transport's routing, the scale-up domain's
+        for the flows inside one domain (module docstring)."""
+        inside = self._inside(flows)
+        if not inside.any():
+            return self.network.routes(flows)
+        if inside.all():
+            return self.scale_up.routes(flows)
+        a, b = np.flatnonzero(inside), np.flatnonzero(~inside)
+        up, out = self.scale_up.routes(_subset(flows, a)), self.network.routes(_subset(flows, b))
+        order = np.argsort(np.concatenate([a, b]), kind="stable")
+        incidence = sp.hstack([up.incidence.tocsc(), out.incidence.tocsc()], format="csc")[:, order]
+        return Routes(incidence, np.concatenate([up.latency_s, out.latency_s])[order])
 
     def run(self, flows: FlowSet) -> NetworkResult:
         """Finish time of every flow of the phase (background: inf); see the module docstring."""
@@ -366,27 +406,47 @@ class PacketPhaseNetwork:
             return NetworkResult(finish, first, link_bytes, busy, 0, self.fidelity)
         picked = np.flatnonzero(timed | (flows.background & (flows.src != flows.dst)))
         if routed is None:  # once: adaptive routing of 10k flows takes seconds
-            routes = self.network.routes(_subset(flows, picked))
+            routes = self.routes(_subset(flows, picked))
         else:
             routes = Routes(routed.incidence.tocsc()[:, picked], routed.latency_s[picked])
         keep = _touching(routes, timed[picked])
         picked = picked[keep]
         routes = Routes(routes.incidence[:, np.flatnonzero(keep)], routes.latency_s[keep])
-        sub = _subset(flows, picked)
-        k = self._cut_factor(sub)
-        cut = _cut(sub, k)  # same ends, labels and start order: the same routes
-        run = _Prerouted(self.network, routes).simulate(cut)
-        self._tally.add(run, k)
-        fin = np.isfinite(sub.size_bytes)
-        finish[picked[fin]] = self._extrapolate(sub, run, routes, k)[fin]
-        link_bytes = run.link_tx_bytes / k
-        busy = run.link_tx_bytes / np.maximum(topo.capacity_Bps * max(run.end_s, 1e-30), 1e-30)
-        return NetworkResult(finish, first, link_bytes, busy, run.events, self.fidelity)
+        events = 0
+        for network, group in self._groups(_subset(flows, picked), routes):
+            sub = _subset(flows, picked[group])
+            part = Routes(routes.incidence[:, group], routes.latency_s[group])
+            k = self._cut_factor(sub, network)
+            cut = _cut(sub, k)  # same ends, labels and start order: the same routes
+            run = _Prerouted(network, part).simulate(cut)
+            self._tally.add(run, k)
+            fin = np.isfinite(sub.size_bytes)
+            finish[picked[group][fin]] = self._extrapolate(sub, run, part, k, network)[fin]
+            link_bytes += run.link_tx_bytes / k
+            busy += run.link_tx_bytes / np.maximum(topo.capacity_Bps * max(run.end_s, 1e-30), 1e-30)
+            events += run.events
+        return NetworkResult(finish, first, link_bytes, busy, events, self.fidelity)
 
-    def _cut_factor(self, flows: FlowSet) -> float:
+    def _inside(self, flows: FlowSet) -> np.ndarray:
+        """Whether each flow stays inside one scale-up domain (its ends' domains equal)."""
+        return self.domain[flows.src] == self.domain[flows.dst]
+
+    def _groups(self, flows: FlowSet, routes: Routes) -> list[tuple[PacketNetwork, np.ndarray]]:
+        """The runs of a phase: (network, flow indices). The flows inside one scale-up domain that
+        share no link with the others run on :attr:`scale_up`; the rest on the NIC transport's
+        network (module docstring). Empty groups are left out."""
+        inside = self._inside(flows)
+        if inside.any() and not inside.all():
+            inc = routes.incidence.tocsr()
+            used = np.asarray(inc[:, np.flatnonzero(~inside)].sum(axis=1)).ravel() > 0
+            inside &= np.asarray(inc[np.flatnonzero(used)].sum(axis=0)).ravel() == 0
+        groups = [(self.scale_up, np.flatnonzero(inside)), (self.network, np.flatnonzero(~inside))]
+        return [(network, group) for network, group in groups if group.size]
+
+    def _cut_factor(self, flows: FlowSet, network: PacketNetwork) -> float:
         """k = min(1, budget / estimated packets) (module docstring)."""
-        mtu = self.network.params.mtu_bytes
-        line = self.network.opts.line_Bps
+        mtu = network.params.mtu_bytes
+        line = network.opts.line_Bps
         fin = np.isfinite(flows.size_bytes)
         packets = float(np.ceil(flows.size_bytes[fin] / mtu).sum())
         size = np.where(fin, flows.size_bytes, 0.0)
@@ -396,14 +456,16 @@ class PacketPhaseNetwork:
         packets += float(rate.sum()) * span / mtu
         return min(1.0, self.max_packets / max(packets, 1.0))
 
-    def _extrapolate(self, full: FlowSet, run: PacketRun, routes: Routes, k: float) -> np.ndarray:
+    def _extrapolate(
+        self, full: FlowSet, run: PacketRun, routes: Routes, k: float, network: PacketNetwork
+    ) -> np.ndarray:
         """Full-size finish times from the cut run (module docstring); background entries are nan."""
         fin = np.isfinite(full.size_bytes)
         origin = float(full.start_s[fin].min())
         if k >= 1.0:
             return run.finish_s + origin  # only shifted
         topo = self.table.topology
-        mtu, line = self.network.params.mtu_bytes, self.network.opts.line_Bps
+        mtu, line = network.params.mtu_bytes, network.opts.line_Bps
         inc = routes.incidence.tocsc()
         sized = np.where(fin, full.size_bytes, 0.0)
         cut_sized = np.where(fin, run.flows.size_bytes, 0.0)
@@ -464,8 +526,8 @@ class BackgroundSpec:
     def text(self) -> str:
         return f"{self.pattern.value}:{self.load:g}"
 
-    def flows(self, hosts: np.ndarray, line_Bps: float, seed: int) -> FlowSet:
-        return background_flows(self.pattern, self.load, hosts, line_Bps, seed)
+    def flows(self, hosts: np.ndarray, line_Bps: float, seed: int, domains: np.ndarray | None = None) -> FlowSet:
+        return background_flows(self.pattern, self.load, hosts, line_Bps, seed, domains)
 
 
 def parse_background(text: str) -> BackgroundSpec:
@@ -490,10 +552,20 @@ def _check_load(load: float) -> None:
 
 
 def background_flows(
-    pattern: str | BackgroundPattern, load: float, hosts: np.ndarray, line_Bps: float, seed: int
+    pattern: str | BackgroundPattern,
+    load: float,
+    hosts: np.ndarray,
+    line_Bps: float,
+    seed: int,
+    domains: np.ndarray | None = None,
 ) -> FlowSet:
     """Another tenant's steady traffic over endpoints ``hosts``: flows of infinite size whose caps
     make every sending host offer ``load`` x ``line_Bps``.
+
+    The tenant is on the scale-out fabric only: ``domains`` (one id per host, e.g. the scale-up
+    domain of :func:`~fabricsim.topology.placement.tier_map`: a DGX node, an NVL72 rack, a TPU cube;
+    None: every host its own) keeps every flow between two different domains, since another job's
+    traffic cannot enter this job's NVLink/ICI domain. With one domain per host:
 
     * permutation: a seeded derangement, one flow per host at load x line;
     * all-to-all: every host to every other (at most MAX_BACKGROUND_FANOUT, evenly spaced), the load
@@ -502,25 +574,37 @@ def background_flows(
       down-link is (n - 1) x load over-subscribed: that is the pattern);
     * websearch: WEBSEARCH_CONNECTIONS connections per host to uniformly random others, the host's
       load split in proportion to sizes drawn from the WebSearch CDF (:mod:`~fabricsim.network.flowsizes`).
+
+    With larger domains: permutation: the hosts listed domain by domain (domains and the hosts in
+    each in a seeded order), each sending to the host ``s`` places on around that list, ``s`` drawn
+    in [M, n - M] (M: the largest domain's hosts), so no flow stays in its domain; if one domain
+    holds more than half the hosts, its hosts whose partner falls in their own domain send nothing.
+    All-to-all: the pairs above that cross domains, the host's load split over them. Incast: the
+    hosts outside the victim's domain. Websearch: destinations uniform over the other domains' hosts.
+    Hosts all in one domain have no scale-out path: refused.
     """
     _check_load(load)
     pattern = parse_choice("background", pattern, BackgroundPattern)
-    ids = np.unique(np.asarray(hosts, dtype=np.int64))
+    ids, first = np.unique(np.asarray(hosts, dtype=np.int64), return_index=True)
     n = ids.size
     if n < 2:
         raise FabricsimError("background", f"needs at least 2 hosts, got {n}")
     if not (math.isfinite(line_Bps) and line_Bps > 0):
         raise FabricsimError("background", f"line rate must be a positive number of bytes/s, got {line_Bps!r}")
+    dom = np.arange(n) if domains is None else np.unique(np.asarray(domains)[first], return_inverse=True)[1]
+    if dom.max() == 0:
+        raise FabricsimError("background", f"all {n} endpoints are in one scale-up domain: another tenant's "
+                             "traffic has no scale-out fabric to cross",
+                             "use more GPUs than one scale-up domain, or leave --background out")  # fmt: skip
     rng = np.random.default_rng(seed)
     offered = load * line_Bps
-    if pattern == BackgroundPattern.PERMUTATION:
+    if np.bincount(dom).max() > 1:
+        src, dst, rate = _cross_domain(pattern, dom, offered, rng)
+    elif pattern == BackgroundPattern.PERMUTATION:
         src, dst, rate = np.arange(n), derangement(n, rng), np.full(n, offered)
     elif pattern == BackgroundPattern.ALL_TO_ALL:
-        fanout = min(n - 1, MAX_BACKGROUND_FANOUT)
-        shifts = np.unique(np.round(np.arange(1, fanout + 1) * (n - 1) / fanout).astype(np.int64))
-        src = np.repeat(np.arange(n), shifts.size)
-        dst = (src + np.tile(shifts, n)) % n
-        rate = np.full(src.size, offered / shifts.size)
+        src, dst = _ring_pairs(n)
+        rate = np.full(src.size, offered / (src.size // n))
     elif pattern == BackgroundPattern.INCAST:
         victim = int(rng.integers(n))
         src = np.delete(np.arange(n), victim)
@@ -528,6 +612,50 @@ def background_flows(
     else:
         src = np.repeat(np.arange(n), WEBSEARCH_CONNECTIONS)
         dst = (src + rng.integers(1, n, src.size)) % n  # uniform over the other hosts
-        sizes = sample_sizes(FlowSizeCdf.WEBSEARCH, src.size, rng).reshape(n, WEBSEARCH_CONNECTIONS)
-        rate = (offered * sizes / sizes.sum(axis=1, keepdims=True)).ravel()
+        rate = _websearch_rates(src.size, offered, rng)
     return make_flows(ids[src], ids[dst], np.inf, 0.0, label=np.arange(src.size), max_rate_Bps=rate)
+
+
+def _ring_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """All-to-all pairs: each host to at most MAX_BACKGROUND_FANOUT others, evenly spaced around the ring."""
+    fanout = min(n - 1, MAX_BACKGROUND_FANOUT)
+    shifts = np.unique(np.round(np.arange(1, fanout + 1) * (n - 1) / fanout).astype(np.int64))
+    src = np.repeat(np.arange(n), shifts.size)
+    return src, (src + np.tile(shifts, n)) % n
+
+
+def _websearch_rates(count: int, offered: float, rng: np.random.Generator) -> np.ndarray:
+    """Each host's ``offered`` rate split over its WEBSEARCH_CONNECTIONS in proportion to WebSearch sizes."""
+    sizes = sample_sizes(FlowSizeCdf.WEBSEARCH, count, rng).reshape(-1, WEBSEARCH_CONNECTIONS)
+    return (offered * sizes / sizes.sum(axis=1, keepdims=True)).ravel()
+
+
+def _cross_domain(
+    pattern: BackgroundPattern, dom: np.ndarray, offered: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, rate) of ``pattern`` over hosts 0..n-1 in domains ``dom`` (0..d-1), every flow
+    between two domains (:func:`background_flows`)."""
+    n = dom.size
+    if pattern == BackgroundPattern.PERMUTATION:
+        order = np.concatenate([rng.permutation(np.flatnonzero(dom == d)) for d in rng.permutation(dom.max() + 1)])
+        m = int(np.bincount(dom).max())
+        shift = int(rng.integers(m, n - m + 1)) if 2 * m <= n else m
+        src, dst = order, np.roll(order, -shift)
+        cross = dom[src] != dom[dst]
+        return src[cross], dst[cross], np.full(int(cross.sum()), offered)
+    if pattern == BackgroundPattern.ALL_TO_ALL:
+        src, dst = _ring_pairs(n)
+        cross = dom[src] != dom[dst]
+        src, dst = src[cross], dst[cross]
+        return src, dst, offered / np.bincount(src, minlength=n)[src]
+    if pattern == BackgroundPattern.INCAST:
+        victim = int(rng.integers(n))
+        src = np.flatnonzero(dom != dom[victim])
+        return src, np.full(src.size, victim), np.full(src.size, offered)
+    by_domain = np.argsort(dom, kind="stable")  # hosts listed domain by domain
+    size = np.bincount(dom)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    src = np.repeat(np.arange(n), WEBSEARCH_CONNECTIONS)
+    pick = rng.integers(0, n - size[dom[src]])  # uniform over the hosts of the other domains
+    pick = np.where(pick < start[dom[src]], pick, pick + size[dom[src]])
+    return src, by_domain[pick], _websearch_rates(src.size, offered, rng)
