@@ -96,7 +96,8 @@ NIC = typer.Option(None, "--nic", help="swap the scale-out NIC, e.g. roce-400g o
 BACKGROUND = typer.Option(
     None,
     "--background",
-    help="another tenant's traffic PATTERN:LOAD (permutation | all-to-all | incast | websearch, load 0-1; flow/packet)",
+    help="another tenant's traffic on the scale-out fabric (never inside a node or NVL72 rack), PATTERN:LOAD "
+    "(permutation | all-to-all | incast | websearch, load 0-1; flow/packet)",
 )
 TRANSPORT = typer.Option(
     None, "--transport", help="the packet transport: roce | ib | uet (default the NIC's; packet fidelity)"
