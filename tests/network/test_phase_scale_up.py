@@ -1,13 +1,25 @@
 """Scale-up domains in packet phases: the background tenant crosses domains only, and the flows
 inside a domain (NVLink) are timed without the NIC's transport (network/phase.py)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from fabricsim import catalog
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import make_flows
-from fabricsim.network.phase import BackgroundPattern, PacketPhaseNetwork, background_flows, named_transport
+from fabricsim.network.packet.model import PacketNetwork
+from fabricsim.network.phase import (
+    BackgroundPattern,
+    PacketPhaseNetwork,
+    background_flows,
+    merged_queue_hist,
+    named_transport,
+    rebinned,
+    scale_up_line_Bps,
+)
+from fabricsim.topology.builders import LinkParams, fat_tree
 from fabricsim.topology.placement import tier_map
 from fabricsim.topology.routing import route_table
 from fabricsim.topology.system import build_system_topology
@@ -93,3 +105,40 @@ def test_a_phase_mixing_nvlink_and_nic_flows_times_the_nvlink_ones_as_alone(dgx_
     both = net.run(mixed).finish_s
     assert np.array_equal(both[:8], alone)
     assert both[8:].min() > 8e6 / LINE_BPS  # the NIC flows at most at the NIC share
+
+
+def test_the_scale_up_run_takes_nvlinks_rate_as_its_line_rate(dgx_table):
+    nvlink = catalog.load_system("dgx-h100").scale_up.bandwidth_Bps
+    assert dgx_table.topology.line_rate_Bps == LINE_BPS  # the topology's: a GPU's NIC share
+    assert scale_up_line_Bps(dgx_table.topology) == nvlink
+    net = PacketPhaseNetwork(dgx_table, named_transport("uet"))
+    assert net.scale_up.opts.line_Bps == nvlink and net.network.opts.line_Bps == LINE_BPS
+
+
+def test_nvlinks_line_rate_leaves_the_times_alone_and_fixes_the_ideal(dgx_table):
+    """Without sender CC the kernel's line rate paces nothing, so finish times are as with the NIC
+    share; the ideal FCT (alone on an empty network) was above the measured one at the NIC share."""
+    net = PacketPhaseNetwork(dgx_table, named_transport("ib"))
+    flows = _ring(0, 8e6)
+    old = replace(net.scale_up.opts, line_Bps=LINE_BPS)
+    before = PacketNetwork(dgx_table, net.scale_up.routing, net.scale_up.params, old).simulate(flows)
+    after = net.scale_up.simulate(flows)
+    assert np.array_equal(after.finish_s, before.finish_s)
+    assert np.all(before.ideal_fct_s > before.finish_s)  # 8 MB / 50 GB/s: slower than what NVLink did
+    assert np.all(after.ideal_fct_s <= after.finish_s)
+
+
+def test_a_topology_without_nvlink_keeps_its_line_rate():
+    fat = route_table(fat_tree(4, LinkParams(LINE_BPS, 1e-6)))
+    assert scale_up_line_Bps(fat.topology) == fat.topology.line_rate_Bps
+
+
+def test_queue_histograms_of_different_bins_merge_at_the_widest():
+    rng = np.random.default_rng(0)
+    fine, coarse = rng.integers(0, 5, (3, 64)).astype(float), rng.integers(0, 5, (3, 64)).astype(float)
+    assert rebinned(fine, 100.0, 100.0) is fine
+    merged, width = merged_queue_hist([(fine, 100.0, 2.0), (coarse, 400.0, 1.0)])
+    assert width == 400.0
+    assert np.allclose(merged.sum(axis=1), 2 * fine.sum(axis=1) + coarse.sum(axis=1))  # nothing lost
+    assert np.allclose(merged[:, 0], 2 * fine[:, :4].sum(axis=1) + coarse[:, 0])  # 0..399 B: fine bins 0-3
+    assert np.allclose(merged[:, 16:], coarse[:, 16:])  # the fine bins end at 6,400 B

@@ -44,7 +44,7 @@ from fabricsim.network.flow import FlowNetwork
 from fabricsim.network.packet.model import PacketNetwork, PacketRun, _sample_rows
 from fabricsim.network.packet.params import RunOptions, parse_cc, parse_lossless
 from fabricsim.network.packet.summary import LINK_CLASSES, queue_percentile
-from fabricsim.network.phase import transport_name
+from fabricsim.network.phase import ScaleUpSplit, merged_queue_hist, transport_name
 from fabricsim.specs.inputs import SEED_LIMIT
 from fabricsim.topology.graph import Topology
 from fabricsim.topology.routing import Routing, parse_routing, route_table
@@ -267,8 +267,7 @@ def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> d
     frames = sum(int(r.pause_frames.sum()) * w for r, w in runs)
     marked = sum(r.ecn_marked * w for r, w in runs)
     delivered = sum(r.delivered_packets * w for r, w in runs)
-    hist = sum(r.queue_hist * w for r, w in runs)
-    bin_bytes = runs[0][0].queue_bin_bytes  # the same params (buffer, MTU) in every run
+    hist, bin_bytes = merged_queue_hist([(r.queue_hist, r.queue_bin_bytes, w) for r, w in runs])
     queues: dict[str, dict[str, float]] = {}
     for c, name in enumerate(LINK_CLASSES):
         if hist[c].sum() == 0:
@@ -286,7 +285,7 @@ def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> d
         "drops": sum(r.drops * w for r, w in runs),
         "retransmitted_bytes": sum(r.retransmitted_bytes * w for r, w in runs),
         "trimmed_packets": sum(r.trimmed_packets * w for r, w in runs),
-        "fec_latency_s": runs[0][0].fec_latency_s,  # the same params in every run
+        "fec_latency_s": max(r.fec_latency_s for r, _ in runs),  # the NIC transport's (scale-up runs: 0)
         "delivered_bytes": sum(float(r.delivered_bytes.sum()) * w for r, w in runs),
         "offered_bytes": sum(float(r.flows.size_bytes.sum()) * w for r, w in runs),
     }
@@ -319,17 +318,19 @@ def network_collective(spec: NetworkCollectiveSpec) -> NetworkCollective:
     extra: dict[str, object] | None = None
     step_runs: tuple[tuple[float, PacketRun], ...] = ()
     if packet:
-        runs = []
+        steps: list[tuple[list[PacketRun], int]] = []
         for flows, w in unique:
             dt = _sample_dt(flows, topo, flow_time / TRACE_SAMPLES) if spec.trace else 0.0
             opts = RunOptions(cc, lossless, topo.line_rate_Bps, dt, spec.seed)
-            runs.append((PacketNetwork(table, policy, params, opts).simulate(flows), w))
-        time_s = sum(r.end_s * w for r, w in runs)
+            split = ScaleUpSplit(PacketNetwork(table, policy, params, opts))  # NVLink legs: their own run
+            steps.append(([run for _, run in split.simulate(flows)], w))
+        runs = [(run, w) for parts, w in steps for run in parts]
+        time_s = sum(max(r.end_s for r in parts) * w for parts, w in steps)
         events = sum(r.events for r, _ in runs)
         extra = _packet_keys(runs, cc.value, lossless.value)
         extra.update(flow_time_s=flow_time, packet_over_flow=time_s / flow_time)
         if spec.trace:
-            step_runs = _timeline(runs)
+            step_runs = _timeline(steps)
     else:
         time_s = flow_time
         events = sum(r.events for r, _ in flow_results)
@@ -358,12 +359,14 @@ def network_collective(spec: NetworkCollectiveSpec) -> NetworkCollective:
     return NetworkCollective(result, step_runs, names if spec.trace else ())
 
 
-def _timeline(runs: list[tuple[PacketRun, int]]) -> tuple[tuple[float, PacketRun], ...]:
-    """Every schedule step's start time and (possibly folded) packet run, in order."""
+def _timeline(steps: list[tuple[list[PacketRun], int]]) -> tuple[tuple[float, PacketRun], ...]:
+    """Every schedule step's start time and (possibly folded) packet runs, in order: a step of
+    NVLink and NIC legs has two runs (:class:`~fabricsim.network.phase.ScaleUpSplit`), both at
+    the step's start; the next step starts when the later ends."""
     out: list[tuple[float, PacketRun]] = []
     t = 0.0
-    for run, repeat in runs:
+    for parts, repeat in steps:
         for _ in range(repeat):
-            out.append((t, run))
-            t += run.end_s
+            out.extend((t, run) for run in parts)
+            t += max(run.end_s for run in parts)
     return tuple(out)

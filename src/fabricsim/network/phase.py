@@ -82,10 +82,11 @@ from fabricsim.network.base import FlowSet, NetworkResult, make_flows
 from fabricsim.network.flowsizes import FlowSizeCdf, sample_sizes
 from fabricsim.network.packet.kernel import HIST_BINS
 from fabricsim.network.packet.model import PacketNetwork, PacketRun, _ideal_fct_s, _rate_caps
-from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions
+from fabricsim.network.packet.params import CongestionControl, Lossless, PacketParams, RunOptions, resolved
 from fabricsim.network.packet.summary import LINK_CLASSES, queue_percentile
 from fabricsim.network.patterns import derangement
 from fabricsim.specs.fabric import LinkKind
+from fabricsim.topology.graph import NodeKind, Topology
 from fabricsim.topology.placement import tier_map
 from fabricsim.topology.routing import Routes, RouteTable, Routing
 
@@ -296,13 +297,16 @@ class _Tally:
         s["drops"] += run.drops * w
         s["retransmitted"] += run.retransmitted_bytes * w
         s["trimmed"] += run.trimmed_packets * w
-        self.fec_latency_s = run.fec_latency_s  # the same params in every run
-        self.hist += run.queue_hist * w
+        self.fec_latency_s = max(self.fec_latency_s, run.fec_latency_s)  # the NIC transport's (scale-up: 0)
+        width = max(self.bin_bytes, run.queue_bin_bytes)  # scale-up runs have their own buffer, so bins
+        self.hist = (
+            rebinned(self.hist, self.bin_bytes, width) + rebinned(run.queue_hist, run.queue_bin_bytes, width) * w
+        )
         for c in range(len(LINK_CLASSES)):
             self.qmax[c] = max(self.qmax[c], float(run.queue_max_bytes[run.link_class == c].max(initial=0.0)))
         self.runs += 1
         self.min_k = min(self.min_k, k)
-        self.bin_bytes = run.queue_bin_bytes  # the same params (buffer, MTU) in every run
+        self.bin_bytes = width
         if len(run.class_drops) > 1 and run.flow_class is not None:
             n = len(run.class_drops)
             if self.class_flows.size < n:  # the same params in every run: sized by the first
@@ -342,6 +346,28 @@ class _Tally:
         return {str(c): {"flows": f, "drops": d} for c, (f, d) in enumerate(pairs)}
 
 
+def rebinned(hist: np.ndarray, bin_bytes: float, width: float) -> np.ndarray:
+    """A queue histogram ``hist`` [classes, bins] of bins ``bin_bytes`` wide as bins ``width`` >=
+    ``bin_bytes`` wide: bin i (queues from i x bin_bytes) is added to bin floor(i x bin_bytes /
+    width), the last bin keeping what lies beyond. The same array when the widths are equal (or the
+    histogram is still empty, ``bin_bytes`` 0)."""
+    if bin_bytes == width or bin_bytes <= 0:
+        return hist
+    bins = hist.shape[-1]
+    target = np.minimum(np.floor(np.arange(bins) * bin_bytes / width).astype(np.int64), bins - 1)
+    out = np.zeros_like(hist)
+    for c in range(hist.shape[0]):
+        out[c] = np.bincount(target, hist[c], minlength=bins)
+    return out
+
+
+def merged_queue_hist(parts: list[tuple[np.ndarray, float, float]]) -> tuple[np.ndarray, float]:
+    """The sum of queue histograms (hist, bin width in bytes, weight), all :func:`rebinned` to the
+    widest bin, and that width: runs of the scale-up rule have their own parameters (buffer, so bins)."""
+    width = max(b for _, b, _ in parts)
+    return sum(rebinned(h, b, width) * w for h, b, w in parts), width
+
+
 # --- the phase network ------------------------------------------------------------------------
 
 
@@ -366,28 +392,16 @@ class PacketPhaseNetwork:
         self.max_packets = max_packets
         line = table.topology.line_rate_Bps
         opts = RunOptions(transport.cc, transport.lossless, line, 0.0, seed)
-        self.network = PacketNetwork(table, routing or transport.routing, transport.params, opts)
-        up_opts = RunOptions(CongestionControl.NONE, Lossless.CREDIT, line, 0.0, seed)
-        self.scale_up = PacketNetwork(table, SCALE_UP_ROUTING, PacketParams(), up_opts)
-        self.domain = tier_map(table.topology).domain
+        self.split = ScaleUpSplit(PacketNetwork(table, routing or transport.routing, transport.params, opts))
+        self.network, self.scale_up = self.split.network, self.split.scale_up
         self._tally = _Tally()
 
     def counters(self) -> PacketCounters:
         return self._tally.counters()
 
     def routes(self, flows: FlowSet) -> Routes:
-        """The routes the packets of ``flows`` take: the transport's routing, the scale-up domain's
-        for the flows inside one domain (module docstring)."""
-        inside = self._inside(flows)
-        if not inside.any():
-            return self.network.routes(flows)
-        if inside.all():
-            return self.scale_up.routes(flows)
-        a, b = np.flatnonzero(inside), np.flatnonzero(~inside)
-        up, out = self.scale_up.routes(_subset(flows, a)), self.network.routes(_subset(flows, b))
-        order = np.argsort(np.concatenate([a, b]), kind="stable")
-        incidence = sp.hstack([up.incidence.tocsc(), out.incidence.tocsc()], format="csc")[:, order]
-        return Routes(incidence, np.concatenate([up.latency_s, out.latency_s])[order])
+        """The routes the packets of ``flows`` take (:meth:`ScaleUpSplit.routes`)."""
+        return self.split.routes(flows)
 
     def run(self, flows: FlowSet) -> NetworkResult:
         """Finish time of every flow of the phase (background: inf); see the module docstring."""
@@ -413,7 +427,7 @@ class PacketPhaseNetwork:
         picked = picked[keep]
         routes = Routes(routes.incidence[:, np.flatnonzero(keep)], routes.latency_s[keep])
         events = 0
-        for network, group in self._groups(_subset(flows, picked), routes):
+        for network, group in self.split.groups(_subset(flows, picked), routes):
             sub = _subset(flows, picked[group])
             part = Routes(routes.incidence[:, group], routes.latency_s[group])
             k = self._cut_factor(sub, network)
@@ -426,22 +440,6 @@ class PacketPhaseNetwork:
             busy += run.link_tx_bytes / np.maximum(topo.capacity_Bps * max(run.end_s, 1e-30), 1e-30)
             events += run.events
         return NetworkResult(finish, first, link_bytes, busy, events, self.fidelity)
-
-    def _inside(self, flows: FlowSet) -> np.ndarray:
-        """Whether each flow stays inside one scale-up domain (its ends' domains equal)."""
-        return self.domain[flows.src] == self.domain[flows.dst]
-
-    def _groups(self, flows: FlowSet, routes: Routes) -> list[tuple[PacketNetwork, np.ndarray]]:
-        """The runs of a phase: (network, flow indices). The flows inside one scale-up domain that
-        share no link with the others run on :attr:`scale_up`; the rest on the NIC transport's
-        network (module docstring). Empty groups are left out."""
-        inside = self._inside(flows)
-        if inside.any() and not inside.all():
-            inc = routes.incidence.tocsr()
-            used = np.asarray(inc[:, np.flatnonzero(~inside)].sum(axis=1)).ravel() > 0
-            inside &= np.asarray(inc[np.flatnonzero(used)].sum(axis=0)).ravel() == 0
-        groups = [(self.scale_up, np.flatnonzero(inside)), (self.network, np.flatnonzero(~inside))]
-        return [(network, group) for network, group in groups if group.size]
 
     def _cut_factor(self, flows: FlowSet, network: PacketNetwork) -> float:
         """k = min(1, budget / estimated packets) (module docstring)."""
@@ -474,6 +472,74 @@ class PacketPhaseNetwork:
         ratio = sized / np.maximum(cut_sized, 1.0)
         steady = np.maximum(np.where(fin, run.finish_s, 0.0) - run.flows.start_s - fixed_cut, 0.0)
         return np.where(fin, full.start_s + fixed_full + steady * ratio, np.nan)
+
+
+class ScaleUpSplit:
+    """The scale-up rule (module docstring) around ``network``, the NIC transport's packet network:
+    the flows of a flow set inside one scale-up domain that share no link with its other flows run
+    on :attr:`scale_up` (link credits, no sender CC, default parameters, :data:`SCALE_UP_ROUTING`,
+    the kernel's line rate the scale-up link's: :func:`scale_up_line_Bps`), the rest on ``network``.
+    Used by the packet phases of train/infer/serve and by ``collective --fidelity packet``."""
+
+    def __init__(self, network: PacketNetwork) -> None:
+        topo = network.table.topology
+        self.network = network
+        opts = replace(network.opts, cc=CongestionControl.NONE, lossless=Lossless.CREDIT,
+                       line_Bps=scale_up_line_Bps(topo))  # fmt: skip
+        # credits do not use the shared buffer: the NIC run's keeps both runs' queue histograms in the
+        # same bins (a default buffer at NVLink's rate would widen them 9x: 562.5 kB on a DGX H100)
+        nic_buffer = resolved(network.params, network.opts.line_Bps).buffer_bytes
+        self.scale_up = PacketNetwork(network.table, SCALE_UP_ROUTING, PacketParams(buffer_bytes=nic_buffer), opts)
+        self.domain = tier_map(topo).domain
+
+    def inside(self, flows: FlowSet) -> np.ndarray:
+        """Whether each flow stays inside one scale-up domain (its ends' domains equal)."""
+        return self.domain[flows.src] == self.domain[flows.dst]
+
+    def routes(self, flows: FlowSet) -> Routes:
+        """The routes the packets of ``flows`` take: the transport's routing, the scale-up domain's
+        for the flows inside one domain."""
+        inside = self.inside(flows)
+        if not inside.any():
+            return self.network.routes(flows)
+        if inside.all():
+            return self.scale_up.routes(flows)
+        a, b = np.flatnonzero(inside), np.flatnonzero(~inside)
+        up, out = self.scale_up.routes(_subset(flows, a)), self.network.routes(_subset(flows, b))
+        order = np.argsort(np.concatenate([a, b]), kind="stable")
+        incidence = sp.hstack([up.incidence.tocsc(), out.incidence.tocsc()], format="csc")[:, order]
+        return Routes(incidence, np.concatenate([up.latency_s, out.latency_s])[order])
+
+    def groups(self, flows: FlowSet, routes: Routes) -> list[tuple[PacketNetwork, np.ndarray]]:
+        """The runs of ``flows`` (routed as :meth:`routes`): (network, flow indices). The flows inside
+        one scale-up domain that share no link with the others run on :attr:`scale_up`; the rest on
+        the NIC transport's network. Empty groups are left out."""
+        inside = self.inside(flows)
+        if inside.any() and not inside.all():
+            inc = routes.incidence.tocsr()
+            used = np.asarray(inc[:, np.flatnonzero(~inside)].sum(axis=1)).ravel() > 0
+            inside &= np.asarray(inc[np.flatnonzero(used)].sum(axis=0)).ravel() == 0
+        groups = [(self.scale_up, np.flatnonzero(inside)), (self.network, np.flatnonzero(~inside))]
+        return [(network, group) for network, group in groups if group.size]
+
+    def simulate(self, flows: FlowSet) -> list[tuple[np.ndarray, PacketRun]]:
+        """Every run of ``flows`` (whole, nothing cut): (the flows' indices in ``flows``, its run)."""
+        routes = self.routes(flows)
+        out = []
+        for network, group in self.groups(flows, routes):
+            part = Routes(routes.incidence.tocsc()[:, group], routes.latency_s[group])
+            out.append((group, _Prerouted(network, part).simulate(_subset(flows, group))))
+        return out
+
+
+def scale_up_line_Bps(topology: Topology) -> float:
+    """The kernel's line rate of a scale-up run: the fastest link out of an endpoint that does not
+    go to a NIC (a GPU's NVLink to its NVSwitch, its ICI router, a mesh peer link); the topology's
+    line rate (an endpoint's NIC share) if there is none. Without sender CC it only sets what the
+    kernel derives from it (the ideal FCT, the default buffer and so the queue histogram's bins)."""
+    kind = topology.node_kind
+    out = (kind[topology.link_src] == NodeKind.GPU) & (kind[topology.link_dst] != NodeKind.NIC)
+    return float(topology.capacity_Bps[out].max()) if out.any() else float(topology.line_rate_Bps)
 
 
 class _Prerouted(PacketNetwork):
