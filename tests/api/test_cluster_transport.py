@@ -39,3 +39,15 @@ def test_a_bad_transport_or_rate_is_refused_before_anything_runs(tmp_path, keys,
     with pytest.raises(FabricsimError) as caught:
         cluster_api.cluster(str(_spec(tmp_path, **keys)))
     assert caught.value.field == field
+
+
+def test_the_spec_cc_params_reach_the_shared_packet_network(tmp_path):
+    network = _network(_spec(tmp_path, transport="uet", cc_params={"classes": 2, "background_class": 1}))
+    assert network.transport.params.classes == 2 and network.transport.params.background_class == 1
+    assert _network(_spec(tmp_path, transport="uet")).transport.params.classes == 1
+
+
+def test_traffic_classes_the_transport_cannot_run_are_refused_naming_cc_params(tmp_path):
+    with pytest.raises(FabricsimError) as caught:
+        cluster_api.cluster(str(_spec(tmp_path, transport="ib", cc_params={"classes": 2})))
+    assert caught.value.field == "cc_params" and "transport: roce or uet" in caught.value.fix

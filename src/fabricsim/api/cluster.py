@@ -20,7 +20,7 @@ from fabricsim.api.inference import infer
 from fabricsim.api.topologies import build_topology
 from fabricsim.api.training import train
 from fabricsim.cluster.run import ClusterRig, run_cluster
-from fabricsim.cluster.spec import ClusterSpec, JobParsers, load_spec
+from fabricsim.cluster.spec import ClusterSpec, JobParsers, cc_params_error, load_spec
 from fabricsim.errors import FabricsimError
 from fabricsim.metrics import ClusterResult
 from fabricsim.specs import SystemSpec
@@ -103,7 +103,7 @@ def _rig(spec: ClusterSpec, built: ClusterFabric) -> ClusterRig:
     """The engine's fabric for the spec and the entry points run_cluster calls (see
     :class:`fabricsim.cluster.run.ClusterRig`), built as ``api.fabric.build_fabric`` builds a
     single job's: flow fidelity routes with the spec's routing, packet fidelity with the NIC's
-    transport (RoCE when the fabric has no system) or the spec's ``transport``/``ber``, the background
+    transport (RoCE when the fabric has no system) or the spec's ``transport``/``ber``/``cc_params``, the background
     over every endpoint."""
     from fabricsim.api.fabric import FabricOptions, fabric_job, fabric_on, packet_transport
     from fabricsim.engine import fabric_loop
@@ -114,7 +114,11 @@ def _rig(spec: ClusterSpec, built: ClusterFabric) -> ClusterRig:
     if system is not None:
         line_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
     nic_kind = system.scale_out.nic.kind if system is not None else "roce"
-    transport = packet_transport(nic_kind, FabricOptions(transport=spec.transport, ber=spec.ber))
+    options = FabricOptions(transport=spec.transport, ber=spec.ber, cc_params=spec.cc_params)
+    try:
+        transport = packet_transport(nic_kind, options)
+    except FabricsimError as exc:  # a traffic-class setting the transport cannot run: the spec's key
+        raise (cc_params_error(exc) if exc.field == "cc-param" else exc) from None
     fabric, _, _ = fabric_on(topology, nic_kind, spec.fidelity, spec.routing, (spec.background, line_Bps), 0, transport)
     if system is not None:
         fabric = dataclasses.replace(fabric, domain_gpus=system.scale_up.domain_gpus)

@@ -11,10 +11,13 @@ Turns the user's fabric choices into the engine's :class:`~fabricsim.engine.fabr
   (:func:`fabricsim.network.phase.transport_for`); at flow fidelity the transports differ only by
   routing (the flow model has no queues);
 * ``placement``: packed | spread | random:SEED | FILE (:mod:`fabricsim.topology.placement`);
-* ``background``: ``PATTERN:LOAD``, another tenant's steady traffic on the scale-out fabric: every
-  endpoint offers ``LOAD`` of its share of the NICs' line rate, every flow between two scale-up
-  domains (nodes, NVL72 racks, TPU cubes; another job's traffic cannot enter this job's NVLink),
-  so a job on one domain cannot take one (:func:`fabricsim.network.phase.background_flows`);
+* ``background``: ``PATTERN:LOAD``, another tenant's steady traffic on the scale-out fabric: it
+  enters at the NICs, so its endpoints are the GPUs that own a NIC (every endpoint of a builder
+  fabric without NIC nodes), each offering ``LOAD`` of the NIC shares of the GPUs per owner (on a
+  TPU v6e host, 4 NICs for 8 chips: 4 senders at the NIC's 200 Gb/s, not 8 at 100 Gb/s), every flow
+  between two scale-up domains (nodes, NVL72 racks, TPU cubes; another job's traffic cannot enter
+  this job's NVLink), so a job on one domain cannot take one
+  (:func:`fabricsim.network.phase.background_flows`);
 * ``transport`` (``roce`` | ``ib`` | ``uet``), ``ber`` (the post-FEC bit-error rate of every
   link) and ``cc_params`` (``NAME=VALUE`` packet parameters, as ``traffic --cc-param`` takes them,
   e.g. ``classes=2``, ``background_class=1``, ``class_sched=wrr``), packet fidelity only: the
@@ -47,7 +50,7 @@ from fabricsim.engine.variability import Variability
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.specs import LinkKind, LinkSpec, SystemSpec
 from fabricsim.specs.inputs import Fidelity
-from fabricsim.topology.graph import Topology
+from fabricsim.topology.graph import NodeKind, Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,17 +279,26 @@ def fabric_on(
     text, line_Bps = background
     flows = None
     if text is not None:
-        hosts, domains = _background_hosts(topology)
-        flows = parse_background(text).flows(hosts, line_Bps, seed, domains)
+        hosts, domains, per_host = _background_hosts(topology)
+        flows = parse_background(text).flows(hosts, line_Bps * per_host, seed, domains)
     return Fabric(topology, network, 1, flows), transport, chosen.value
 
 
-def _background_hosts(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
-    """The endpoints a background tenant runs between and their scale-up domains (its flows cross
-    domains only: :func:`fabricsim.network.phase.background_flows`)."""
+def _background_hosts(topology: Topology) -> tuple[np.ndarray, np.ndarray, float]:
+    """The endpoints a background tenant runs between, their scale-up domains (its flows cross
+    domains only: :func:`fabricsim.network.phase.background_flows`) and the endpoints per sender
+    (each sender offers the load of that many NIC shares). The senders are the endpoints cabled to a
+    NIC (the module docstring); a topology without NIC nodes (a builder's hosts) sends from all."""
     from fabricsim.topology.placement import tier_map
 
-    return np.arange(topology.hosts, dtype=np.int64), tier_map(topology).domain
+    kind = topology.node_kind
+    to_nic = (kind[topology.link_src] == NodeKind.GPU) & (kind[topology.link_dst] == NodeKind.NIC)
+    index = np.full(topology.nodes, -1, dtype=np.int64)
+    index[topology.endpoints] = np.arange(topology.hosts)
+    hosts = np.unique(index[topology.link_src[to_nic]])
+    if hosts.size == 0:
+        hosts = np.arange(topology.hosts, dtype=np.int64)
+    return hosts, tier_map(topology).domain[hosts], topology.hosts / hosts.size
 
 
 def background_samples(placed: PlacedFabric, system: SystemSpec, seed: int, count: int) -> list[Fabric]:
@@ -298,8 +310,8 @@ def background_samples(placed: PlacedFabric, system: SystemSpec, seed: int, coun
     from fabricsim.network.phase import parse_background
 
     spec = parse_background(text)
-    hosts, domains = _background_hosts(placed.fabric.topology)
-    line_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node
+    hosts, domains, per_host = _background_hosts(placed.fabric.topology)
+    line_Bps = system.scale_out.bandwidth_per_node_Bps / system.gpus_per_node * per_host
     samples = [placed.fabric]
     for k in range(1, count):
         samples.append(dataclasses.replace(placed.fabric, background=spec.flows(hosts, line_Bps, seed + k, domains)))

@@ -9,7 +9,8 @@ from fabricsim.cli.progress import working
 
 SPEC_HELP = (
     "YAML: fabric (builder string, as traffic --topology), routing (ecmp | spray | adaptive), fidelity (flow | "
-    "packet), optional background (PATTERN:LOAD), packet only: transport (roce | ib | uet) and ber, "
+    "packet), optional background (PATTERN:LOAD), packet only: transport (roce | ib | uet), ber and cc_params "
+    "({NAME: VALUE}, as --cc-param), "
     "jobs: [{name, command, placement}]; a command is the train, "
     "infer or 'traffic PATTERN --size S --hosts N' command you would run alone; placement packed | spread | "
     "random:SEED | FILE"

@@ -14,8 +14,8 @@ reads as it does on the command line. An on/off option is ``--x`` / ``--no-x``, 
 The rule for options that do not belong to one job (documented in the spec's help):
 
 * refused, because the spec sets them once for the whole cluster: ``--fidelity``, ``--topology``,
-  ``--routing``, ``--background``, ``--nic``, ``--transport``, ``--ber``, ``--placement`` (the job's
-  ``placement:`` key);
+  ``--routing``, ``--background``, ``--nic``, ``--transport``, ``--ber``, ``--cc-param`` (the spec's
+  ``cc_params``), ``--placement`` (the job's ``placement:`` key);
   ``--json``, ``--html`` (given to ``fabricsim cluster`` itself); ``--trace`` (no per-job trace);
 * refused, because a cluster run has no variability: ``--seeds``, ``--straggler``, ``--jitter``,
   ``--link-jitter``, ``--ecmp-rehash``, ``--seed`` (``traffic``'s ``--seed`` seeds its pattern and
@@ -54,6 +54,7 @@ SPEC_OWNED = {
     "nic": "the spec's fabric: sets the links",
     "transport": "the spec's transport: sets it for the whole cluster",
     "ber": "the spec's ber: sets it for the whole cluster",
+    "cc-param": "the spec's cc_params: sets them for the whole cluster",
     "placement": "give the job a placement: key",
     "json": "give --json to fabricsim cluster",
     "html": "give --html to fabricsim cluster",

@@ -8,6 +8,7 @@
     background: permutation:0.3   # optional: another tenant's traffic, PATTERN:LOAD
     transport: uet           # optional, packet only: roce | ib | uet (default the NIC's)
     ber: 1.0e-9              # optional, packet only: post-FEC bit-error rate of every link
+    cc_params: {classes: 2, background_class: 1}   # optional, packet only: as --cc-param NAME=VALUE
     jobs:
       - name: pretrain
         command: train --model gpt3-175b --system dgx-h100 --gpus 512 --tp 8 --pp 8 --global-batch 512 --seq-len 2048
@@ -25,6 +26,12 @@ job may give); a traffic tenant's ``--hosts`` are GPUs of whole nodes (hosts of 
 when no job names a system). ``placement`` maps a job's ranks to whole nodes that the jobs before it
 left free, in the order the spec lists the jobs; a FILE gives one endpoint (GPU) index of the
 whole fabric per rank, and a relative FILE is read from the spec's folder.
+
+``transport``, ``ber`` and ``cc_params`` set the packet network every job shares, as ``train
+--transport/--ber/--cc-param`` set a single job's (:func:`fabricsim.api.fabric.packet_transport`):
+``cc_params`` is a mapping NAME: VALUE or a list of ``NAME=VALUE`` texts (``class_weights: "3,1"``
+for a per-class list); each is type- and range-checked here, the traffic classes against the
+transport where the fabric is built, and every problem names ``cc_params``.
 
 The document's shape is checked by pydantic (frozen, unknown keys refused); every problem is one
 :class:`FabricsimError` naming the key as the user wrote it (``jobs[1].command``) and the fix.
@@ -45,11 +52,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from fabricsim.cluster.command import parse_command
 from fabricsim.errors import FabricsimError, parse_choice
+from fabricsim.network.packet.params import PacketParams, parse_cc_params
 from fabricsim.textfile import read_yaml
 from fabricsim.topology.routing import parse_routing
 
-KEYS_HINT = ("a spec has fabric, routing, fidelity, background, transport, ber, jobs; a job has name, command, "
-             "placement")
+KEYS_HINT = ("a spec has fabric, routing, fidelity, background, transport, ber, cc_params, jobs; a job has name, "
+             "command, placement")
+CC_PARAMS_HINT = "e.g. cc_params: {classes: 2, background_class: 1}, the names and values --cc-param takes"
 POLICY_WORDS = ("packed", "spread", "random")
 """Placement texts that are policies; any other text is a FILE (one endpoint index per rank)."""
 
@@ -98,6 +107,7 @@ class ClusterSpec:
     jobs: tuple[JobSpec, ...]
     transport: str | None = None  # packet only; checked where the fabric is built (api.fabric)
     ber: str | None = None  # packet only; the rate as text, checked with the transport
+    cc_params: tuple[str, ...] | None = None  # packet only; NAME=VALUE texts, as --cc-param gives them
 
     @property
     def system(self) -> str | None:
@@ -122,6 +132,7 @@ class _SpecDocument(BaseModel):
     background: str | None = None
     transport: str | None = None
     ber: str | float | None = None
+    cc_params: Any = None  # shape checked by _cc_params, so its errors name cc_params alone
     jobs: list[_JobDocument]
 
 
@@ -214,7 +225,8 @@ def parse_spec(data: object, parsers: JobParsers, folder: Path = Path()) -> Clus
     background = None if document.background is None else _text("background", document.background)
     transport = None if document.transport is None else _text("transport", document.transport)
     ber = None if document.ber is None else _text("ber", str(document.ber))
-    for key, value in (("transport", transport), ("ber", ber)):
+    cc_params = None if document.cc_params is None else _cc_params(document.cc_params)
+    for key, value in (("transport", transport), ("ber", ber), ("cc_params", cc_params)):
         if value is not None and fidelity != ClusterFidelity.PACKET:
             raise FabricsimError(key, "sets the packet network's transport", "add fidelity: packet")
     if not document.jobs:
@@ -222,7 +234,42 @@ def parse_spec(data: object, parsers: JobParsers, folder: Path = Path()) -> Clus
     _check_names(document.jobs)
     jobs = tuple(_job(index, job, parsers, folder) for index, job in enumerate(document.jobs))
     _check_system(jobs)
-    return ClusterSpec(fabric, routing, fidelity, background, jobs, transport, ber)
+    return ClusterSpec(fabric, routing, fidelity, background, jobs, transport, ber, cc_params)
+
+
+def _cc_params(given: object) -> tuple[str, ...]:
+    """``cc_params`` as ``NAME=VALUE`` texts, each checked as ``--cc-param`` checks it (name, type,
+    range; :meth:`PacketParams.with_overrides`); a problem names ``cc_params``."""
+    if isinstance(given, dict) and all(_scalar(k) and _scalar(v) for k, v in given.items()):
+        texts = tuple(f"{name}={_value_text(value)}" for name, value in given.items())
+    elif isinstance(given, list) and all(isinstance(text, str) for text in given):
+        texts = tuple(given)
+    else:
+        raise FabricsimError("cc_params", f"must be a mapping NAME: VALUE (numbers or text), got {given!r}",
+                             CC_PARAMS_HINT)  # fmt: skip
+    if not texts:
+        raise FabricsimError("cc_params", "is empty", "remove the key or give NAME: VALUE entries")
+    try:
+        PacketParams().with_overrides(parse_cc_params(texts))
+    except FabricsimError as exc:
+        raise cc_params_error(exc) from None
+    return texts
+
+
+def _scalar(value: object) -> bool:
+    """A name or value ``--cc-param`` could have been given (YAML's true/false is not one)."""
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _value_text(value: str | int | float) -> str:
+    """A YAML value as ``--cc-param`` reads it."""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def cc_params_error(exc: FabricsimError) -> FabricsimError:
+    """A ``--cc-param`` error as the spec's: naming ``cc_params`` and its YAML form."""
+    fix = exc.fix.replace("--cc-param ", "cc_params: ").replace("--transport ", "transport: ")
+    return FabricsimError("cc_params", exc.problem, fix or CC_PARAMS_HINT)
 
 
 def load_spec(path: str | Path, parsers: JobParsers) -> ClusterSpec:
