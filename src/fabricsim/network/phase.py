@@ -47,7 +47,13 @@ are routed (:data:`SCALE_UP_ROUTING`) and simulated in a run of their own with l
 the per-packet overhead is InfiniBand's (the kernel's headers of a credit run; NVLink's flit
 framing is not modelled). In-domain flows that share a link with scale-out flows (a rail-only
 fabric's NVLink relay to another rail's NIC) stay in the NIC transport's run. Both runs count in
-the counters below.
+the counters below. The scale-up run's kernel line rate is the scale-up link's
+(:func:`scale_up_line_Bps`: a DGX H100's 450 GB/s NVLink, not the GPU's 50 GB/s NIC share);
+without sender CC it paces nothing (finish times are the same at either rate), but the ideal FCT
+and so the fixed part of a cut phase's extrapolation are the link's. Its switch buffer is the NIC
+run's (credits do not use it; the queue histograms keep the same bins). :class:`ScaleUpSplit`
+is the rule, used here and by ``collective --fidelity packet``
+(:mod:`fabricsim.api.network_collective`).
 
 **Counters** (:meth:`PacketPhaseNetwork.counters`), accumulated over runs, each run's time-like and
 count-like figures multiplied by ``1 / k`` (steady state): ``pause_s`` (time upstream ends were
@@ -57,7 +63,9 @@ waited for a credit), ``ecn_marked_fraction`` (marked / delivered packets), ``dr
 ``queue_p99_bytes`` / ``queue_max_bytes`` per tier of switch egress: the packet kernel's link
 classes (``switch_to_host``: leaf/ToR down-links; ``switch_to_switch``: every link between
 switches, leaf-spine and above), as :mod:`~fabricsim.network.packet.summary` reports them;
-also ``fec_latency_s``, the FEC latency every hop adds (a parameter, the same in every run).
+also ``fec_latency_s``, the FEC latency every hop adds (the NIC transport's parameter; scale-up runs
+add none). Runs whose histogram bins differ (a ``--buffer`` or ``mtu_bytes`` the scale-up run does
+not take) are merged at the widest bin (:func:`merged_queue_hist`).
 Background packets are the fabric's packets too and count in every figure.
 
 **Traffic classes** (``classes`` > 1 in the transport's parameters, e.g. ``--cc-param classes=2
