@@ -4,7 +4,9 @@ The collective's steps one after another on one time axis: process ``steps`` has
 schedule step (``"ph": "X"``, its start and duration), and processes ``flows`` and ``queues`` carry
 each step's counters as :func:`fabricsim.io.packet_trace.trace_document` draws them for one run
 (per-flow CC rate and delivered throughput in Gb/s, per-link egress queue in KB), shifted to the
-step's start. A folded step (equal to the one before) repeats that step's run. Times in us.
+step's start. A folded step (equal to the one before) repeats that step's run; a step whose
+scale-up legs ran apart from its NIC legs has two runs, both drawn as that step (the shorter slice
+nested in the longer). Times in us.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ def collective_trace_document(step_runs: tuple[tuple[float, PacketRun], ...], li
         {"ph": "M", "name": "process_name", "pid": STEPS_PID, "args": {"name": "steps"}},
     ]
     names = list(link_names)
-    for k, (start_s, run) in enumerate(step_runs):
+    k, last = -1, None
+    for start_s, run in step_runs:
+        if start_s != last:  # a step of NVLink and NIC legs has two runs at one start (api/network_collective.py)
+            k, last = k + 1, start_s
         offset_us = start_s * 1e6
         events.append({"ph": "X", "pid": STEPS_PID, "tid": 0, "name": f"step {k}", "ts": offset_us,
                        "dur": run.end_s * 1e6, "args": {"flows": run.flows.count}})  # fmt: skip
