@@ -9,7 +9,9 @@ import pytest
 
 from fabricsim import catalog
 from fabricsim.api.fabric import fabric_on
+from fabricsim.network.flow import FlowNetwork
 from fabricsim.topology.placement import tier_map
+from fabricsim.topology.routing import Routing, route_table
 from fabricsim.topology.system import build_system_topology
 
 
@@ -31,6 +33,10 @@ def test_on_tpu_v6e_only_the_chips_with_a_nic_send_the_background_at_the_nics_ra
     assert flows.max_rate_Bps.sum() == pytest.approx(0.5 * 512 / 8 * system.scale_out.bandwidth_per_node_Bps)
     domain = tier_map(topology).domain
     assert np.all(domain[flows.src] != domain[flows.dst])  # between the pods only
+    # a chip without a NIC has no scale-out path (routes never pass through a chip): before, routing
+    # the background failed ("no path for flow 4 to endpoint 435")
+    routes = FlowNetwork(route_table(topology), Routing.ECMP, 0).routes(flows)
+    assert routes.incidence.shape[1] == flows.count
 
 
 def test_where_every_gpu_has_its_nic_every_gpu_sends_at_its_share():
