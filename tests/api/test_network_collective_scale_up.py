@@ -4,6 +4,8 @@ collective's time does not depend on ``--transport``; the NIC legs of a multi-no
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fabricsim import catalog
@@ -42,9 +44,26 @@ def test_a_two_node_collectives_nic_legs_still_depend_on_the_transport():
     assert ib["delivered_bytes"] == ib["offered_bytes"] and uet["delivered_bytes"] == uet["offered_bytes"]
 
 
-@pytest.mark.xfail(strict=True, reason="open: link credits on a torus domain (TPU ICI) leave links waiting for "
-                   "credits (queues hold one packet): 205.6 us vs 65.9 us fluid, 68.9 us under PFC")  # fmt: skip
-def test_a_torus_domains_collective_on_link_credits_is_near_its_fluid_time():
+def test_a_torus_domains_collective_is_near_its_fluid_time():
+    """On a TPU v5p cube the ICI legs run lossless under PFC without sender CC (``ScaleUpSplit``):
+    68.9 us against 65.9 us fluid. Under link credits they took 205.6 us (next test)."""
     spec = NetworkCollectiveSpec(op="all-reduce", system="tpu-v5p", gpus=64, size="16MiB", fidelity="packet")
     out = network_collective(spec).result.to_json()
-    assert out["time_s"] == pytest.approx(out["flow_time_s"], rel=0.10)
+    assert out["flow_time_s"] <= out["time_s"] <= 1.10 * out["flow_time_s"]
+
+
+CREDITS_ON_A_TORUS = ("open: the kernel's link credits on a torus (no virtual channels) leave links waiting for "
+                      "credits: a 4x4x4 permutation's last FCT 33.0 us under credits, 23.1 us under PFC")
+
+
+@pytest.mark.xfail(strict=True, reason=CREDITS_ON_A_TORUS)
+def test_link_credits_on_a_torus_are_as_fast_as_pfc(capsys):
+    from fabricsim.cli.app import main
+
+    last = {}
+    for lossless in ("credit", "pfc"):
+        argv = ["traffic", "permutation", "--topology", "ocs-torus:4x4x4", "--fidelity", "packet", "--cc", "none",
+                "--lossless", lossless, "--size", "1MB", "--seed", "1", "--json"]  # fmt: skip
+        assert main(argv) == 0
+        last[lossless] = json.loads(capsys.readouterr().out)["fct_s"]["max"]
+    assert last["credit"] <= 1.10 * last["pfc"]

@@ -25,7 +25,7 @@ Turns the user's fabric choices into the engine's :class:`~fabricsim.engine.fabr
   override its own, the rate is its ``ber`` parameter. With several traffic classes the job's flows
   run in class 0 and the background's in ``background_class``
   (:mod:`fabricsim.network.phase`). All three are the scale-out fabric's: flows inside one scale-up
-  domain (NVLink, ICI) run on link credits without the NIC's transport, its parameters or ``ber``,
+  domain (NVLink, ICI) run lossless (PFC, no sender CC) without the NIC's transport, its parameters or ``ber``,
   so they take the same time under every ``transport`` (:class:`~fabricsim.network.phase.
   PacketPhaseNetwork`).
 

@@ -12,7 +12,7 @@ such as ``fat-tree:k=8``, one endpoint per host; ranks on the first ``gpus`` hos
   schedule on the same routes is reported next to it (``flow_time_s``, ``packet_over_flow``), so
   the ratio is what queues, pauses and congestion control cost. On a system's own fabric the legs
   inside one scale-up domain (NVLink, ICI) that share no link with the step's NIC legs run apart,
-  on link credits without the NIC's transport (:class:`~fabricsim.network.phase.ScaleUpSplit`, the
+  lossless (PFC, no sender CC) without the NIC's transport (:class:`~fabricsim.network.phase.ScaleUpSplit`, the
   rule of the train/infer/serve packet phases): a one-node collective takes the same time under
   every ``--transport``, ``--cc``, ``--cc-param`` and ``--ber``; a step ends when its later run
   ends, and the packet counters sum both runs. ``--topology`` builders have one endpoint per host:

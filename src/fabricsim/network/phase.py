@@ -39,24 +39,24 @@ placement.tier_map`: a DGX node's NVSwitch, an NVL72 rack, a TPU cube's ICI): th
 fabric; NVLink and ICI carry their own link protocol. Before this rule every flow ran under the
 NIC's transport: UET's NSCC capped an NVLink flow's window at ``nscc_max_window`` x the NIC's BDP
 (the kernel's one line rate is the NIC's share), so a TP collective took 2.6x its InfiniBand time
-on a quiet fabric. So a phase's flows inside one domain that share no link with its other flows
-are routed (:data:`SCALE_UP_ROUTING`) and simulated in a run of their own with link-level credits
-(NVLink's flow control is credit-based), no sender CC and default parameters
-(:class:`~fabricsim.network.packet.params.PacketParams`): their times do not depend on
-``--transport``, ``--cc-param`` or ``--ber`` (NVLink retries CRC errors at link level). Assumed:
-the per-packet overhead is InfiniBand's (the kernel's headers of a credit run; NVLink's flit
-framing is not modelled). In-domain flows that share a link with scale-out flows (a rail-only
-fabric's NVLink relay to another rail's NIC) stay in the NIC transport's run. Both runs count in
-the counters below. The scale-up run's kernel line rate is the scale-up link's
-(:func:`scale_up_line_Bps`: a DGX H100's 450 GB/s NVLink, not the GPU's 50 GB/s NIC share);
-without sender CC it paces nothing (finish times are the same at either rate), but the ideal FCT
-and so the fixed part of a cut phase's extrapolation are the link's. Its switch buffer is the NIC
-run's (credits do not use it; the queue histograms keep the same bins). :class:`ScaleUpSplit`
+on a quiet fabric. So a phase's flows inside one domain that share no link with its other flows are routed
+(:data:`SCALE_UP_ROUTING`) and simulated in a run of their own, lossless by PFC, without sender CC
+and with default parameters (:class:`~fabricsim.network.packet.params.PacketParams`): their times do
+not depend on ``--transport``, ``--cc-param`` or ``--ber`` (NVLink retries CRC errors at link
+level). Assumed: NVLink's and ICI's own flow control (link credits) is stood in for by PFC, and the
+per-packet overhead is the kernel's for a PFC run (NVLink's flit framing is not modelled): the
+kernel's link credits have no virtual channels, and on a torus domain (TPU ICI) they left links
+waiting for credits (a 64-chip TPU v5p all-reduce of 16 MiB: 205.6 us under credits, 68.9 us under
+PFC, 65.9 us fluid; a DGX H100 one: 82.9 us under credits, 84.5 us under PFC, 82.0 us fluid; strict
+xfail ``test_link_credits_on_a_torus_are_as_fast_as_pfc``). In-domain flows that share a link with
+scale-out flows (a rail-only fabric's NVLink relay to another rail's NIC) stay in the NIC
+transport's run. Both runs count in the counters below. The scale-up run's kernel line rate is the
+scale-up link's (:func:`scale_up_line_Bps`: a DGX H100's 450 GB/s NVLink, not the GPU's 50 GB/s NIC
+share); without sender CC it paces nothing (finish times are the same at either rate), but the ideal
+FCT and so the fixed part of a cut phase's extrapolation are the link's. Its switch buffer is the
+NIC run's (the queue histograms keep the same bins). :class:`ScaleUpSplit`
 is the rule, used here and by ``collective --fidelity packet``
-(:mod:`fabricsim.api.network_collective`). Open: on a torus domain (TPU ICI) the credit run is far
-slower than the fluid time (a 64-chip TPU v5p all-reduce of 16 MiB: 205.6 us vs 65.9 us; 68.9 us
-under PFC): its queues hold one packet and links wait for credits, a kernel matter under study
-(test ``test_a_torus_domains_collective_on_link_credits_is_near_its_fluid_time``, xfail).
+(:mod:`fabricsim.api.network_collective`).
 
 **Counters** (:meth:`PacketPhaseNetwork.counters`), accumulated over runs, each run's time-like and
 count-like figures multiplied by ``1 / k`` (steady state): ``pause_s`` (time upstream ends were
@@ -488,16 +488,16 @@ class PacketPhaseNetwork:
 class ScaleUpSplit:
     """The scale-up rule (module docstring) around ``network``, the NIC transport's packet network:
     the flows of a flow set inside one scale-up domain that share no link with its other flows run
-    on :attr:`scale_up` (link credits, no sender CC, default parameters, :data:`SCALE_UP_ROUTING`,
+    on :attr:`scale_up` (PFC, no sender CC, default parameters, :data:`SCALE_UP_ROUTING`,
     the kernel's line rate the scale-up link's: :func:`scale_up_line_Bps`), the rest on ``network``.
     Used by the packet phases of train/infer/serve and by ``collective --fidelity packet``."""
 
     def __init__(self, network: PacketNetwork) -> None:
         topo = network.table.topology
         self.network = network
-        opts = replace(network.opts, cc=CongestionControl.NONE, lossless=Lossless.CREDIT,
+        opts = replace(network.opts, cc=CongestionControl.NONE, lossless=Lossless.PFC,
                        line_Bps=scale_up_line_Bps(topo))  # fmt: skip
-        # credits do not use the shared buffer: the NIC run's keeps both runs' queue histograms in the
+        # the NIC run's buffer keeps both runs' queue histograms in the
         # same bins (a default buffer at NVLink's rate would widen them 9x: 562.5 kB on a DGX H100)
         nic_buffer = resolved(network.params, network.opts.line_Bps).buffer_bytes
         self.scale_up = PacketNetwork(network.table, SCALE_UP_ROUTING, PacketParams(buffer_bytes=nic_buffer), opts)
