@@ -50,7 +50,7 @@ results_nack_selective_repeat there), as error of fabricsim against htsim:
   UET model is left as it is. EQDS rows print both sides' loss-recovery counters.
 * Like for like, uet-rccc-q35 against EQDS: +0.2 / -0.1 / -0.1% at N = 8 / 16 / 64, its trims
   within 0..3% of htsim's retransmissions (360 / 779 / 3,294 / 25,811 against 353 / 778 / 3,287 /
-  26,499), the permutation +0.8%; at 255 -10.4% against the stock htsim, -0.3% against htsim
+  26,499), the permutation +0.7%; at 255 -10.4% against the stock htsim, -0.3% against htsim
   without its pulls to finished flows.
 * ``--time-suite`` after the kernel speed-up (3 warm runs, load 5-7): fabricsim 6.7-7.7 s CPU,
   13.8-18.9 s wall; htsim 9.8-16.1 s CPU, 14.3-49.7 s wall: 0.48-0.76x CPU, 0.38-1.30x wall
