@@ -18,6 +18,8 @@ switch, 400 Gb/s, 1 us links; htsim's switch has fewer than 96 ports, so it runs
   ``htsim_eqds`` (EQDS: receiver-driven pull, trimming, spraying over ``-paths 256`` entropies).
   htsim at this commit has no UEC/NSCC code, so EQDS is the closest UEC reference. ``uet-q35`` also
   caps every switch egress queue at htsim's ``-q`` 35 packets (``queue_bytes``; trimming above it).
+  ``uet-rccc`` adds fabricsim's receiver credits (``rccc`` 1, packet/credit.py), the mechanism
+  closest to EQDS's pull, and ``uet-rccc-q35`` both: the like-for-like pair.
 
 Both sides put headers on every packet and send ACKs as packets: htsim 64 B per packet and 64 B
 ACKs; fabricsim its transports' real headers and control frames (packet/params.py HEADERS, CONTROL:
@@ -37,6 +39,22 @@ results_nack_selective_repeat there), as error of fabricsim against htsim:
   on the leaf-spine too (target 3%: met). UET against EQDS: -0.3 / +0.1 / -0.6%, and at 255 -11.6%
   on one switch, -11.5% on htsim's leaf-spine (uet-q35 -6.7%): missed like for like; fabricsim's
   UET ends at the line-rate bound, htsim's EQDS 14% above it (26,499 retransmissions).
+* Why (yaml why_eqds_255, measured with counters in a throw-away copy of htsim): not the first-RTT
+  burst, the trimmed headers or the retransmissions (their RTOs fall in the first ms, while the
+  bottleneck is busy), but htsim's pull pacer: (1) with no connection in its active pull list it
+  sends "slow" pulls to idle connections, up to 1 BDP each, finished flows included (eqds.cpp:1595-1612):
+  7,600 pull slots (632 us) went to finished flows; (2) its pull slot comes from the default MTU of
+  4,160 B, not ``-mtu 4096`` (main_eqds.cpp:476 runs before eqds.cpp:298 sets it): pulls at 98.6% of
+  line rate. Without (1): 5,340 us; without both: 5,271 us, 0.2% above fabricsim's UET (5,259.6 us on
+  the leaf-spine). htsim artefacts / EQDS tunnel choices, not a UET mechanism fabricsim lacks: the
+  UET model is left as it is. EQDS rows print both sides' loss-recovery counters.
+* Like for like, uet-rccc-q35 against EQDS: +0.2 / -0.1 / -0.1% at N = 8 / 16 / 64, its trims
+  within 0..3% of htsim's retransmissions (360 / 779 / 3,294 / 25,811 against 353 / 778 / 3,287 /
+  26,499), the permutation +0.7%; at 255 -10.4% against the stock htsim, -0.3% against htsim
+  without its pulls to finished flows.
+* ``--time-suite`` after the kernel speed-up (3 warm runs, load 5-7): fabricsim 6.7-7.7 s CPU,
+  13.8-18.9 s wall; htsim 9.8-16.1 s CPU, 14.3-49.7 s wall: 0.48-0.76x CPU, 0.38-1.30x wall
+  (target 2x: met; was 1.19x CPU).
 """
 
 from __future__ import annotations
@@ -76,17 +94,20 @@ SUITE = [("perm", 0, "roce", s) for s in ECMP_SEEDS[:5]] + [("perm", 0, "uet", 1
 SUITE += [("incast", n, t, 0) for n in INCASTS for t in ("roce", "uet")]
 
 ROCE_VARIANTS = ("roce", "roce-nocc", "roce-nocc-pfc")
-UET_VARIANTS = ("uet", "uet-q35")
+UET_VARIANTS = ("uet", "uet-q35", "uet-rccc", "uet-rccc-q35")
 HTSIM_EQDS_QUEUE_PKTS = 35  # htsim_eqds's default -q (packets per switch queue)
 _FINISHED = re.compile(r"Flow (?:Roce|Eqds)_(\d+)_(\d+) .*?finished at ([0-9.eE+-]+)")
+_EQDS_COUNTS = re.compile(r"New: (\d+) Rtx: (\d+) RTS: (\d+)")  # htsim_eqds's summary (main_eqds.cpp:601)
 
 
 @dataclass(frozen=True)
 class Result:
-    """One run: mean throughput fraction and last FCT (s)."""
+    """One run: mean throughput fraction and last FCT (s); ``counts``: its loss-recovery counters, as
+    text (fabricsim: trimmed packets, retransmitted payload; htsim_eqds: its New / Rtx / RTS line)."""
 
     throughput: float
     last_fct_s: float
+    counts: str = ""
 
 
 # --- scenarios ------------------------------------------------------------------------------------
@@ -100,10 +121,10 @@ def _flows(kind: str, n: int):
     return pattern_flows(Pattern.INCAST, n + 1, INCAST_BYTES, 0)
 
 
-def _result(flows, finish_s: np.ndarray, line_Bps: float) -> Result:
+def _result(flows, finish_s: np.ndarray, line_Bps: float, counts: str = "") -> Result:
     from fabricsim.network.patterns import host_throughput_fraction
 
-    return Result(float(host_throughput_fraction(flows, finish_s, line_Bps).mean()), float(finish_s.max()))
+    return Result(float(host_throughput_fraction(flows, finish_s, line_Bps).mean()), float(finish_s.max()), counts)
 
 
 # --- fabricsim ------------------------------------------------------------------------------------
@@ -144,9 +165,12 @@ def run_fabricsim(kind: str, n: int, transport: str, seed: int, like_htsim: bool
         params = replace(params, pfc_xoff_bytes=HTSIM_PFC_XOFF_PKTS * frame, pfc_resume_bytes=gap)
     if transport.endswith("-q35"):
         params = replace(params, queue_bytes=HTSIM_EQDS_QUEUE_PKTS * frame)
+    if "-rccc" in transport:  # receiver credits (packet/credit.py), the mechanism closest to EQDS's pull
+        params = replace(params, rccc=1.0)
     opts = RunOptions(cc, chosen.lossless, topo.line_rate_Bps, 0.0, seed)
     run = PacketNetwork(route_table(topo), chosen.routing, params, opts).simulate(flows)
-    return _result(flows, np.asarray(run.finish_s), topo.line_rate_Bps)
+    counts = f"trimmed {run.trimmed_packets} retx {run.retransmitted_bytes / 1e6:.1f} MB drops {run.drops}"
+    return _result(flows, np.asarray(run.finish_s), topo.line_rate_Bps, counts)
 
 
 # --- htsim ----------------------------------------------------------------------------------------
@@ -210,7 +234,8 @@ def run_htsim(cmd: list[str], kind: str, n: int) -> Result:
     finish = np.array([done.get((int(s), int(d)), np.nan) for s, d in zip(flows.src, flows.dst, strict=True)])
     if np.isnan(finish).any():
         raise RuntimeError(f"htsim finished {len(done)} of {flows.src.size} flows: {' '.join(cmd)}")
-    return _result(flows, finish, LINE_MBPS * 1e6 / 8)
+    counts = _EQDS_COUNTS.search(out)
+    return _result(flows, finish, LINE_MBPS * 1e6 / 8, counts.group(0) if counts else "")
 
 
 # --- report ---------------------------------------------------------------------------------------
@@ -224,6 +249,8 @@ def _line(label: str, ours: Result, ref: Result) -> None:
     print(f"{label:<32} fabricsim thr {ours.throughput:5.3f} last {ours.last_fct_s * 1e6:8.1f} us | "
           f"htsim thr {ref.throughput:5.3f} last {ref.last_fct_s * 1e6:8.1f} us | "
           f"err thr {_err(ours.throughput, ref.throughput)} last {_err(ours.last_fct_s, ref.last_fct_s)}")  # fmt: skip
+    if ref.counts:  # an EQDS row: both sides' loss-recovery counters
+        print(f"{'':<32} fabricsim {ours.counts} | htsim {ref.counts}")
 
 
 def _mean(results: list[Result]) -> Result:

@@ -105,6 +105,22 @@ def test_receiver_credits_pace_an_incast_to_the_last_hop():
     assert ideal < credit.end_s < 1.05 * ideal < plain.end_s
 
 
+def test_receiver_credits_go_only_to_unfinished_flows():
+    """When short flows of an incast end, their share of the receiver's credits passes to the flows
+    still sending, so the last hop stays busy to the end (wire bytes / line rate, within 5%). htsim's
+    EQDS pacer keeps pulling finished flows (up to 1 BDP each), which cost it ~10% at 255 -> 1
+    (benchmarks/data/htsim_comparison.yaml, why_eqds_255); granting finished flows here would leave
+    the 4 MB of long flows left after the short ones end at about half the line rate (~1.2 ms)."""
+    sizes = np.repeat([0.25e6, 1e6], 8)
+    flows = make_flows(np.arange(1, 17), 0, sizes)
+    topo = star(17, 100)
+    run = simulate(topo, flows, "none", "none", buffer_bytes=200e3, rccc=1.0)
+    np.testing.assert_array_equal(run.delivered_bytes, flows.size_bytes)
+    assert run.finish_s[:8].max() < 0.5 * run.finish_s[8:].min()  # the short flows end first
+    ideal = (sizes + np.ceil(sizes / 4096) * sum(HEADERS["roce"])).sum() / topo.line_rate_Bps
+    assert ideal < run.end_s < 1.05 * ideal
+
+
 def test_the_uet_transport_and_its_sources():
     uet = named_transport("uet")
     assert (uet.lossless, uet.cc, uet.routing) == (Lossless.NONE, CongestionControl.NSCC, Routing.SPRAY)
