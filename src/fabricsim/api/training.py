@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import inspect
 import threading
+from dataclasses import fields
+from typing import NamedTuple
 
 from fabricsim import catalog
 from fabricsim.api.cost import train_power
-from fabricsim.cost.energy import train_energy_pairs
+from fabricsim.cost.energy import TRAIN_ENERGY_KEYS, train_energy_values
 from fabricsim.cost.power import PowerBreakdown
 from fabricsim.engine.training import analytic
 from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
@@ -198,10 +200,8 @@ def train(
         account_for_loss_in_pipeline_split, grad_reduce_in_fp32, pipeline_layout, recompute_modules, lora_rank,
     )
     model_spec, system_spec, dims, powers = _checked_specs(model, system, gpus)
-    layout = work.resolve_layout(
-        gpus, dims, tensor_parallel=tp, pipeline_parallel=pp, data_parallel=dp, context_parallel=cp,
-        expert_parallel=ep, virtual_stages=vpp, micro_batch_size=micro_batch, zero_stage=zero, recompute=recompute,
-        sequence_parallel=sequence_parallel, dtype=dtype, expert_tensor_parallel=expert_tp,
+    layout = work.resolve_checked_layout(
+        gpus, dims, (tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, sequence_parallel, dtype, expert_tp)
     )
     options = _options_of(settings)
     check_settings_for_layout(options, layout)
@@ -344,43 +344,87 @@ def train_result(
     power: PowerBreakdown | None = None,
 ) -> TrainResult:
     """The ``train`` JSON contract of one analytic estimate, with its energy figures at ``power``
-    (the cluster's power under training load; none without). Built in one go: the derived rates
-    are the estimate's properties spelled out once (each property recomputed its inputs)."""
-    layout, step_s, memory, tier = estimate.layout, estimate.step_time_s, estimate.memory, estimate.tier
-    gpus = layout.gpus
-    peak = estimate.peak_flops_per_gpu
-    model_flops_per_gpu_s = estimate.model_flops / (gpus * step_s)
-    hardware_flops_per_gpu_s = estimate.hardware_flops / (gpus * step_s)
-    memory_bytes = memory.total
-    tokens = estimate.global_batch * estimate.seq_len
-    if tier is None:  # TrainingEstimate.fits without its tuple of overflowing tiers
-        fits, offloaded, tiers = not memory_bytes > estimate.memory_capacity_bytes, (), ()
-    else:
-        fits, offloaded, tiers = estimate.fits, tuple(tier.offload.as_dict().items()), _tiers_json(estimate)
-    return TrainResult(
-        model,
-        system,
-        gpus,
-        estimate.global_batch,
-        estimate.seq_len,
-        estimate.microbatches,
-        step_s,
-        tokens / step_s,
-        model_flops_per_gpu_s / 1e12,
-        hardware_flops_per_gpu_s / 1e12,
-        model_flops_per_gpu_s / peak,
-        hardware_flops_per_gpu_s / peak,
-        fits,
-        memory_bytes,
-        estimate.memory_capacity_bytes,
-        tuple(zip(MemoryBreakdown._fields, memory, strict=False)),
-        tuple(zip(TimeBreakdown._fields, estimate.time, strict=False)),
-        layout.pairs() + offloaded,
-        "analytic",
-        _options_json(options or _DEFAULT_OPTIONS, layout.dtype),
-        () if power is None else train_energy_pairs(power, step_s, tokens),
-        tiers,
-    )
+    (the cluster's power under training load; none without). Deferred
+    (:meth:`TrainResult.deferred`): its fields are built on first read, and ``to_json`` builds the
+    JSON object from the estimate without them (issue 27)."""
+    return _DEFERRED(_TUPLE(_EstimateSource, (model, system, estimate, options or _DEFAULT_OPTIONS, power)))
+
+
+class _EstimateSource(NamedTuple):
+    """A :class:`~fabricsim.metrics.TrainSource`: one analytic estimate and what its result adds.
+    The derived rates are the estimate's properties spelled out once (each property recomputed
+    its inputs)."""
+
+    model: str
+    system: str
+    estimate: analytic.TrainingEstimate
+    options: TrainingOptions
+    power: PowerBreakdown | None
+
+    def _scalars(self) -> tuple:
+        """(gpus ... memory_capacity_bytes): the result's scalar fields after model and system."""
+        estimate = self.estimate
+        step_s, memory_bytes = estimate.step_time_s, estimate.memory.total
+        gpus = estimate.layout.gpus
+        peak = estimate.peak_flops_per_gpu
+        model_flops_per_gpu_s = estimate.model_flops / (gpus * step_s)
+        hardware_flops_per_gpu_s = estimate.hardware_flops / (gpus * step_s)
+        # TrainingEstimate.fits without its tuple of overflowing tiers where nothing is offloaded
+        fits = not memory_bytes > estimate.memory_capacity_bytes if estimate.tier is None else estimate.fits
+        return (
+            gpus, estimate.global_batch, estimate.seq_len, estimate.microbatches, step_s,
+            estimate.global_batch * estimate.seq_len / step_s, model_flops_per_gpu_s / 1e12,
+            hardware_flops_per_gpu_s / 1e12, model_flops_per_gpu_s / peak, hardware_flops_per_gpu_s / peak, fits,
+            memory_bytes, estimate.memory_capacity_bytes,
+        )
+
+    def _energy(self) -> tuple | None:
+        power, estimate = self.power, self.estimate
+        return None if power is None else train_energy_values(
+            power, estimate.step_time_s, estimate.global_batch * estimate.seq_len
+        )
+
+    def values(self) -> tuple:
+        """The :class:`TrainResult` field values, in field order."""
+        estimate = self.estimate
+        layout, tier = estimate.layout, estimate.tier
+        offloaded = () if tier is None else tuple(tier.offload.as_dict().items())
+        energy = self._energy()
+        return (
+            self.model, self.system, *self._scalars(),
+            tuple(zip(MemoryBreakdown._fields, estimate.memory, strict=False)),
+            tuple(zip(TimeBreakdown._fields, estimate.time, strict=False)),
+            layout.pairs() + offloaded,
+            "analytic",
+            _options_json(self.options, layout.dtype),
+            () if energy is None else tuple(zip(TRAIN_ENERGY_KEYS, energy, strict=True)),
+            _tiers_json(estimate),
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """``contract_json`` of :meth:`values`, built without them (same keys, order and values)."""
+        estimate = self.estimate
+        layout, tier = estimate.layout, estimate.tier
+        out = dict(zip(_SCALAR_KEYS, (self.model, self.system, *self._scalars()), strict=True))
+        out["memory_breakdown_bytes"] = dict(zip(MemoryBreakdown._fields, estimate.memory, strict=False))
+        out["time_breakdown_s"] = dict(zip(TimeBreakdown._fields, estimate.time, strict=False))
+        layout_json = out["layout"] = layout.as_dict()
+        if tier is not None:
+            layout_json.update(tier.offload.as_dict())
+        out["fidelity"] = "analytic"
+        out["options"] = dict(_options_json(self.options, layout.dtype))
+        energy = self._energy()
+        if energy is not None:
+            out.update(zip(TRAIN_ENERGY_KEYS, energy, strict=True))
+        if tier is not None:
+            out.update(_tiers_json(estimate))
+        return out
+
+
+_DEFERRED = TrainResult.deferred
+_TUPLE = tuple.__new__
+_SCALAR_KEYS = tuple(item.name for item in fields(TrainResult))[:15]  # model ... memory_capacity_bytes
+assert _SCALAR_KEYS[-1] == "memory_capacity_bytes" and _SCALAR_KEYS[0] == "model"
 
 
 _DEFAULT_OPTIONS = TrainingOptions()

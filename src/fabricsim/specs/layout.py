@@ -49,8 +49,16 @@ def recompute_modules(recompute: Recompute, modules: frozenset[str] | None = Non
     return FINE_GRAINED_MODULES if recompute is Recompute.FINE_GRAINED else frozenset()
 
 
+class _Memo:
+    """A layout's JSON pairs, kept on the layout once built (not a field: equality, hashing, copies
+    and pickles ignore it). Layouts are shared values (one per distinct tuple of an ``api.train``
+    caller, :func:`fabricsim.workload.training.resolve_checked_layout`), so each builds them once."""
+
+    __slots__ = ("_pairs",)
+
+
 @dataclass(frozen=True, slots=True)
-class ParallelLayout:
+class ParallelLayout(_Memo):
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     data_parallel: int = 1
@@ -100,13 +108,20 @@ class ParallelLayout:
         return dict(self.pairs())
 
     def pairs(self) -> tuple[tuple[str, object], ...]:
-        """:meth:`as_dict` as (short name, value) pairs, in field order (a result's ``layout``)."""
+        """:meth:`as_dict` as (short name, value) pairs, in field order (a result's ``layout``),
+        built once per layout object (:class:`_Memo`; every value is immutable)."""
+        try:
+            return self._pairs
+        except AttributeError:
+            pass
         # flat immutable fields: asdict without its copies (names listed once: a hot path); the last
         # field is expert_tensor_parallel, shown resolved (tp unless set)
         *values, _ = _FIELD_VALUES(self)
         values[_RECOMPUTE] = self.recompute.value
         values.append(self.expert_tp)
-        return tuple(zip(_SHORT_NAMES, values, strict=True))
+        pairs = tuple(zip(_SHORT_NAMES, values, strict=True))
+        object.__setattr__(self, "_pairs", pairs)
+        return pairs
 
 
 SHORT_NAMES: dict[str, str] = {
