@@ -12,7 +12,6 @@ from fabricsim.api.cost import train_power
 from fabricsim.cost.energy import TRAIN_ENERGY_KEYS, train_energy_values
 from fabricsim.cost.power import PowerBreakdown
 from fabricsim.engine.training import analytic
-from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.limits import cap
 from fabricsim.metrics import (
@@ -352,8 +351,8 @@ def train_result(
 
 class _EstimateSource(NamedTuple):
     """A :class:`~fabricsim.metrics.TrainSource`: one analytic estimate and what its result adds.
-    The derived rates are the estimate's properties spelled out once (each property recomputed
-    its inputs)."""
+    :meth:`to_json` is the one place the result's figures are derived; :meth:`values` reads them
+    back as the fields (so the two cannot differ)."""
 
     model: str
     system: str
@@ -361,70 +360,64 @@ class _EstimateSource(NamedTuple):
     options: TrainingOptions
     power: PowerBreakdown | None
 
-    def _scalars(self) -> tuple:
-        """(gpus ... memory_capacity_bytes): the result's scalar fields after model and system."""
-        estimate = self.estimate
-        step_s, memory_bytes = estimate.step_time_s, estimate.memory.total
-        gpus = estimate.layout.gpus
+    def to_json(self) -> dict[str, object]:
+        """The ``train`` JSON contract, keys in :class:`TrainResult`'s field order (a dict display:
+        the fastest build in CPython). The derived rates are the estimate's properties spelled out
+        once (each property recomputed its inputs)."""
+        model, system, estimate, options, power = self
+        layout, step_s, memory, tier = estimate.layout, estimate.step_time_s, estimate.memory, estimate.tier
+        gpus, tokens, memory_bytes = layout.gpus, estimate.global_batch * estimate.seq_len, memory.total
         peak = estimate.peak_flops_per_gpu
         model_flops_per_gpu_s = estimate.model_flops / (gpus * step_s)
         hardware_flops_per_gpu_s = estimate.hardware_flops / (gpus * step_s)
-        # TrainingEstimate.fits without its tuple of overflowing tiers where nothing is offloaded
-        fits = not memory_bytes > estimate.memory_capacity_bytes if estimate.tier is None else estimate.fits
-        return (
-            gpus, estimate.global_batch, estimate.seq_len, estimate.microbatches, step_s,
-            estimate.global_batch * estimate.seq_len / step_s, model_flops_per_gpu_s / 1e12,
-            hardware_flops_per_gpu_s / 1e12, model_flops_per_gpu_s / peak, hardware_flops_per_gpu_s / peak, fits,
-            memory_bytes, estimate.memory_capacity_bytes,
-        )
-
-    def _energy(self) -> tuple | None:
-        power, estimate = self.power, self.estimate
-        return None if power is None else train_energy_values(
-            power, estimate.step_time_s, estimate.global_batch * estimate.seq_len
-        )
-
-    def values(self) -> tuple:
-        """The :class:`TrainResult` field values, in field order."""
-        estimate = self.estimate
-        layout, tier = estimate.layout, estimate.tier
-        offloaded = () if tier is None else tuple(tier.offload.as_dict().items())
-        energy = self._energy()
-        return (
-            self.model, self.system, *self._scalars(),
-            tuple(zip(MemoryBreakdown._fields, estimate.memory, strict=False)),
-            tuple(zip(TimeBreakdown._fields, estimate.time, strict=False)),
-            layout.pairs() + offloaded,
-            "analytic",
-            _options_json(self.options, layout.dtype),
-            () if energy is None else tuple(zip(TRAIN_ENERGY_KEYS, energy, strict=True)),
-            _tiers_json(estimate),
-        )
-
-    def to_json(self) -> dict[str, object]:
-        """``contract_json`` of :meth:`values`, built without them (same keys, order and values)."""
-        estimate = self.estimate
-        layout, tier = estimate.layout, estimate.tier
-        out = dict(zip(_SCALAR_KEYS, (self.model, self.system, *self._scalars()), strict=True))
-        out["memory_breakdown_bytes"] = dict(zip(MemoryBreakdown._fields, estimate.memory, strict=False))
-        out["time_breakdown_s"] = dict(zip(TimeBreakdown._fields, estimate.time, strict=False))
-        layout_json = out["layout"] = layout.as_dict()
+        out = {
+            "model": model,
+            "system": system,
+            "gpus": gpus,
+            "global_batch": estimate.global_batch,
+            "seq_len": estimate.seq_len,
+            "microbatches": estimate.microbatches,
+            "step_time_s": step_s,
+            "tokens_per_s": tokens / step_s,
+            "model_tflops_per_gpu": model_flops_per_gpu_s / 1e12,
+            "hardware_tflops_per_gpu": hardware_flops_per_gpu_s / 1e12,
+            "mfu": model_flops_per_gpu_s / peak,
+            "hfu": hardware_flops_per_gpu_s / peak,
+            # TrainingEstimate.fits without its tuple of overflowing tiers where nothing is offloaded
+            "fits": not memory_bytes > estimate.memory_capacity_bytes if tier is None else estimate.fits,
+            "memory_per_gpu_bytes": memory_bytes,
+            "memory_capacity_bytes": estimate.memory_capacity_bytes,
+            "memory_breakdown_bytes": memory._asdict(),
+            "time_breakdown_s": estimate.time._asdict(),
+            "layout": layout.as_dict(),
+            "fidelity": "analytic",
+            "options": dict(_options_json(options, layout.dtype)),
+        }
+        if power is not None:
+            out.update(zip(TRAIN_ENERGY_KEYS, train_energy_values(power, step_s, tokens), strict=True))
         if tier is not None:
-            layout_json.update(tier.offload.as_dict())
-        out["fidelity"] = "analytic"
-        out["options"] = dict(_options_json(self.options, layout.dtype))
-        energy = self._energy()
-        if energy is not None:
-            out.update(zip(TRAIN_ENERGY_KEYS, energy, strict=True))
-        if tier is not None:
+            out["layout"].update(tier.offload.as_dict())  # type: ignore[attr-defined]
             out.update(_tiers_json(estimate))
         return out
+
+    def values(self) -> tuple:
+        """The :class:`TrainResult` field values, in field order: :meth:`to_json` read back (its
+        tables as name/value pairs, the energy and tier keys as the flattened fields' pairs)."""
+        out = self.to_json()
+        tables = tuple(tuple(out.pop(name).items()) for name in _TABLES)  # type: ignore[attr-defined]
+        energy = () if self.power is None else tuple((key, out.pop(key)) for key in TRAIN_ENERGY_KEYS)
+        scalars = tuple(out.pop(name) for name in _SCALAR_KEYS)
+        fidelity = out.pop("fidelity")
+        tiers = tuple(out.items())  # what is left: the offload tiers' keys
+        return (*scalars, *tables[:3], fidelity, _options_json(self.options, self.estimate.layout.dtype), energy, tiers)
 
 
 _DEFERRED = TrainResult.deferred
 _TUPLE = tuple.__new__
-_SCALAR_KEYS = tuple(item.name for item in fields(TrainResult))[:15]  # model ... memory_capacity_bytes
-assert _SCALAR_KEYS[-1] == "memory_capacity_bytes" and _SCALAR_KEYS[0] == "model"
+_FIELDS = tuple(item.name for item in fields(TrainResult))
+_SCALAR_KEYS = _FIELDS[:15]  # model ... memory_capacity_bytes
+_TABLES = ("memory_breakdown_bytes", "time_breakdown_s", "layout", "options")
+assert _FIELDS[15:] == (*_TABLES[:3], "fidelity", "options", "energy", "tiers")
 
 
 _DEFAULT_OPTIONS = TrainingOptions()
