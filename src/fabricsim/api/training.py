@@ -391,7 +391,7 @@ class _EstimateSource(NamedTuple):
             "time_breakdown_s": estimate.time._asdict(),
             "layout": layout.as_dict(),
             "fidelity": "analytic",
-            "options": dict(_options_json(options, layout.dtype)),
+            "options": _options_view(options, layout.dtype),
         }
         if power is not None:
             out.update(zip(TRAIN_ENERGY_KEYS, train_energy_values(power, step_s, tokens), strict=True))
@@ -421,24 +421,37 @@ assert _FIELDS[15:] == (*_TABLES[:3], "fidelity", "options", "energy", "tiers")
 
 
 _DEFAULT_OPTIONS = TrainingOptions()
-# (id of the options, dtype) -> (the options, kept alive; their JSON pairs). By identity: train's
-# options are one object per distinct settings (_options_of), and hashing 16 fields costs more.
-_OPTIONS_JSON: dict[tuple[int, str], tuple[TrainingOptions, tuple[tuple[str, object], ...]]] = {}
+# (id of the options, dtype) -> (the options, kept alive; their JSON pairs; the same as a dict, which a
+# caller gets a copy of). By identity: train's options are one object per distinct settings
+# (_options_of), and hashing 16 fields costs more.
+_OPTIONS_JSON: dict[tuple[int, str], tuple[TrainingOptions, tuple[tuple[str, object], ...], dict[str, object]]] = {}
 
 
 def _options_json(options: TrainingOptions, dtype: str) -> tuple[tuple[str, object], ...]:
     """``options.as_dict(dtype)`` as pairs, built once per (options object, dtype) where every value
     is immutable (a list of recompute modules is built per result: a caller may change its copy)."""
+    return _options_entry(options, dtype)[1]
+
+
+def _options_view(options: TrainingOptions, dtype: str) -> dict[str, object]:
+    """A new dict of :func:`_options_json` (a copy of the kept one: a dict copies faster than pairs)."""
+    return _options_entry(options, dtype)[2].copy()
+
+
+def _options_entry(
+    options: TrainingOptions, dtype: str
+) -> tuple[TrainingOptions, tuple[tuple[str, object], ...], dict[str, object]]:
     key = (id(options), dtype)
     hit = _OPTIONS_JSON.get(key)
     if hit is not None and hit[0] is options:
-        return hit[1]
-    pairs = tuple(options.as_dict(dtype).items())
+        return hit
+    view = options.as_dict(dtype)
+    hit = (options, tuple(view.items()), view)
     if not options.recompute_modules:
         if len(_OPTIONS_JSON) >= OPTIONS_KEPT:
             _OPTIONS_JSON.clear()
-        _OPTIONS_JSON[key] = (options, pairs)
-    return pairs
+        _OPTIONS_JSON[key] = hit
+    return hit
 
 
 def _tiers_json(estimate: analytic.TrainingEstimate) -> tuple[tuple[str, object], ...]:

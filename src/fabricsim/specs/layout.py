@@ -50,11 +50,11 @@ def recompute_modules(recompute: Recompute, modules: frozenset[str] | None = Non
 
 
 class _Memo:
-    """A layout's JSON pairs, kept on the layout once built (not a field: equality, hashing, copies
+    """A layout's JSON pairs and view, kept on the layout once built (not a field: equality, hashing, copies
     and pickles ignore it). Layouts are shared values (one per distinct tuple of an ``api.train``
     caller, :func:`fabricsim.workload.training.resolve_checked_layout`), so each builds them once."""
 
-    __slots__ = ("_pairs",)
+    __slots__ = ("_pairs", "_view")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +104,15 @@ class ParallelLayout(_Memo):
         return max(1, ranks // (self.expert_tp * self.expert_parallel))
 
     def as_dict(self) -> dict[str, object]:
-        """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`)."""
-        return dict(self.pairs())
+        """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`): a new dict,
+        copied from one kept on the layout (:class:`_Memo`; a dict copies faster than pairs)."""
+        try:
+            return self._view.copy()
+        except AttributeError:
+            pass
+        view = dict(self.pairs())
+        object.__setattr__(self, "_view", view)
+        return view.copy()
 
     def pairs(self) -> tuple[tuple[str, object], ...]:
         """:meth:`as_dict` as (short name, value) pairs, in field order (a result's ``layout``),
