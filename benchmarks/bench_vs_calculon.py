@@ -281,9 +281,9 @@ def main() -> int:
     theirs = calculon_inprocess(calculon, args.calculon_python, max(1, args.number // 20), timer)
     print(f"\nin-process, one estimate (best of 5 timeit repeats, {args.timer} time):")
     print(f"  Calculon compile + run + stats               {theirs * 1e3:8.3f} ms")
-    print(f"  fabricsim api.train + to_json, repeated call {warm * 1e3:8.3f} ms   {theirs / warm:6.1f}x (goal >= 200x)")
-    print(f"  fabricsim api.train + to_json, varied inputs {mixed * 1e3:8.3f} ms   {theirs / mixed:6.1f}x")
-    print(f"  fabricsim api.train + to_json, cold context  {cold * 1e3:8.3f} ms   {theirs / cold:6.1f}x")
+    print(f"  fabricsim api.train + to_json, repeated call {warm * 1e6:8.1f} us   {theirs / warm:6.1f}x (goal >= 200x)")
+    print(f"  fabricsim api.train + to_json, varied inputs {mixed * 1e6:8.1f} us   {theirs / mixed:6.1f}x")
+    print(f"  fabricsim api.train + to_json, cold context  {cold * 1e6:8.1f} us   {theirs / cold:6.1f}x")
     return 0
 
 

@@ -211,12 +211,13 @@ class TrainResult(_Deferred):
         # only reached for an attribute not stored: a deferred result's field, or a missing name
         if name == "_source":
             return None  # a result built from its fields
-        source = self._source
-        if source is None or name not in _TRAIN_FIELDS:
+        if name not in _TRAIN_FIELDS:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        for field_name, value in zip(_TRAIN_FIELDS, source.values(), strict=True):
-            _SET(self, field_name, value)
-        _SET_SOURCE(self, None)
+        source = self._source
+        if source is not None:  # None: another thread filled the fields meanwhile
+            for field_name, value in zip(_TRAIN_FIELDS, source.values(), strict=True):
+                _SET(self, field_name, value)
+            _SET_SOURCE(self, None)
         return _GET(self, name)
 
     def to_json(self) -> dict[str, object]:
