@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any
+from typing import Any, Protocol
 
 FLATTEN = {"json": "flatten"}
 SKIP = {"json": "skip"}
@@ -144,11 +144,36 @@ class SweepSummary:
         return contract_json(self)
 
 
+class TrainSource(Protocol):
+    """What a deferred :class:`TrainResult` is built from (:meth:`TrainResult.deferred`): a
+    producer's own record of one estimate, able to give the result's field values (in field order)
+    and its JSON object (equal, key order included, to :func:`contract_json` of those values)."""
+
+    def values(self) -> tuple: ...
+
+    def to_json(self) -> dict[str, object]: ...
+
+
+class _Deferred:
+    """The one slot a deferred result keeps besides its fields: its :class:`TrainSource` until the
+    fields are filled (then None; unset on a result built from its fields)."""
+
+    __slots__ = ("_source",)
+
+
 @dataclass(frozen=True, slots=True)
-class TrainResult:
+class TrainResult(_Deferred):
     """One training-step estimate (``fabricsim train``). ``time_breakdown_s`` adds up to
     ``step_time_s``; ``memory_breakdown_bytes`` adds up to ``memory_per_gpu_bytes`` (most loaded GPU).
-    Model FLOPs exclude recomputation (MFU); hardware FLOPs include it (HFU)."""
+    Model FLOPs exclude recomputation (MFU); hardware FLOPs include it (HFU).
+
+    Built from its fields as any dataclass, or deferred (:meth:`deferred`, what ``api.train`` does):
+    then no field is stored until one is read, and ``to_json`` builds the JSON object straight from
+    the source. Issue 27: the ~40 objects of a result's tables (its name/value pairs) cost half of
+    an in-process ``api.train`` + ``to_json``, building them and freeing them, while most callers
+    only want the JSON. The first read of any field fills them all, once; equality, hashing,
+    ``repr``, ``dataclasses.replace``/``fields``/``asdict``, copies and pickles read the fields and
+    so see a plain result."""
 
     model: str
     system: str
@@ -175,8 +200,36 @@ class TrainResult:
     # ({tier: bytes}) and memory_overflow_tiers
     tiers: tuple[tuple[str, object], ...] = field(default=(), metadata=FLATTEN)
 
+    @classmethod
+    def deferred(cls, source: TrainSource) -> TrainResult:
+        """A result whose fields are ``source.values()``, read on first use (class docstring)."""
+        result = _NEW(cls)
+        _SET_SOURCE(result, source)
+        return result
+
+    def __getattr__(self, name: str) -> object:
+        # only reached for an attribute not stored: a deferred result's field, or a missing name
+        if name == "_source":
+            return None  # a result built from its fields
+        if name not in _TRAIN_FIELDS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        source = self._source
+        if source is not None:  # None: another thread filled the fields meanwhile
+            for field_name, value in zip(_TRAIN_FIELDS, source.values(), strict=True):
+                _SET(self, field_name, value)
+            _SET_SOURCE(self, None)
+        return _GET(self, name)
+
     def to_json(self) -> dict[str, object]:
-        return contract_json(self)
+        source = self._source
+        return contract_json(self) if source is None else source.to_json()
+
+
+_TRAIN_FIELDS = tuple(item.name for item in fields(TrainResult))
+_NEW = object.__new__
+_SET = object.__setattr__
+_GET = object.__getattribute__
+_SET_SOURCE = _Deferred._source.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)

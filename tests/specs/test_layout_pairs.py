@@ -21,3 +21,20 @@ def test_pairs_are_the_json_view_in_field_order() -> None:
         assert dict(pairs)["expert_tp"] == layout.expert_tp
     assert dict(layouts[2].pairs())["expert_tp"] == 1
     assert dict(layouts[1].pairs())["expert_tp"] == 4
+
+
+def test_pairs_are_built_once_and_are_no_part_of_the_value() -> None:
+    """Issue 27: a layout keeps its pairs (layouts are shared per distinct tuple by api.train), but
+    equality, hashing, copies and pickles see only its fields."""
+    import copy
+    import pickle
+
+    layout = ParallelLayout(tensor_parallel=4, recompute=Recompute.FULL)
+    assert layout.pairs() is layout.pairs()
+    fresh = ParallelLayout(tensor_parallel=4, recompute=Recompute.FULL)
+    assert layout == fresh and hash(layout) == hash(fresh)
+    for copied in (copy.copy(layout), pickle.loads(pickle.dumps(layout))):
+        assert copied == layout and copied.pairs() == layout.pairs()
+    view = layout.as_dict()
+    view["tp"] = 99  # a caller's copy
+    assert layout.as_dict()["tp"] == 4

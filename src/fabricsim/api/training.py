@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import inspect
 import threading
+from dataclasses import fields
+from typing import NamedTuple
 
 from fabricsim import catalog
 from fabricsim.api.cost import train_power
-from fabricsim.cost.energy import train_energy_pairs
+from fabricsim.cost.energy import TRAIN_ENERGY_KEYS, train_energy_values
 from fabricsim.cost.power import PowerBreakdown
 from fabricsim.engine.training import analytic
-from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.limits import cap
 from fabricsim.metrics import (
@@ -198,10 +199,8 @@ def train(
         account_for_loss_in_pipeline_split, grad_reduce_in_fp32, pipeline_layout, recompute_modules, lora_rank,
     )
     model_spec, system_spec, dims, powers = _checked_specs(model, system, gpus)
-    layout = work.resolve_layout(
-        gpus, dims, tensor_parallel=tp, pipeline_parallel=pp, data_parallel=dp, context_parallel=cp,
-        expert_parallel=ep, virtual_stages=vpp, micro_batch_size=micro_batch, zero_stage=zero, recompute=recompute,
-        sequence_parallel=sequence_parallel, dtype=dtype, expert_tensor_parallel=expert_tp,
+    layout = work.resolve_checked_layout(
+        gpus, dims, (tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, sequence_parallel, dtype, expert_tp)
     )
     options = _options_of(settings)
     check_settings_for_layout(options, layout)
@@ -344,64 +343,115 @@ def train_result(
     power: PowerBreakdown | None = None,
 ) -> TrainResult:
     """The ``train`` JSON contract of one analytic estimate, with its energy figures at ``power``
-    (the cluster's power under training load; none without). Built in one go: the derived rates
-    are the estimate's properties spelled out once (each property recomputed its inputs)."""
-    layout, step_s, memory, tier = estimate.layout, estimate.step_time_s, estimate.memory, estimate.tier
-    gpus = layout.gpus
-    peak = estimate.peak_flops_per_gpu
-    model_flops_per_gpu_s = estimate.model_flops / (gpus * step_s)
-    hardware_flops_per_gpu_s = estimate.hardware_flops / (gpus * step_s)
-    memory_bytes = memory.total
-    tokens = estimate.global_batch * estimate.seq_len
-    if tier is None:  # TrainingEstimate.fits without its tuple of overflowing tiers
-        fits, offloaded, tiers = not memory_bytes > estimate.memory_capacity_bytes, (), ()
-    else:
-        fits, offloaded, tiers = estimate.fits, tuple(tier.offload.as_dict().items()), _tiers_json(estimate)
-    return TrainResult(
-        model,
-        system,
-        gpus,
-        estimate.global_batch,
-        estimate.seq_len,
-        estimate.microbatches,
-        step_s,
-        tokens / step_s,
-        model_flops_per_gpu_s / 1e12,
-        hardware_flops_per_gpu_s / 1e12,
-        model_flops_per_gpu_s / peak,
-        hardware_flops_per_gpu_s / peak,
-        fits,
-        memory_bytes,
-        estimate.memory_capacity_bytes,
-        tuple(zip(MemoryBreakdown._fields, memory, strict=False)),
-        tuple(zip(TimeBreakdown._fields, estimate.time, strict=False)),
-        layout.pairs() + offloaded,
-        "analytic",
-        _options_json(options or _DEFAULT_OPTIONS, layout.dtype),
-        () if power is None else train_energy_pairs(power, step_s, tokens),
-        tiers,
-    )
+    (the cluster's power under training load; none without). Deferred
+    (:meth:`TrainResult.deferred`): its fields are built on first read, and ``to_json`` builds the
+    JSON object from the estimate without them (issue 27)."""
+    return _DEFERRED(_TUPLE(_EstimateSource, (model, system, estimate, options or _DEFAULT_OPTIONS, power)))
+
+
+class _EstimateSource(NamedTuple):
+    """A :class:`~fabricsim.metrics.TrainSource`: one analytic estimate and what its result adds.
+    :meth:`to_json` is the one place the result's figures are derived; :meth:`values` reads them
+    back as the fields (so the two cannot differ)."""
+
+    model: str
+    system: str
+    estimate: analytic.TrainingEstimate
+    options: TrainingOptions
+    power: PowerBreakdown | None
+
+    def to_json(self) -> dict[str, object]:
+        """The ``train`` JSON contract, keys in :class:`TrainResult`'s field order (a dict display:
+        the fastest build in CPython). The derived rates are the estimate's properties spelled out
+        once (each property recomputed its inputs)."""
+        model, system, estimate, options, power = self
+        layout, step_s, memory, tier = estimate.layout, estimate.step_time_s, estimate.memory, estimate.tier
+        gpus, tokens, memory_bytes = layout.gpus, estimate.global_batch * estimate.seq_len, memory.total
+        peak = estimate.peak_flops_per_gpu
+        model_flops_per_gpu_s = estimate.model_flops / (gpus * step_s)
+        hardware_flops_per_gpu_s = estimate.hardware_flops / (gpus * step_s)
+        out = {
+            "model": model,
+            "system": system,
+            "gpus": gpus,
+            "global_batch": estimate.global_batch,
+            "seq_len": estimate.seq_len,
+            "microbatches": estimate.microbatches,
+            "step_time_s": step_s,
+            "tokens_per_s": tokens / step_s,
+            "model_tflops_per_gpu": model_flops_per_gpu_s / 1e12,
+            "hardware_tflops_per_gpu": hardware_flops_per_gpu_s / 1e12,
+            "mfu": model_flops_per_gpu_s / peak,
+            "hfu": hardware_flops_per_gpu_s / peak,
+            # TrainingEstimate.fits without its tuple of overflowing tiers where nothing is offloaded
+            "fits": not memory_bytes > estimate.memory_capacity_bytes if tier is None else estimate.fits,
+            "memory_per_gpu_bytes": memory_bytes,
+            "memory_capacity_bytes": estimate.memory_capacity_bytes,
+            "memory_breakdown_bytes": memory._asdict(),
+            "time_breakdown_s": estimate.time._asdict(),
+            "layout": layout.as_dict(),
+            "fidelity": "analytic",
+            "options": _options_view(options, layout.dtype),
+        }
+        if power is not None:
+            out.update(zip(TRAIN_ENERGY_KEYS, train_energy_values(power, step_s, tokens), strict=True))
+        if tier is not None:
+            out["layout"].update(tier.offload.as_dict())  # type: ignore[attr-defined]
+            out.update(_tiers_json(estimate))
+        return out
+
+    def values(self) -> tuple:
+        """The :class:`TrainResult` field values, in field order: :meth:`to_json` read back (its
+        tables as name/value pairs, the energy and tier keys as the flattened fields' pairs)."""
+        out = self.to_json()
+        tables = tuple(tuple(out.pop(name).items()) for name in _TABLES)  # type: ignore[attr-defined]
+        energy = () if self.power is None else tuple((key, out.pop(key)) for key in TRAIN_ENERGY_KEYS)
+        scalars = tuple(out.pop(name) for name in _SCALAR_KEYS)
+        fidelity = out.pop("fidelity")
+        tiers = tuple(out.items())  # what is left: the offload tiers' keys
+        return (*scalars, *tables[:3], fidelity, _options_json(self.options, self.estimate.layout.dtype), energy, tiers)
+
+
+_DEFERRED = TrainResult.deferred
+_TUPLE = tuple.__new__
+_FIELDS = tuple(item.name for item in fields(TrainResult))
+_SCALAR_KEYS = _FIELDS[:15]  # model ... memory_capacity_bytes
+_TABLES = ("memory_breakdown_bytes", "time_breakdown_s", "layout", "options")
+assert _FIELDS[15:] == (*_TABLES[:3], "fidelity", "options", "energy", "tiers")
 
 
 _DEFAULT_OPTIONS = TrainingOptions()
-# (id of the options, dtype) -> (the options, kept alive; their JSON pairs). By identity: train's
-# options are one object per distinct settings (_options_of), and hashing 16 fields costs more.
-_OPTIONS_JSON: dict[tuple[int, str], tuple[TrainingOptions, tuple[tuple[str, object], ...]]] = {}
+# (id of the options, dtype) -> (the options, kept alive; their JSON pairs; the same as a dict, which a
+# caller gets a copy of). By identity: train's options are one object per distinct settings
+# (_options_of), and hashing 16 fields costs more.
+_OPTIONS_JSON: dict[tuple[int, str], tuple[TrainingOptions, tuple[tuple[str, object], ...], dict[str, object]]] = {}
 
 
 def _options_json(options: TrainingOptions, dtype: str) -> tuple[tuple[str, object], ...]:
     """``options.as_dict(dtype)`` as pairs, built once per (options object, dtype) where every value
     is immutable (a list of recompute modules is built per result: a caller may change its copy)."""
+    return _options_entry(options, dtype)[1]
+
+
+def _options_view(options: TrainingOptions, dtype: str) -> dict[str, object]:
+    """A new dict of :func:`_options_json` (a copy of the kept one: a dict copies faster than pairs)."""
+    return _options_entry(options, dtype)[2].copy()
+
+
+def _options_entry(
+    options: TrainingOptions, dtype: str
+) -> tuple[TrainingOptions, tuple[tuple[str, object], ...], dict[str, object]]:
     key = (id(options), dtype)
     hit = _OPTIONS_JSON.get(key)
     if hit is not None and hit[0] is options:
-        return hit[1]
-    pairs = tuple(options.as_dict(dtype).items())
+        return hit
+    view = options.as_dict(dtype)
+    hit = (options, tuple(view.items()), view)
     if not options.recompute_modules:
         if len(_OPTIONS_JSON) >= OPTIONS_KEPT:
             _OPTIONS_JSON.clear()
-        _OPTIONS_JSON[key] = (options, pairs)
-    return pairs
+        _OPTIONS_JSON[key] = hit
+    return hit
 
 
 def _tiers_json(estimate: analytic.TrainingEstimate) -> tuple[tuple[str, object], ...]:

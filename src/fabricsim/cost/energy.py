@@ -74,11 +74,20 @@ def train_energy(result: TrainResult, power: PowerBreakdown) -> TrainResult:
 _POWER_JSON: dict[int, tuple[PowerBreakdown, dict[str, float]]] = {}  # id -> (the power, kept alive; its JSON)
 
 
+TRAIN_ENERGY_KEYS = ("energy_J_per_step", "power_W", "energy_J_per_token", "tokens_per_kWh")
+
+
 def train_energy_pairs(power: PowerBreakdown, step_time_s: float, tokens: int) -> tuple[tuple[str, object], ...]:
     """The energy keys of a training step (:func:`train_energy`) of ``step_time_s`` seconds and
     ``tokens`` tokens (global batch x sequence length) at ``power``, as the result's name/value
-    pairs. ``power_W`` is a new dict per call (a caller may change its copy); the figures of one
-    power object are read once (power objects are cached per cluster, :mod:`fabricsim.api.cost`)."""
+    pairs (:data:`TRAIN_ENERGY_KEYS` and :func:`train_energy_values`)."""
+    return tuple(zip(TRAIN_ENERGY_KEYS, train_energy_values(power, step_time_s, tokens), strict=True))
+
+
+def train_energy_values(power: PowerBreakdown, step_time_s: float, tokens: int) -> tuple:
+    """The values of :data:`TRAIN_ENERGY_KEYS` for :func:`train_energy_pairs`. ``power_W`` is a new
+    dict per call (a caller may change its copy); the figures of one power object are read once
+    (power objects are cached per cluster, :mod:`fabricsim.api.cost`)."""
     hit = _POWER_JSON.get(id(power))
     if hit is None or hit[0] is not power:
         if len(_POWER_JSON) >= 256:
@@ -86,12 +95,7 @@ def train_energy_pairs(power: PowerBreakdown, step_time_s: float, tokens: int) -
         hit = _POWER_JSON[id(power)] = (power, power.to_json())
     step_J = energy_J(power.total, step_time_s)
     per_token = step_J / tokens
-    return (
-        ("energy_J_per_step", step_J),
-        ("power_W", dict(hit[1])),
-        ("energy_J_per_token", per_token),
-        ("tokens_per_kWh", tokens_per_kWh(per_token)),
-    )
+    return step_J, dict(hit[1]), per_token, tokens_per_kWh(per_token)
 
 
 def retime_train_energy(result: TrainResult) -> TrainResult:

@@ -49,8 +49,16 @@ def recompute_modules(recompute: Recompute, modules: frozenset[str] | None = Non
     return FINE_GRAINED_MODULES if recompute is Recompute.FINE_GRAINED else frozenset()
 
 
+class _Memo:
+    """A layout's JSON pairs and view, kept on the layout once built (not a field: equality, hashing, copies
+    and pickles ignore it). Layouts are shared values (one per distinct tuple of an ``api.train``
+    caller, :func:`fabricsim.workload.training.resolve_checked_layout`), so each builds them once."""
+
+    __slots__ = ("_pairs", "_view")
+
+
 @dataclass(frozen=True, slots=True)
-class ParallelLayout:
+class ParallelLayout(_Memo):
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
     data_parallel: int = 1
@@ -96,17 +104,31 @@ class ParallelLayout:
         return max(1, ranks // (self.expert_tp * self.expert_parallel))
 
     def as_dict(self) -> dict[str, object]:
-        """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`)."""
-        return dict(self.pairs())
+        """Plain-JSON view with the short names the CLI uses (:data:`SHORT_NAMES`): a new dict,
+        copied from one kept on the layout (:class:`_Memo`; a dict copies faster than pairs)."""
+        try:
+            return self._view.copy()
+        except AttributeError:
+            pass
+        view = dict(self.pairs())
+        object.__setattr__(self, "_view", view)
+        return view.copy()
 
     def pairs(self) -> tuple[tuple[str, object], ...]:
-        """:meth:`as_dict` as (short name, value) pairs, in field order (a result's ``layout``)."""
+        """:meth:`as_dict` as (short name, value) pairs, in field order (a result's ``layout``),
+        built once per layout object (:class:`_Memo`; every value is immutable)."""
+        try:
+            return self._pairs
+        except AttributeError:
+            pass
         # flat immutable fields: asdict without its copies (names listed once: a hot path); the last
         # field is expert_tensor_parallel, shown resolved (tp unless set)
         *values, _ = _FIELD_VALUES(self)
         values[_RECOMPUTE] = self.recompute.value
         values.append(self.expert_tp)
-        return tuple(zip(_SHORT_NAMES, values, strict=True))
+        pairs = tuple(zip(_SHORT_NAMES, values, strict=True))
+        object.__setattr__(self, "_pairs", pairs)
+        return pairs
 
 
 SHORT_NAMES: dict[str, str] = {

@@ -326,6 +326,33 @@ def resolve_layout(gpus: int, dims: ModelDims, **given: object) -> ParallelLayou
     return layout
 
 
+# Layouts of checked arguments, one per distinct (gpus, experts?, degrees, ...) tuple: the frozen
+# dataclass's constructor and the defaults above were a tenth of an in-process ``api.train``
+# (issue 27). Layouts are frozen values, so sharing one between results is safe. Bounded.
+_LAYOUTS: dict[tuple, ParallelLayout] = {}
+LAYOUTS_KEPT = 4096
+_LAYOUT_KEYWORDS = (
+    "tensor_parallel", "pipeline_parallel", "data_parallel", "context_parallel", "expert_parallel", "virtual_stages",
+    "micro_batch_size", "zero_stage", "recompute", "sequence_parallel", "dtype", "expert_tensor_parallel",
+)
+
+
+def resolve_checked_layout(gpus: int, dims: ModelDims, values: tuple) -> ParallelLayout:
+    """:func:`resolve_layout` of ``values`` (tp, pp, dp, cp, ep, vpp, micro-batch, ZeRO, recompute,
+    sequence parallel, dtype, expert TP, in that order; None = unset), built once per distinct
+    (``gpus``, MoE or not, ``values``). The values must be checked at the edge already
+    (:mod:`fabricsim.specs.inputs`: ints are ``int``, switches ``bool``), so that equal keys are
+    the same layout (``True == 1`` would otherwise share one). A refusal is not kept."""
+    key = (gpus, dims.experts > 0, values)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = resolve_layout(gpus, dims, **dict(zip(_LAYOUT_KEYWORDS, values, strict=True)))
+        if len(_LAYOUTS) >= LAYOUTS_KEPT:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = layout
+    return layout
+
+
 def default_expert_tp(dims: ModelDims, values: dict[str, object]) -> int | None:
     """The expert tensor-parallel size when unset: Megatron-Core's default (= tp) where the expert
     group fits in tp*cp*dp, else 1 (parallel folding: the expert-parallel group spans the
