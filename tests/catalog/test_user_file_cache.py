@@ -9,6 +9,7 @@ import os
 import pytest
 
 from fabricsim import api, catalog
+from fabricsim.errors import FabricsimError
 
 SHIPPED_MODEL = (catalog.data_root() / "models" / "llama3-8b.yaml").read_text()
 
@@ -101,3 +102,18 @@ def test_api_train_reads_the_edited_model(tmp_path) -> None:
     after = api.train(model=str(path), **args)
     assert after.step_time_s > before.step_time_s * 1.2
     assert after.step_time_s == pytest.approx(api.train(model=str(path), **args).step_time_s, rel=0)
+
+
+def test_a_pool_file_is_read_again_and_its_error_names_the_option(tmp_path) -> None:
+    """``load_pool`` takes the option that chose it; the cache keys on it (an error names it)."""
+    path = tmp_path / "pool.yaml"
+    text = (catalog.data_root() / "pools" / "cxl-pool-cmm-b.yaml").read_text()
+    _rewrite(path, text)
+    assert catalog.load_pool(str(path), "kv-pool").hosts == 3
+    _rewrite(path, text.replace("hosts: {value: 3,", "hosts: {value: 4,"))
+    assert catalog.load_pool(str(path), field="kv-pool").hosts == 4
+    assert catalog.load_pool(str(path)).hosts == 4
+    _rewrite(path, text.replace("link: cxl2", "link: 7"))
+    with pytest.raises(FabricsimError) as refused:
+        catalog.load_pool(str(path), "kv-pool")
+    assert refused.value.field == "kv-pool"

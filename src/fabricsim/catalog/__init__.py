@@ -6,6 +6,8 @@ item's ``sources`` map (keyed by the dotted field path; a top-level ``source:`` 
 of a file transcribed from one document, such as a model's ``config.json``), so ``fabricsim catalog show`` can print it.
 Lookups are exact names; a name that is not found lists the close ones. Anywhere a name is
 accepted, a path to a YAML file (or, for models, a Hugging Face ``config.json``) works too.
+Loads are cached: a catalog name for the life of the process, a user's file until it (or a user file
+it names) changes on disk, so an edited file is read again by the next call in the same process.
 """
 
 from __future__ import annotations
