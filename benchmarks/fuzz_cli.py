@@ -13,11 +13,12 @@ Prints, per file and in total: cases, refusals (exit 2), tracebacks, refusals no
 had a traceback or ran over ``SLOW_CASE_S``. A file whose cases do not go through ``main`` in the
 test process (e.g. subprocesses) shows 0 recorded cases; its pytest result still counts.
 
-Run: ``python benchmarks/fuzz_cli.py [EXAMPLES]``.
+Run: ``python benchmarks/fuzz_cli.py [EXAMPLES] [--workers N]`` (``--help`` says more).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -165,14 +166,26 @@ def _summary(records: list[dict[str, Any]], files: list[str]) -> tuple[int, int]
     return total["tracebacks"], total["over_60_s"] + len(stuck)
 
 
-def main() -> int:
-    examples = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+def _arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("examples", nargs="?", type=int, default=3000, help="cases per property (default 3000)")
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (0: none; default 2)")
+    args = parser.parse_args(argv)
+    if args.examples < 1 or args.workers < 0:
+        parser.error("EXAMPLES must be at least 1 and --workers at least 0")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    examples = args.examples
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "cli").glob("test_fuzz*.py"))
     with tempfile.TemporaryDirectory(prefix="fuzz-record-") as folder:
         env = {**os.environ, "FABRICSIM_FUZZ_EXAMPLES": str(examples), RECORD_ENV: folder}
         paths = [str(ROOT / "src"), str(ROOT / "benchmarks"), env.get("PYTHONPATH", "")]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-        argv = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "-p", "fuzz_cli", "-n", "2"]
+        argv = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "-p", "fuzz_cli"]
+        argv += ["-n", str(args.workers)] if args.workers else ["-p", "no:xdist"]
         print(f"fuzz: {len(files)} files, {examples} examples per property: {' '.join(files)}", flush=True)
         # the packet kernel's first compile (minutes on a busy machine) must not count as a slow case
         subprocess.run([sys.executable, "-m", "fabricsim.cli.app", *WARM_UP], cwd=ROOT, env=env, check=True,

@@ -10,6 +10,8 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fabricsim.cli import app, fastpath, options, train_cmd, tree
 
@@ -144,9 +146,46 @@ def test_the_fast_path_needs_every_required_option_and_the_train_command(record:
     assert record == []
 
 
+SMALL = ["train", "--model", "llama3-8b", "--system", "dgx-h100", "--global-batch", "8", "--seq-len", "8"]
+# Hand-tried edge cases (issue 27, after the fast path landed): the fast path either declines them
+# or reads them as typer does; either way a user sees the same bytes and exit status.
+EDGE_CASES = [
+    [*BASE, "--tp", "8", "--tp", "4", "--json"],  # an option twice
+    [*BASE, "--json", "--json"],
+    [*BASE, "--", "--json"],  # options after --
+    [*BASE[:-2], "--", "--seq-len", "2048"],
+    [*BASE, "--tp", "\u0668", "--json"],  # digits of other scripts
+    [*BASE, "--tp", "\uff18", "--json"],
+    [*SMALL, "--gpus", "0", "--json"],
+    [*SMALL, "--gpus", "-1", "--json"],
+    [*SMALL, "--gpus", "8", "--tp", "3", "--json"],  # divides neither the GPUs nor the heads
+    [*SMALL, "--gpus", "8", "--tp", "3"],
+    [*SMALL, "--gpus", "9" * 5000, "--json"],  # over Python's int-string limit
+    [*SMALL, "--gpus", "9" * 18, "--json"],  # the longest the fast path reads: the cap's message
+    [*SMALL, "--gpus", "8", "--seq-len", "1e3", "--json"],
+    [*BASE, "--capacity-factor", "9" * 18 + ".5", "--json"],
+    [*BASE[:2], "x\x00y", *BASE[3:], "--json"],  # a NUL in a name
+    [*BASE[:2], "/dev/null", *BASE[3:], "--json"],
+    [*BASE, "--sequence-parallel", "--no-sequence-parallel", "--json"],
+    ["train", "-h"],
+]
+
+
+def test_the_seed_does_not_change_an_analytic_estimate(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--seed`` sends a run to typer without changing its analytic result, so comparing a run
+    with and without it compares the two paths (as the edge cases below do by forcing typer)."""
+    argv = [*BASE, "--tp", "8", "--pp", "16", "--json"]
+    outputs = []
+    for extra in ([], ["--seed", "0"], ["--seed", "7"]):
+        assert app.main([*argv, *extra]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] == outputs[2] != ""
+
+
 @pytest.mark.parametrize(
     "argv",
     [
+        *EDGE_CASES,
         [*BASE, "--tp", "8", "--pp", "16", "--json"],
         [*BASE, "--tp", "8", "--pp", "16"],  # the table, through rich
         EVERY_OPTION,
@@ -163,6 +202,50 @@ def test_both_paths_print_the_same_bytes(
     typed = app.main(list(argv)), capsys.readouterr()
     assert fast == typed
     assert fast[1].out or fast[1].err.startswith("error: ")
+
+
+# values the differential property below draws from: read by the fast path, declined by it, valid
+# for the API and not (issue 27: the fast path must never print other bytes than typer)
+TEXTS = ["bf16", "fp8", "fp7", "selective", "full", "none", "optimizer", "host", "cxl", "deepep", "current",
+         "te", "mlp,core_attn", ",,", "Et|(tt|)*30mL", "(((", "llama3-8b", "mixtral-8x22b", "nope", "/dev/null",
+         " ", "", "-x", "--json", "x\x00y", "\u0663"]
+NUMBERS = ["0", "1", "2", "3", "8", "16", "64", "1024", "08", "-1", "+8", "1.5", "1.", ".5", "1e3", "nan",
+           "\u0668", "9" * 18, "9" * 19, "9" * 5000, "1_000", " 8", ""]
+
+
+@st.composite
+def _train_argv(draw: st.DrawFn) -> list[str]:
+    argv = list(draw(st.sampled_from([BASE, [*SMALL, "--gpus", "8"]])))
+    for _ in range(draw(st.integers(0, 5))):
+        if draw(st.booleans()):
+            argv.append(draw(st.sampled_from(sorted(fastpath.TRAIN.flags))))
+            continue
+        option = draw(st.sampled_from(sorted(fastpath.TRAIN.values)))
+        value = draw(st.sampled_from(TEXTS if fastpath.TRAIN.values[option][1] == fastpath.STR else NUMBERS))
+        argv += [f"{option}={value}"] if draw(st.integers(0, 19)) == 0 else [option, value]
+    if draw(st.integers(0, 9)) == 0:
+        argv.insert(draw(st.integers(1, len(argv))), draw(st.sampled_from(["--", "--seed", "-h", "x"])))
+    return argv
+
+
+def test_the_fast_path_and_typer_print_the_same_for_drawn_command_lines(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Differential: any command line drawn from the table's options (repeated, malformed, valid or
+    not) gives the same exit status, stdout and stderr on the fast path as through typer."""
+    monkeypatch.setenv("COLUMNS", "120")
+    through_typer = lambda args: None  # noqa: E731
+
+    @settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(_train_argv())
+    def case(argv: list[str]) -> None:
+        fast = app.main(list(argv)), capsys.readouterr()
+        with monkeypatch.context() as patched:
+            patched.setattr(fastpath, "run", through_typer)
+            typed = app.main(list(argv)), capsys.readouterr()
+        assert fast == typed, argv
+
+    case()
 
 
 def _child(code: str, *argv: str, **kwargs: Any) -> subprocess.CompletedProcess:

@@ -6,15 +6,20 @@ item's ``sources`` map (keyed by the dotted field path; a top-level ``source:`` 
 of a file transcribed from one document, such as a model's ``config.json``), so ``fabricsim catalog show`` can print it.
 Lookups are exact names; a name that is not found lists the close ones. Anywhere a name is
 accepted, a path to a YAML file (or, for models, a Hugging Face ``config.json``) works too.
+Loads are cached: a catalog name for the life of the process, a user's file until it (or a user file
+it names) changes on disk, so an edited file is read again by the next call in the same process.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from functools import lru_cache
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -24,8 +29,10 @@ from fabricsim.specs import DeviceSpec, LinkSpec, ModelSpec, SwitchSpec, SystemS
 from fabricsim.specs.memory_tier import KvPoolSpec
 
 KINDS = ("devices", "systems", "models", "links", "switches", "pools")
+_T = TypeVar("_T")
 
 
+@functools.cache  # asked on every load of a user's file; the package does not move while it runs
 def data_root() -> Path:
     """Folder that holds the shipped YAML data."""
     return Path(str(resources.files("fabricsim.catalog") / "data"))
@@ -127,28 +134,115 @@ def _read_json(path: Path, field: str) -> dict[str, Any]:
     return data
 
 
-@lru_cache(maxsize=256)
+# ----------------------------------------------------------------------------- caching the loads
+# A catalog name stands for a file shipped with the package, which does not change while a process
+# runs: it is cached by name (one dict lookup). A user's file can be edited between two calls of the
+# same process (a notebook, ``api.*`` in a loop, a sweep worker), so it is cached by its path and
+# its stat stamp, and by the stamps of the user files it names (a system YAML naming a device
+# YAML): an edit, even one that keeps the size, is read on the next call.
+
+Stamp = tuple[int, int, int, int]  # st_mtime_ns, st_ctime_ns, st_size, st_ino
+_building = threading.local()  # .deps: a stack of lists, the user files read by each load under way
+
+
+def _stamp(path: str) -> Stamp | None:
+    """The stat stamp of ``path``, None when it cannot be read (the load then says why)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
+
+
+def _note(deps: tuple[tuple[str, Stamp | None], ...]) -> None:
+    """Add ``deps`` to the user files of the load under way, if any (a system naming a device file)."""
+    stack = getattr(_building, "deps", None)
+    if stack:
+        stack[-1].extend(deps)
+
+
+def _cached_load(kind: str, maxsize: int) -> Callable[[Callable[..., _T]], Callable[..., _T]]:
+    """Cache a ``load_*(name_or_path, ...)``: catalog names by name, user files by path and stamp
+    (at most ``maxsize`` of them, least recently used dropped). ``cache_clear()`` empties both."""
+
+    def wrap(build: Callable[..., _T]) -> Callable[..., _T]:
+        shipped: dict[Any, _T] = {}
+        files: OrderedDict[Any, tuple[_T, tuple[tuple[str, Stamp | None], ...]]] = OrderedDict()
+        lock = threading.Lock()
+
+        def from_file(key: Any, path: str, name_or_path: str, args: tuple, kwargs: dict) -> _T:
+            with lock:
+                entry = files.get(key)
+            if entry is not None and all(_stamp(dep) == stamp for dep, stamp in entry[1]):
+                with lock:
+                    if key in files:
+                        files.move_to_end(key)
+                _note(entry[1])
+                return entry[0]
+            deps: list[tuple[str, Stamp | None]] = [(path, _stamp(path))]  # stamped before it is read
+            stack = _building.__dict__.setdefault("deps", [])
+            stack.append(deps)
+            try:
+                spec = build(name_or_path, *args, **kwargs)
+            finally:
+                stack.pop()
+            with lock:
+                files[key] = (spec, tuple(deps))
+                files.move_to_end(key)
+                while len(files) > maxsize:
+                    files.popitem(last=False)
+            _note(tuple(deps))
+            return spec
+
+        @functools.wraps(build)
+        def load(name_or_path: str, *args: Any, **kwargs: Any) -> _T:
+            key = (name_or_path, args, tuple(sorted(kwargs.items()))) if args or kwargs else name_or_path
+            spec = shipped.get(key)
+            if spec is not None:
+                return spec
+            try:
+                located = _locate_path(kind, str(name_or_path), kind)
+            except (FabricsimError, OSError, ValueError):
+                return build(name_or_path, *args, **kwargs)  # raises the error, naming the caller's option
+            if located.parent.parent == data_root():
+                spec = shipped[key] = build(name_or_path, *args, **kwargs)
+                return spec
+            path = os.path.abspath(located)  # the same relative name in another folder is another file
+            return from_file((key, path), path, name_or_path, args, kwargs)
+
+        def cache_clear() -> None:
+            with lock:
+                shipped.clear()
+                files.clear()
+
+        load.cache_clear = cache_clear  # type: ignore[attr-defined]
+        return load
+
+    return wrap
+
+
+@_cached_load("devices", maxsize=256)
 def load_device(name_or_path: str) -> DeviceSpec:
     data, sources, origin = _load_item("devices", name_or_path, "device")
     data["sources"] = sources
     return _build(DeviceSpec, data, "device", origin)
 
 
-@lru_cache(maxsize=256)
+@_cached_load("links", maxsize=256)
 def load_link(name_or_path: str) -> LinkSpec:
     data, sources, origin = _load_item("links", name_or_path, "link")
     data["sources"] = sources
     return _build(LinkSpec, data, "link", origin)
 
 
-@lru_cache(maxsize=256)
+@_cached_load("switches", maxsize=256)
 def load_switch(name_or_path: str) -> SwitchSpec:
     data, sources, origin = _load_item("switches", name_or_path, "switch")
     data["sources"] = sources
     return _build(SwitchSpec, data, "switch", origin)
 
 
-@lru_cache(maxsize=64)
+@_cached_load("pools", maxsize=64)
 def load_pool(name_or_path: str, field: str = "pool") -> KvPoolSpec:
     """Load a shared CXL memory pool (``data/pools``) and resolve the link of its ports; errors name
     ``field`` (the option that chose it)."""
@@ -168,7 +262,7 @@ def _link(value: Any, origin: str) -> LinkSpec:
     return load_link(str(value))
 
 
-@lru_cache(maxsize=256)
+@_cached_load("systems", maxsize=256)
 def load_system(name_or_path: str) -> SystemSpec:
     """Load a system and resolve the device, links and switches it names."""
     data, sources, origin = _load_item("systems", name_or_path, "system")
@@ -201,7 +295,7 @@ def _memory_tiers(tiers: dict[str, Any]) -> dict[str, Any]:
 _HF_ALIASES = {"n_layer": "num_hidden_layers", "n_embd": "hidden_size", "n_head": "num_attention_heads"}
 
 
-@lru_cache(maxsize=256)
+@_cached_load("models", maxsize=256)
 def load_model(name_or_path: str) -> ModelSpec:
     """Load a catalog model, a model YAML, or a Hugging Face ``config.json`` (unknown keys ignored)."""
     data, sources, origin = _load_item("models", name_or_path, "model")
