@@ -162,13 +162,7 @@ def lost_before(FI, PI, PF, f, sno):
     while p >= 0:
         nxt = PI[p, PI_NEXT]
         if PI[p, PI_SNO] < sno:
-            if prev >= 0:
-                PI[prev, PI_NEXT] = nxt
-            else:
-                FI[f, FI_LOST_HEAD] = nxt
-            if FI[f, FI_LOST_TAIL] == p:
-                FI[f, FI_LOST_TAIL] = prev
-            PI[p, PI_NEXT] = -1
+            _unlink_after(FI, PI, f, prev, p)
             if tail >= 0:
                 PI[tail, PI_NEXT] = p
             else:
@@ -189,8 +183,14 @@ def _unlink_lost(FI, PI, f, p):
     while q >= 0 and q != p:
         prev = q
         q = PI[q, PI_NEXT]
-    if q < 0:
-        return
+    if q >= 0:
+        _unlink_after(FI, PI, f, prev, p)
+
+
+@njit(cache=True, inline="always")
+def _unlink_after(FI, PI, f, prev, p):
+    """Take packet ``p`` off flow ``f``'s lost list, ``prev`` the packet before it (-1: ``p`` is
+    the head)."""
     nxt = PI[p, PI_NEXT]
     if prev >= 0:
         PI[prev, PI_NEXT] = nxt
