@@ -44,12 +44,19 @@ NUMBERS = ["-1", "0", "nan", "NaN", "inf", "-inf", "1e400", "10**400", "1e21", "
 WORDS = ["", " ", "x", "full", "ful", "simulate", "flwo", "bf16", "int4", "fp8", "ecmp", "sprya", "max",
          "uniform:1,inf", "uniform:9,3", "uniform:5.5,5.9", "lognormal:100,1e300", "normal:nan,1", "1:0",
          "0.01:0.2", "nan:1", "4,8", "4,,8", ",", "1,2,x", "on-demand", "reserve", "2s", "150ms", "-1ms", "nans",
-         "Et|(tt|)*30mL", "E(t|)*99999999L", "(t|)*", "Et*96L", "mlp,core_attn", "moe_act,,", "te", "unfused"]
+         "Et|(tt|)*30mL", "E(t|)*99999999L", "(t|)*", "Et*96L", "mlp,core_attn", "moe_act,,", "te", "unfused",
+         # train's --fp8-recipe, --moe-dispatcher, --offload and --offload-tier words, valid and not
+         "delayed", "block", "mxfp8", "nvfp4", "alltoall", "deepep", "optimizer", "optimizer,weights,activations",
+         "weights,,", "host", "grace", "cxl"]
 TOPOLOGIES = ["fat-tree:k=4", "fat-tree:k=4,gbps=nan", "fat-tree:k=4,gbps=inf", "fat-tree:k=1000000",
               "torus:dims=100x100x100", "torus:dims=0x4", "torus:dims=4x4x4x4", "dragonfly:a=100,p=100,h=100",
               "dragonfly:a=2,p=2,h=1", "leaf-spine:leaves=4,spines=2,hosts_per_leaf=4,oversubscription=nan",
               "rail-optimized:nodes=16,oversubscription=inf", "nvswitch:gpus=0", "dgx-h100:gpus=16",
               "dgx-h100:gpus=99999999", "nvl72", "fat-tree:", "fat-tree:k", "bogus"]
+# OCS slices (plan infer --topology on a TPU): whole cubes and twists, valid and not, and auto
+OCS = ["ocs-torus:4x4x4", "ocs-torus:auto", "ocs-torus:4x4x8,twisted=1", "ocs-torus:0x4x4", "ocs-torus:4x4x6",
+       "ocs-torus:4x4x4,twisted=1", "ocs-torus:4x4x8,twisted=2", "ocs-torus:auto,twisted=1", "ocs-torus:",
+       "ocs-torus:4x4", "ocs-torus:4x4x4,latency=1us", "ocs-torus:16x16x24", "ocs-torus:4x4x4x4", "fat-tree:k=4"]
 
 # every --cc-param key with edge values, in range and out of it (issue 26: mtu_bytes=1.5 was a traceback)
 CC_PARAMS = [f"{name}={value}" for name in sorted(RULES)
@@ -85,6 +92,9 @@ BASES: dict[str, list[str]] = {
                    "--global-batch", "16", "--seq-len", "1024", "--tp", "8", "--top", "2"],
     "plan-infer": ["plan", "infer", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8",
                    "--input-len", "128", "--output-len", "16", "--tp", "8", "--top", "2"],
+    # an OCS slice per plan on a TPU pod (the options pool swaps in ocs-torus:auto and bad slices)
+    "plan-infer-ocs": ["plan", "infer", "--model", "llama3-8b", "--system", "tpu-v5p", "--gpus", "64",
+                       "--input-len", "128", "--output-len", "16", "--top", "2", "--topology", "ocs-torus:4x4x4"],
     # --fidelity packet inside one node (tp 8 on a DGX): the transport and BER checks, then a cheap run
     "train-packet": ["train", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8", "--global-batch", "16",
                      "--seq-len", "1024", "--tp", "8", "--fidelity", "packet"],
@@ -98,15 +108,16 @@ OPTIONS: dict[str, dict[str, str]] = {
               "--dtype": "w", "--fidelity": "w", "--trace": "p", "--seeds": "n", "--straggler": "w",
               "--jitter": "n", "--seed": "n", "--model": "p", "--system": "p", "--html": "p",
               "--pipeline-layout": "w", "--recompute-modules": "w", "--cross-entropy": "w", "--mtp-layers": "n",
-              "--transport": "k", "--ber": "r"},
+              "--transport": "k", "--ber": "r", "--capacity-factor": "n", "--offload": "w", "--offload-tier": "w",
+              "--lora-rank": "n", "--fp8-recipe": "w", "--moe-dispatcher": "w", "--expert-tp": "n"},
     "infer": {"--gpus": "n", "--tp": "n", "--pp": "n", "--ep": "n", "--batch": "w", "--input-len": "n",
               "--output-len": "n", "--dtype": "w", "--kv-dtype": "w", "--kv-spill-capacity": "w", "--trace": "p",
-              "--fidelity": "w", "--seed": "n", "--model": "p", "--transport": "k", "--ber": "r"},
+              "--fidelity": "w", "--seed": "n", "--model": "p", "--transport": "k", "--ber": "r", "--cc-param": "c"},
     "serve": {"--gpus": "n", "--arrival-rate": "n", "--requests": "n", "--input-len": "w", "--output-len": "w",
               "--seed": "n", "--slo-ttft": "w", "--slo-tpot": "w", "--token-budget": "n", "--max-batch": "n",
               "--disaggregate": "w", "--admission": "w", "--request-trace": "p", "--trace": "p",
               "--scheduler": "w", "--router": "w", "--shared-prefix": "n", "--speculative": "n", "--acceptance": "n",
-              "--transport": "k", "--ber": "r"},
+              "--transport": "k", "--ber": "r", "--cc-param": "c"},
     "traffic": {"--topology": "t", "--seed": "n", "--size": "n", "--hosts": "n", "--fail-links": "n",
                 "--fail-fraction": "n", "--routing": "w"},
     "collective": {"--gpus": "n", "--size": "n", "--algorithm": "w", "--system": "p", "--html": "p"},
@@ -120,6 +131,8 @@ OPTIONS: dict[str, dict[str, str]] = {
                    "--pipeline-layout": "w", "--recompute-modules": "w"},
     "plan-infer": {"--gpus": "n", "--input-len": "n", "--output-len": "n", "--top": "n", "--tp": "w",
                    "--slo-ttft": "w", "--slo-tpot": "w", "--arrival-rate": "n", "--seed": "n", "--requests": "n"},
+    "plan-infer-ocs": {"--topology": "o", "--gpus": "n", "--tp": "w", "--top": "n", "--arrival-rate": "n",
+                       "--requests": "n", "--objective": "w"},
     "train-packet": {"--transport": "k", "--ber": "r", "--seed": "n", "--placement": "w", "--nic": "w",
                      "--cc-param": "c"},
     "goodput": {"--days": "n", "--seed": "n", "--runs": "n", "--gpus": "n", "--tp": "n", "--pp": "n",
@@ -151,7 +164,7 @@ def _snapshot(folder: Path) -> set[str]:
 
 
 def _pool(kind: str, root: Path) -> st.SearchStrategy[str]:
-    pools = {"n": NUMBERS, "w": WORDS, "t": TOPOLOGIES, "p": _paths(root), "c": CC_PARAMS + WORDS,
+    pools = {"n": NUMBERS, "w": WORDS, "t": TOPOLOGIES, "o": OCS, "p": _paths(root), "c": CC_PARAMS + WORDS,
              "k": PACKET_WORDS, "b": BUFFERS, "r": BERS}
     return st.sampled_from(pools[kind]) | st.text(max_size=12).filter(lambda s: not s.startswith("-"))
 
@@ -213,7 +226,8 @@ def test_fuzz_fast_commands(command: str, fuzz_env: Path, capsys: pytest.Capture
 
 @pytest.mark.parametrize(
     "command",
-    ["serve", "traffic", "traffic-packet", "collective-net", "plan-train", "plan-infer", "train-packet", "goodput"],
+    ["serve", "traffic", "traffic-packet", "collective-net", "plan-train", "plan-infer", "plan-infer-ocs",
+     "train-packet", "goodput"],
 )
 def test_fuzz_search_commands(command: str, fuzz_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     @SLOW

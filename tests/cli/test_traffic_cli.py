@@ -51,9 +51,10 @@ def test_patterns_and_table(capsys, pattern, topology, routing):
     [
         (["traffic", "ring", "--topology", "fat-tree:k=4", "--hosts", "17"], "hosts"),
         (["traffic", "ring", "--topology", "fat-tree:k=4", "--routing", "valiant"], "routing"),
-        (["traffic", "ring", "--topology", "fat-tree:k=5"], "k"),
+        (["traffic", "ring", "--topology", "fat-tree:k=5"], "topology: fat-tree k:"),
         (["traffic", "broadcast", "--topology", "fat-tree:k=4"], "pattern"),
-        (["traffic", "ring", "--topology", "leaf-spine:leaves=2,spines=0,hosts_per_leaf=2"], "spines"),
+        (["traffic", "ring", "--topology", "leaf-spine:leaves=2,spines=0,hosts_per_leaf=2"],
+         "topology: leaf-spine spines:"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, argv, field):

@@ -44,10 +44,24 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@lru_cache(maxsize=8)
 def load_cost_catalog(prices: str | None = None) -> CostCatalog:
     """The shipped component data, with ``prices`` (a YAML file of the same shape, any subset of
-    keys, numbers plain or ``{value, source}``) merged over it."""
+    keys, numbers plain or ``{value, source}``) merged over it. Cached: the shipped data for the
+    process, a prices file until it changes on disk (as the catalog's loads)."""
+    return _shipped_costs() if prices is None else _priced_costs(prices)
+
+
+@lru_cache(maxsize=1)
+def _shipped_costs() -> CostCatalog:
+    return _costs(None)
+
+
+@catalog.cached_load("cost", maxsize=8)
+def _priced_costs(prices: str) -> CostCatalog:
+    return _costs(prices)
+
+
+def _costs(prices: str | None) -> CostCatalog:
     raw = load_shipped_yaml(catalog.data_root().joinpath(*COMPONENTS))
     data, sources = catalog.unwrap_sources(raw)
     if prices is not None:

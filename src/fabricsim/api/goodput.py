@@ -14,7 +14,6 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +58,10 @@ def rate_sets() -> list[str]:
     return sorted(p.stem for p in (catalog.data_root() / "reliability").glob("*.yaml"))
 
 
-@lru_cache(maxsize=32)
+@catalog.cached_load("reliability", maxsize=32)
 def load_rates(name_or_path: str) -> FailureRatesSpec:
-    """A failure-rate set by catalog name or YAML path, numbers unwrapped and sources kept."""
+    """A failure-rate set by catalog name or YAML path, numbers unwrapped and sources kept (a
+    YAML file cached until it changes on disk, as the catalog's loads)."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or os.path.exists(name_or_path):  # False for a NUL or an over-long name
         catalog.existing_file(path, "failure-rates", "give a rate-set name or a file")
@@ -91,10 +91,11 @@ def default_rate_set(system: SystemSpec) -> tuple[str, str]:
     return observed[newest], f"no published {generation.value} rates: {newest.value}'s"
 
 
-@lru_cache(maxsize=64)
+@catalog.cached_load("systems", maxsize=64)
 def component_counts(system: str, gpus: int) -> ComponentCounts:
     """GPUs, hosts and NICs of ``gpus`` GPUs of ``system``; scale-out switches and cables counted
-    on the topology its builder makes (scale-up NVSwitch domains are inside the host causes)."""
+    on the topology its builder makes (scale-up NVSwitch domains are inside the host causes).
+    Cached as the catalog's loads: a system YAML until it, or a device file it names, changes."""
     spec = catalog.load_system(system)
     counted = count_inventory(build_system_topology(spec, gpus))
     scale_out_cables = sum(count for kind, count in counted.cables if kind not in ("host", "scale-up"))

@@ -221,6 +221,9 @@ def _cached_load(kind: str, maxsize: int) -> Callable[[Callable[..., _T]], Calla
     return wrap
 
 
+cached_load = _cached_load  # the same caching for the API's loaders of other kinds (failure rates, prices)
+
+
 @_cached_load("devices", maxsize=256)
 def load_device(name_or_path: str) -> DeviceSpec:
     data, sources, origin = _load_item("devices", name_or_path, "device")

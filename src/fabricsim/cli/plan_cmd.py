@@ -138,7 +138,7 @@ def infer(
     arrival_rate: float | None = typer.Option(
         None, "--arrival-rate", help="also serve a Poisson stream (requests/s) on the best layouts, aggregated and P:D"
     ),
-    requests: int = typer.Option(500, "--requests", help="requests in that stream"),
+    requests: int | None = typer.Option(None, "--requests", help="requests in that stream (default: 500)"),
     seed: int = o.SEED,
     topology: str | None = PLAN_INFER_TOPOLOGY,
     as_json: bool = o.JSON,
@@ -154,7 +154,9 @@ def infer(
     constraints: dict[str, object] = {key: o.int_list(key, text) for key, text in (("tp", tp), ("pp", pp), ("ep", ep))}
     constraints |= {"dtype": o.str_list("dtype", dtype), "kv_dtype": o.str_list("kv_dtype", kv_dtype)}
     constraints |= {"batch": batch, "max_batch": max_batch}
-    serving = {"arrival_rate": arrival_rate, "requests": requests, "seed": seed}  # checked even without a rate
+    serving = {"arrival_rate": arrival_rate, "seed": seed}  # checked even without a rate
+    if requests is not None:  # else the API's default, which names itself if it exceeds the cap
+        serving["requests"] = requests
     with progress_bar("plan (layouts)", not as_json) as on_progress:
         result = api.plan_infer(
             model, system, gpus, input_len, output_len, top=top, objective=objective, slo_tpot_s=slo_tpot,

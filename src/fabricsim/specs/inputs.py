@@ -31,6 +31,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     create_model,
+    model_validator,
 )
 
 from fabricsim.errors import FabricsimError, parse_choice
@@ -250,13 +251,24 @@ class InferConstraints(BaseModel):
 
 class ServingLoad(BaseModel):
     """A Poisson request stream served on planned layouts (``plan infer --arrival-rate``); without an
-    arrival rate nothing is served, but ``requests`` and ``seed`` are still checked (never ignored)."""
+    arrival rate nothing is served, but ``requests`` and ``seed`` are still checked when given (never
+    ignored). The default ``requests`` is checked against its cap only when a stream is served."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     arrival_rate: PositiveFloat | None = None
     requests: Requests = 500
     seed: Seed = 0
+
+    @model_validator(mode="after")
+    def _default_requests_within_cap(self) -> ServingLoad:
+        # a lowered FABRICSIM_MAX_REQUESTS refuses the default too, but names it as the default: the
+        # user gave no --requests to blame (a given one is refused by its own validator above)
+        limit = cap("REQUESTS")
+        if self.arrival_rate is not None and "requests" not in self.model_fields_set and self.requests > limit:
+            problem = f"the default of {self.requests} requests per stream exceeds FABRICSIM_MAX_REQUESTS={limit}"
+            raise FabricsimError("requests", problem, "raise FABRICSIM_MAX_REQUESTS or pass --requests N")
+        return self
 
 
 _CONFIG = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)

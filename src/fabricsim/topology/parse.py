@@ -215,7 +215,10 @@ def ocs_slice_request(text: str | None) -> tuple[tuple[int, ...], bool] | None:
         return None
     name, params = _split(text)
     _check_keys(name, params, ("dims", "twisted"))
-    return _slice_shape(params)
+    try:
+        return _slice_shape(params)
+    except FabricsimError as exc:
+        raise _as_topology_error(name, exc) from None
 
 
 def _ocs_torus(p: dict[str, str], known: TopologyCatalog) -> Topology:
@@ -284,16 +287,29 @@ def _check_keys(name: str, params: dict[str, str], allowed: tuple[str, ...]) -> 
         raise FabricsimError("topology", f"{name} has no parameter {unknown[0]!r}", f"use {', '.join(allowed)}")
 
 
+def _as_topology_error(name: str, exc: FabricsimError) -> FabricsimError:
+    """``exc``, about a key of the string (``dims``, ``k``), as an error of the string itself: the
+    ``topology`` option or argument it came from, the builder and key in the message (a bare
+    ``dims:`` names no option the user can find; ``gpus:`` would name another one)."""
+    if exc.field.startswith("topology"):  # already the string's ("topology nodes" caps too)
+        return exc
+    return FabricsimError("topology", f"{name} {exc.field}: {exc.problem}", exc.fix)
+
+
 def parse_topology(text: str, known: TopologyCatalog) -> Topology:
-    """Build the topology a builder string (or a system name of ``known``) describes; see module doc."""
+    """Build the topology a builder string (or a system name of ``known``) describes; see module
+    doc. Every error names ``topology`` (:func:`_as_topology_error`)."""
     name, params = _split(text)
-    if name in BUILDERS:
-        _check_keys(name, params, BUILDER_KEYS[name])
-        return BUILDERS[name](params, known)
-    if name in known.systems:
-        _check_keys(name, params, ("gpus",))
-        system = known.load_system(name)
-        gpus = _number(params, "gpus", int, DEFAULT_SYSTEM_GPUS)
-        _size(3 * gpus, 3 * gpus)  # GPUs, NICs/ports and switches of each scale-up and scale-out tier
-        return build_system_topology(system, gpus)
+    try:
+        if name in BUILDERS:
+            _check_keys(name, params, BUILDER_KEYS[name])
+            return BUILDERS[name](params, known)
+        if name in known.systems:
+            _check_keys(name, params, ("gpus",))
+            system = known.load_system(name)
+            gpus = _number(params, "gpus", int, DEFAULT_SYSTEM_GPUS)
+            _size(3 * gpus, 3 * gpus)  # GPUs, NICs/ports and switches of each scale-up and scale-out tier
+            return build_system_topology(system, gpus)
+    except FabricsimError as exc:
+        raise _as_topology_error(name, exc) from None
     raise unknown_name("topology", name, [*BUILDERS, *known.systems])
