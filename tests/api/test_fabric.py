@@ -50,7 +50,7 @@ def test_a_non_blocking_packed_step_at_flow_fidelity_is_within_3_percent_of_anal
     ("choice", "field"),
     [
         ({"placement": "pakced"}, "placement"),
-        ({"topology": "leaf-spine:leaves=1"}, "spines"),
+        ({"topology": "leaf-spine:leaves=1"}, "topology"),  # the option; its message names the key (spines)
         ({"nic": "nvlink4"}, "nic"),
         ({"nic": "ib-nope"}, "nic"),
         ({"background": "permutation:2"}, "background"),
@@ -60,6 +60,8 @@ def test_bad_fabric_choices_name_their_field(choice, field):
     with pytest.raises(FabricsimError) as err:
         api.simulate_train("llama3-8b", "dgx-h100", 16, 32, 2048, fidelity="flow", **choice)
     assert err.value.field == field
+    if "topology" in choice:
+        assert "spines" in str(err.value)
 
 
 def test_fabric_choices_need_a_network_fidelity():
