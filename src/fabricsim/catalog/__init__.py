@@ -161,8 +161,9 @@ def _note(deps: tuple[tuple[str, Stamp | None], ...]) -> None:
         stack[-1].extend(deps)
 
 
-def _cached_load(kind: str, maxsize: int) -> Callable[[Callable[..., _T]], Callable[..., _T]]:
-    """Cache a ``load_*(name_or_path, ...)``: catalog names by name, user files by path and stamp
+def cached_load(kind: str, maxsize: int) -> Callable[[Callable[..., _T]], Callable[..., _T]]:
+    """Cache a ``load_*(name_or_path, ...)`` (the catalog's and the API's loaders of other kinds: failure
+    rates, prices): catalog names by name, user files by path and stamp
     (at most ``maxsize`` of them, least recently used dropped). ``cache_clear()`` empties both."""
 
     def wrap(build: Callable[..., _T]) -> Callable[..., _T]:
@@ -221,31 +222,30 @@ def _cached_load(kind: str, maxsize: int) -> Callable[[Callable[..., _T]], Calla
     return wrap
 
 
-cached_load = _cached_load  # the same caching for the API's loaders of other kinds (failure rates, prices)
 
 
-@_cached_load("devices", maxsize=256)
+@cached_load("devices", maxsize=256)
 def load_device(name_or_path: str) -> DeviceSpec:
     data, sources, origin = _load_item("devices", name_or_path, "device")
     data["sources"] = sources
     return _build(DeviceSpec, data, "device", origin)
 
 
-@_cached_load("links", maxsize=256)
+@cached_load("links", maxsize=256)
 def load_link(name_or_path: str) -> LinkSpec:
     data, sources, origin = _load_item("links", name_or_path, "link")
     data["sources"] = sources
     return _build(LinkSpec, data, "link", origin)
 
 
-@_cached_load("switches", maxsize=256)
+@cached_load("switches", maxsize=256)
 def load_switch(name_or_path: str) -> SwitchSpec:
     data, sources, origin = _load_item("switches", name_or_path, "switch")
     data["sources"] = sources
     return _build(SwitchSpec, data, "switch", origin)
 
 
-@_cached_load("pools", maxsize=64)
+@cached_load("pools", maxsize=64)
 def load_pool(name_or_path: str, field: str = "pool") -> KvPoolSpec:
     """Load a shared CXL memory pool (``data/pools``) and resolve the link of its ports; errors name
     ``field`` (the option that chose it)."""
@@ -265,7 +265,7 @@ def _link(value: Any, origin: str) -> LinkSpec:
     return load_link(str(value))
 
 
-@_cached_load("systems", maxsize=256)
+@cached_load("systems", maxsize=256)
 def load_system(name_or_path: str) -> SystemSpec:
     """Load a system and resolve the device, links and switches it names."""
     data, sources, origin = _load_item("systems", name_or_path, "system")
@@ -298,7 +298,7 @@ def _memory_tiers(tiers: dict[str, Any]) -> dict[str, Any]:
 _HF_ALIASES = {"n_layer": "num_hidden_layers", "n_embd": "hidden_size", "n_head": "num_attention_heads"}
 
 
-@_cached_load("models", maxsize=256)
+@cached_load("models", maxsize=256)
 def load_model(name_or_path: str) -> ModelSpec:
     """Load a catalog model, a model YAML, or a Hugging Face ``config.json`` (unknown keys ignored)."""
     data, sources, origin = _load_item("models", name_or_path, "model")
