@@ -49,6 +49,19 @@ def test_microbatches() -> None:
     assert check_layout(GPT3, layout, 1024, 1536, 2048) == 192
 
 
+def test_no_gpu_count_checks_no_product() -> None:
+    """gpus None (the analytic engine's call): the layout's own GPU count, so no product to check;
+    every other rule still applies."""
+    layout = ParallelLayout(tensor_parallel=8, data_parallel=2)
+    with pytest.raises(FabricsimError) as info:
+        check_layout(GPT3, layout, 8, 16, 2048)
+    assert info.value.field == "layout"
+    assert check_layout(GPT3, layout, None, 16, 2048) == 8
+    with pytest.raises(FabricsimError) as info:
+        check_layout(GPT3, layout, None, 15, 2048)
+    assert info.value.field == "global-batch"
+
+
 def test_defaults() -> None:
     layout = resolve_layout(64, GPT3, tensor_parallel=8)
     assert (layout.data_parallel, layout.zero_stage, layout.sequence_parallel) == (8, 0, True)

@@ -218,7 +218,7 @@ def _divides(field: str, value: int, total: int, what: str) -> None:
 def check_layout(
     dims: ModelDims,
     layout: ParallelLayout,
-    gpus: int,
+    gpus: int | None,
     global_batch: int,
     seq_len: int,
     accounting: PipelineSplit = PipelineSplit(),
@@ -229,17 +229,24 @@ def check_layout(
     The ONE home of the training layout rules that relate fields to each other and to the model
     (divisibility, products, dtype). Each field's own type and range (a positive degree, a ZeRO
     stage, a recompute mode) is checked once at the edge by :mod:`fabricsim.specs.inputs`; the
-    planner builds only such layouts, so this function trusts them."""
+    planner builds only such layouts, so this function trusts them. ``gpus`` None: the layout's own
+    GPU count (the analytic engine's case: no product to check).
+
+    A hot path of every estimate: each rule is tested inline and a helper builds the error only
+    when one fails."""
     tp, pp, dp, cp = layout.tensor_parallel, layout.pipeline_parallel, layout.data_parallel, layout.context_parallel
     ep, vpp, mb = layout.expert_parallel, layout.virtual_stages, layout.micro_batch_size
-    check_dtype(layout.dtype)
-    _check_product(layout, gpus)
+    if layout.dtype not in DTYPES:
+        check_dtype(layout.dtype)
+    if gpus is not None and tp * pp * dp * cp != gpus:
+        _check_product(layout, gpus)
     if dims.heads % tp or dims.hidden % tp or (dims.kv_heads % tp and tp % dims.kv_heads):
         _check_tensor_parallel(dims, tp)
-    accounted = accounting.accounted
     if accounting.chunks:
         check_layout_chunks(accounting.chunks, dims.layers, pp, vpp, mtp_layers)
-    elif accounted:  # Megatron-Core's get_num_layers_to_build: equal chunks of layers + accounted parts
+    elif accounting.embedding or accounting.loss:
+        # Megatron-Core's get_num_layers_to_build: equal chunks of layers + accounted parts
+        accounted = accounting.accounted
         units = dims.layers + accounted
         if units % (pp * vpp):
             raise FabricsimError(

@@ -25,10 +25,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 from fabricsim.collectives.times import CollectiveTimes
-from fabricsim.engine.training.memory import memory_breakdown, stage_activations, stage_parameters
+from fabricsim.engine.training.memory import memory_breakdown, model_state_bytes, stage_activations, stage_parameters
 from fabricsim.engine.training.offload import activation_shift, offload_memory, offload_time, state_shifts
 from fabricsim.engine.training.results import (
     MemoryBreakdown,
+    PlacedStage,
     StageEntry,
     StageMemory,
     StageWork,
@@ -46,6 +47,7 @@ from fabricsim.engine.training.step_time import (
     dp_exposed_s,
     optimizer_s,
     pipeline_stages,
+    pipeline_terms,
     shard_shape,
     stage_comm_sizes,
     stage_work,
@@ -80,6 +82,7 @@ __all__ = [
     "GRAD_BUCKET_PARAMS",
     "RS",
     "MemoryBreakdown",
+    "PlacedStage",
     "StageEntry",
     "StageWork",
     "TierMemory",
@@ -105,14 +108,16 @@ class TrainingContext:
 
     __slots__ = (
         "_accounting",
-        "_dp_cache",
         "_flops",
+        "_hbm_bytes",
         "_layer_times",
         "_logits_times",
         "_memory_cache",
+        "_mtp_layers",
         "_offload_plans",
         "_peaks",
         "_pipeline_stages",
+        "_placed_cache",
         "_rates",
         "_stage_cache",
         "comm",
@@ -128,6 +133,8 @@ class TrainingContext:
         self.system = system
         self.options = options
         self._accounting = options.pipeline_accounting  # a property that parses the layout string: once
+        self._mtp_layers = options.mtp_layers
+        self._hbm_bytes = system.device.hbm_capacity_bytes
         self.comm = CollectiveTimes(system)
         self._rates: dict[str, DeviceRates] = {}
         self._peaks: dict[str, float] = {}
@@ -135,7 +142,7 @@ class TrainingContext:
         self._stage_cache: dict[tuple, StageEntry] = {}
         self._memory_cache: dict[tuple, StageMemory] = {}
         self._offload_plans: dict[int, tuple] = {}  # fitting_choices' per-choices preparation (kept with them)
-        self._dp_cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
+        self._placed_cache: dict[tuple[int, int, int], PlacedStage] = {}
         self._layer_times: dict[tuple[str, ShardShape, bool], LayerTimes] = {}
         self._logits_times: dict[tuple[str, ShardShape], tuple[float, float]] = {}
         self._pipeline_stages: dict[int, tuple[work.StageLayers, int]] = {}
@@ -192,9 +199,7 @@ class TrainingContext:
 
     def microbatches(self, layout: ParallelLayout, global_batch: int, seq_len: int) -> int:
         """Micro-batches per step; raises ``FabricsimError`` for a layout that cannot run."""
-        return work.check_layout(
-            self.dims, layout, layout.gpus, global_batch, seq_len, self._accounting, self.options.mtp_layers
-        )
+        return work.check_layout(self.dims, layout, None, global_batch, seq_len, self._accounting, self._mtp_layers)
 
     def stage(self, layout: ParallelLayout, seq_len: int) -> StageEntry:
         """Everything about the slowest stage that depends on the per-GPU shape only (cached)."""
@@ -235,21 +240,34 @@ class TrainingContext:
         return self.stage(layout, seq_len).work
 
     def data_parallel_s(self, layout: ParallelLayout, entry: StageEntry) -> tuple[float, float, float]:
-        """(exposed DP reduction + gathers per step, ZeRO-3 exposed per micro-batch, optimizer) seconds.
+        """(exposed DP reduction + gathers per step, ZeRO-3 exposed per micro-batch, optimizer) seconds
+        (of :meth:`placed_stage`)."""
+        placed = self.placed_stage(layout, entry)
+        return placed.dp_exposed_s, placed.zero3_s, placed.optimizer_s
+
+    def placed_stage(self, layout: ParallelLayout, entry: StageEntry) -> PlacedStage:
+        """``entry`` on the layout's data-parallel size and ZeRO stage: its data-parallel, optimizer
+        and pipeline seconds and its model-state bytes, which an estimate scales by the micro-batch
+        count (cached: every virtual-stage count and global batch of the placement shares them).
 
         ``entry`` is one of this context's cached stage entries; they live as long as the context,
-        so their ``id`` is a stable key.
+        so their ``id`` is a stable key (with the entry's shape, the data-parallel size fixes dp x cp
+        and the expert-data-parallel size).
         """
         key = (id(entry), layout.data_parallel, layout.zero_stage)
-        times = self._dp_cache.get(key)
-        if times is None:
+        placed = self._placed_cache.get(key)
+        if placed is None:
             params = (entry.dense_params, entry.expert_params)  # ZeRO-3 gathers every weight, frozen or not
-            times = self._dp_cache[key] = (
+            zero3 = zero3_exposed_s(self, layout, entry.work, params)
+            shards = (layout.zero_stage, layout.data_context_parallel, layout.expert_data_parallel)
+            placed = self._placed_cache[key] = PlacedStage(
                 dp_exposed_s(self, layout, entry.work, entry.trained),
-                zero3_exposed_s(self, layout, entry.work, params),
+                zero3,
                 optimizer_s(self, layout, entry.trained),
+                *pipeline_terms(self, layout, entry, zero3),
+                model_state_bytes(entry, shards),
             )
-        return times
+        return placed
 
     def memory(self, layout: ParallelLayout, global_batch: int, seq_len: int) -> MemoryBreakdown:
         """Memory per GPU only (bytes by kind), for pruning layouts before timing them.
@@ -333,8 +351,9 @@ class TrainingContext:
         ``offload``: tensor classes kept on a memory tier below HBM (:mod:`.offload`)."""
         microbatches = self.microbatches(layout, global_batch, seq_len)
         entry = self.stage(layout, seq_len)
-        time = step_time(self, layout, entry, self.data_parallel_s(layout, entry), microbatches)
-        memory = memory_breakdown(layout, entry, microbatches)
+        placed = self.placed_stage(layout, entry)
+        time = step_time(layout, entry.work, placed, microbatches)
+        memory = memory_breakdown(layout, entry, microbatches, placed.states)
         tier = None
         if offload is not None:
             placed = (offload, self.tier(offload))
@@ -354,7 +373,7 @@ class TrainingContext:
             self.peak_flops(layout.dtype),
             time,
             memory,
-            self.system.device.hbm_capacity_bytes,
+            self._hbm_bytes,
             tier,
         )
 

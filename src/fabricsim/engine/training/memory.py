@@ -85,15 +85,21 @@ def stage_activations(
     return per_microbatch, tail, working
 
 
-def memory_breakdown(layout: ParallelLayout, entry: StageEntry, microbatches: int) -> MemoryBreakdown:
+def memory_breakdown(
+    layout: ParallelLayout, entry: StageEntry, microbatches: int, states: tuple[float, float, float] | None = None
+) -> MemoryBreakdown:
     """Bytes on the most loaded GPU: model states after ZeRO sharding
     (:func:`fabricsim.transformer.memory.state_bytes`; dense parameters over the dp·cp ranks that
     hold them (:attr:`~fabricsim.specs.ParallelLayout.data_context_parallel`), expert parameters over
     the expert-data-parallel size tp·cp·dp/(etp·ep)), plus under
     ZeRO-3 two gathered layers (current + prefetched); activations of the in-flight micro-batches on
-    stage 0 (or one micro-batch plus the logits on the last stage); framework overhead."""
-    shards = (layout.zero_stage, layout.data_context_parallel, layout.expert_data_parallel)
-    weights, gradients, optimizer = model_state_bytes(entry, shards)
+    stage 0 (or one micro-batch plus the logits on the last stage); framework overhead. ``states``:
+    the layout's :func:`model_state_bytes` when the caller has them (the analytic engine caches them
+    per stage entry, data-parallel size and ZeRO stage)."""
+    if states is None:
+        shards = (layout.zero_stage, layout.data_context_parallel, layout.expert_data_parallel)
+        states = model_state_bytes(entry, shards)
+    weights, gradients, optimizer = states
     return MemoryBreakdown(weights, gradients, optimizer, activation_bytes(layout, entry, microbatches),
                            FRAMEWORK_MEMORY_BYTES)
 

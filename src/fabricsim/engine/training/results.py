@@ -2,7 +2,8 @@
 
 :class:`TimeBreakdown`, :class:`MemoryBreakdown` and :class:`TrainingEstimate` are immutable named
 tuples (cheaper to build than frozen dataclasses on the planner's hot path); :class:`StageWork`
-and :class:`StageEntry` are cached per per-GPU shape by :mod:`fabricsim.engine.training.analytic`.
+and :class:`StageEntry` are cached per per-GPU shape by :mod:`fabricsim.engine.training.analytic`,
+:class:`PlacedStage` per stage entry, data-parallel size and ZeRO stage.
 """
 
 from __future__ import annotations
@@ -178,3 +179,17 @@ class StageEntry(StageMemory):
 
     work: StageWork
     p2p_bytes: float
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedStage:
+    """What a step reads of a :class:`StageEntry` placed on a data-parallel size and a ZeRO stage:
+    the figures that depend on neither the virtual stages nor the micro-batch count, so that an
+    estimate only scales them by its micro-batches (:meth:`TrainingContext.placed_stage`)."""
+
+    dp_exposed_s: float  # exposed data-parallel reduction and ZeRO gathers, per step
+    zero3_s: float  # exposed ZeRO-3 weight gathers, per micro-batch
+    optimizer_s: float  # the optimizer step
+    p2p_s: float  # one pipeline send/recv of a micro-batch's activations (0.0 without pipelining)
+    bubble_unit_s: float  # one micro-batch's time on the slowest stage, ZeRO-3 gathers included: the bubble's unit
+    states: tuple[float, float, float]  # (weights, gradients, optimizer state) bytes after ZeRO sharding

@@ -20,7 +20,7 @@ from typing import Protocol
 from fabricsim.collectives import CollectiveOp, place_group
 from fabricsim.collectives.dispatch import deepep_dispatch_s
 from fabricsim.collectives.times import CollectiveTimes
-from fabricsim.engine.training.results import StageEntry, StageWork, TimeBreakdown
+from fabricsim.engine.training.results import PlacedStage, StageEntry, StageWork, TimeBreakdown
 from fabricsim.specs import ParallelLayout, Recompute, SystemSpec, recompute_modules
 from fabricsim.transformer.compute import (
     GELU_BYTES,
@@ -458,36 +458,37 @@ def ep_per_microbatch_s(stage: StageWork, layout: ParallelLayout, microbatches: 
     return stage.ep_comm_s + (1.0 - paired) * stage.ep_unpaired_s
 
 
-def step_time(
-    ctx: StepContext,
-    layout: ParallelLayout,
-    entry: StageEntry,
-    dp_times: tuple[float, float, float],
-    microbatches: int,
-) -> TimeBreakdown:
-    """Seconds of one step by cause (module docstring); ``dp_times`` = (exposed DP reduction and
-    gathers per step, ZeRO-3 exposed per micro-batch, optimizer)."""
+def pipeline_terms(ctx: StepContext, layout: ParallelLayout, entry: StageEntry, zero3_s: float) -> tuple[float, float]:
+    """(seconds of one pipeline send/recv of a micro-batch's activations, 0.0 without pipelining;
+    one micro-batch's time on the slowest stage with its exposed ZeRO-3 gathers ``zero3_s``, the
+    bubble's unit): the parts of :func:`step_time` that depend on neither the virtual stages nor the
+    micro-batch count (the analytic engine caches them, :class:`~.results.PlacedStage`)."""
     stage = entry.work
-    m = microbatches
-    pp, vpp = layout.pipeline_parallel, layout.virtual_stages
     p2p = 0.0
-    if pp > 1:
+    if layout.pipeline_parallel > 1:
         stride = layout.tensor_parallel * layout.context_parallel * layout.data_parallel
-        p2p = p2p_transfers_per_microbatch(pp, vpp) * ctx.comm.send_recv_s(entry.p2p_bytes, stride)
-    dp_s, zero3, optimizer_s = dp_times
-    ep_s = ep_per_microbatch_s(stage, layout, m)
+        p2p = ctx.comm.send_recv_s(entry.p2p_bytes, stride)
     # the bubble is made of the other stages' warm-up / cool-down steps: unpaired
     per_mb = stage.forward_s + stage.backward_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
-    per_mb += stage.ep_comm_s + stage.ep_unpaired_s + zero3
+    per_mb += stage.ep_comm_s + stage.ep_unpaired_s + zero3_s
+    return p2p, per_mb
+
+
+def step_time(layout: ParallelLayout, stage: StageWork, placed: PlacedStage, microbatches: int) -> TimeBreakdown:
+    """Seconds of one step by cause (module docstring) from the slowest stage's work per micro-batch
+    and its :class:`~.results.PlacedStage` (its data-parallel, optimizer and pipeline terms)."""
+    m = microbatches
+    pp, vpp = layout.pipeline_parallel, layout.virtual_stages
+    p2p = p2p_transfers_per_microbatch(pp, vpp) * placed.p2p_s
     return TimeBreakdown(  # positionally (a hot path), in field order:
         m * stage.forward_s,  # forward_compute_s
         m * stage.backward_s,  # backward_compute_s
         m * stage.recompute_s,  # recompute_s
         m * stage.tp_comm_s,  # tp_comm_s
         m * stage.cp_comm_s,  # cp_comm_s
-        m * ep_s,  # ep_comm_s
+        m * ep_per_microbatch_s(stage, layout, m),  # ep_comm_s
         m * p2p,  # pp_comm_s
-        bubble_stage_times(pp, vpp) * per_mb,  # pipeline_bubble_s
-        m * zero3 + dp_s,  # dp_comm_s
-        optimizer_s,  # optimizer_s
+        bubble_stage_times(pp, vpp) * placed.bubble_unit_s,  # pipeline_bubble_s
+        m * placed.zero3_s + placed.dp_exposed_s,  # dp_comm_s
+        placed.optimizer_s,  # optimizer_s
     )
