@@ -36,6 +36,7 @@ from fabricsim.engine.training.results import (
     TierMemory,
     TimeBreakdown,
     TrainingEstimate,
+    new_training_estimate,
 )
 from fabricsim.engine.training.step_time import (
     A2A,
@@ -352,30 +353,31 @@ class TrainingContext:
         microbatches = self.microbatches(layout, global_batch, seq_len)
         entry = self.stage(layout, seq_len)
         placed = self.placed_stage(layout, entry)
-        time = step_time(layout, entry.work, placed, microbatches)
+        time, total = step_time(layout, entry.work, placed, microbatches)
         memory = memory_breakdown(layout, entry, microbatches, placed.states)
         tier = None
         if offload is not None:
-            placed = (offload, self.tier(offload))
-            memory, tier = offload_memory(layout, entry, memory, microbatches, placed)
-            cost = offload_time(layout, entry, microbatches, placed, self.options.overlap_grad_reduce)
+            on_tier = (offload, self.tier(offload))
+            memory, tier = offload_memory(layout, entry, memory, microbatches, on_tier)
+            cost = offload_time(layout, entry, microbatches, on_tier, self.options.overlap_grad_reduce)
             optimizer = time.optimizer_s if cost.optimizer_s is None else cost.optimizer_s
             time = time._replace(optimizer_s=optimizer, offload_s=cost.exposed_s)
+            total = time.total_s
         model_flops, hardware_flops = self.flops(global_batch, seq_len, layout.recompute)
-        return TrainingEstimate(  # positionally (a hot path): layout, batch, sequence, micro-batches, step time,
-            layout,  # model and hardware FLOPs, peak FLOP/s, time and memory, HBM capacity, offload tier
+        return new_training_estimate((  # every field, in order
+            layout,
             global_batch,
             seq_len,
             microbatches,
-            time.total_s,
+            total,  # step_time_s
             model_flops,
             hardware_flops,
             self.peak_flops(layout.dtype),
             time,
             memory,
-            self._hbm_bytes,
+            self._hbm_bytes,  # memory_capacity_bytes
             tier,
-        )
+        ))
 
 
 Offloads = tuple[tuple[OffloadSpec, ...], ...]  # offload choices grouped by tier

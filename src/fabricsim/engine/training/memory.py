@@ -12,7 +12,7 @@ per-GPU shape.
 
 from __future__ import annotations
 
-from fabricsim.engine.training.results import MemoryBreakdown, StageEntry, StageMemory
+from fabricsim.engine.training.results import MemoryBreakdown, StageEntry, StageMemory, new_memory_breakdown
 from fabricsim.specs import ParallelLayout, Recompute
 from fabricsim.transformer.compute import ShardShape
 from fabricsim.transformer.constants import FRAMEWORK_MEMORY_BYTES
@@ -100,8 +100,8 @@ def memory_breakdown(
         shards = (layout.zero_stage, layout.data_context_parallel, layout.expert_data_parallel)
         states = model_state_bytes(entry, shards)
     weights, gradients, optimizer = states
-    return MemoryBreakdown(weights, gradients, optimizer, activation_bytes(layout, entry, microbatches),
-                           FRAMEWORK_MEMORY_BYTES)
+    activations = activation_bytes(layout, entry, microbatches)
+    return new_memory_breakdown((weights, gradients, optimizer, activations, FRAMEWORK_MEMORY_BYTES))
 
 
 def model_state_bytes(entry: StageEntry | StageMemory, shards: tuple[int, int, int]) -> tuple[float, float, float]:

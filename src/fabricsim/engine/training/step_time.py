@@ -20,7 +20,7 @@ from typing import Protocol
 from fabricsim.collectives import CollectiveOp, place_group
 from fabricsim.collectives.dispatch import deepep_dispatch_s
 from fabricsim.collectives.times import CollectiveTimes
-from fabricsim.engine.training.results import PlacedStage, StageEntry, StageWork, TimeBreakdown
+from fabricsim.engine.training.results import PlacedStage, StageEntry, StageWork, TimeBreakdown, new_time_breakdown
 from fabricsim.specs import ParallelLayout, Recompute, SystemSpec, recompute_modules
 from fabricsim.transformer.compute import (
     GELU_BYTES,
@@ -474,21 +474,21 @@ def pipeline_terms(ctx: StepContext, layout: ParallelLayout, entry: StageEntry, 
     return p2p, per_mb
 
 
-def step_time(layout: ParallelLayout, stage: StageWork, placed: PlacedStage, microbatches: int) -> TimeBreakdown:
+def step_time(
+    layout: ParallelLayout, stage: StageWork, placed: PlacedStage, microbatches: int
+) -> tuple[TimeBreakdown, float]:
     """Seconds of one step by cause (module docstring) from the slowest stage's work per micro-batch
-    and its :class:`~.results.PlacedStage` (its data-parallel, optimizer and pipeline terms)."""
+    and its :class:`~.results.PlacedStage` (its data-parallel, optimizer and pipeline terms), and
+    their sum, the step time (:attr:`TimeBreakdown.total_s`'s additions in its order, made here on
+    the values at hand: a hot path)."""
     m = microbatches
     pp, vpp = layout.pipeline_parallel, layout.virtual_stages
-    p2p = p2p_transfers_per_microbatch(pp, vpp) * placed.p2p_s
-    return TimeBreakdown(  # positionally (a hot path), in field order:
-        m * stage.forward_s,  # forward_compute_s
-        m * stage.backward_s,  # backward_compute_s
-        m * stage.recompute_s,  # recompute_s
-        m * stage.tp_comm_s,  # tp_comm_s
-        m * stage.cp_comm_s,  # cp_comm_s
-        m * ep_per_microbatch_s(stage, layout, m),  # ep_comm_s
-        m * p2p,  # pp_comm_s
-        bubble_stage_times(pp, vpp) * placed.bubble_unit_s,  # pipeline_bubble_s
-        m * placed.zero3_s + placed.dp_exposed_s,  # dp_comm_s
-        placed.optimizer_s,  # optimizer_s
-    )
+    forward, backward, recompute = m * stage.forward_s, m * stage.backward_s, m * stage.recompute_s
+    tp, cp, ep = m * stage.tp_comm_s, m * stage.cp_comm_s, m * ep_per_microbatch_s(stage, layout, m)
+    pipeline = m * (p2p_transfers_per_microbatch(pp, vpp) * placed.p2p_s)
+    bubble = bubble_stage_times(pp, vpp) * placed.bubble_unit_s
+    dp = m * placed.zero3_s + placed.dp_exposed_s
+    optimizer = placed.optimizer_s
+    total = forward + backward + recompute + tp + cp + ep + pipeline + bubble + dp + optimizer  # no offload: 0
+    fields = (forward, backward, recompute, tp, cp, ep, pipeline, bubble, dp, optimizer, 0.0)  # offload_s: 0.0
+    return new_time_breakdown(fields), total
