@@ -104,8 +104,8 @@ class TrainingContext:
     """Per-(model, system, options) precomputation and caches of one sweep; no I/O.
 
     The caller owns it: build one with :func:`training_context` and reuse it for every layout
-    of a sweep (the caches only grow, by distinct per-GPU shape, placement and collective); a context is not
-    shared between threads. Nothing is cached at module level.
+    of a sweep (the caches only grow, by distinct per-GPU shape, placement and collective); a
+    context is not shared between threads. Nothing is cached at module level.
     """
 
     __slots__ = (
