@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections.abc import Callable
 from dataclasses import fields
 from typing import NamedTuple
 
@@ -12,6 +13,7 @@ from fabricsim.api.cost import train_power
 from fabricsim.cost.energy import TRAIN_ENERGY_KEYS, train_energy_values
 from fabricsim.cost.power import PowerBreakdown
 from fabricsim.engine.training import analytic
+from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
 from fabricsim.errors import FabricsimError, unknown_name
 from fabricsim.limits import cap
 from fabricsim.metrics import (
@@ -198,12 +200,13 @@ def train(
         capacity_factor, moe_dispatcher, cross_entropy, mtp_layers, account_for_embedding_in_pipeline_split,
         account_for_loss_in_pipeline_split, grad_reduce_in_fp32, pipeline_layout, recompute_modules, lora_rank,
     )
-    model_spec, system_spec, dims, powers = _checked_specs(model, system, gpus)
+    model_spec, system_spec, dims, powers, model_name, system_name = _checked_specs(model, system, gpus)
     layout = work.resolve_checked_layout(
         gpus, dims, (tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, sequence_parallel, dtype, expert_tp)
     )
     options = _options_of(settings)
-    check_settings_for_layout(options, layout)
+    if options is not _DEFAULT_SETTINGS:  # the defaults (no A2A overlap, no modules) run with every layout
+        check_settings_for_layout(options, layout)
     placement = None if offload is None and offload_tier is None else parse_offload(offload, offload_tier)
     if placement is not None:
         system_spec.memory_tier(placement.tier)
@@ -213,7 +216,7 @@ def train(
         if len(powers) >= HELD_KEPT:
             powers.clear()
         power = powers[gpus] = train_power(system_spec, gpus)
-    return train_result(model_spec.name, system_spec.name, estimate, options, power)
+    return _DEFERRED(_TUPLE(_EstimateSource, (model_name, system_name, estimate, options, power)))  # train_result
 
 
 _OPTIONS: dict[tuple, TrainingOptions] = {}  # training_options per distinct settings (immutable, pure)
@@ -250,32 +253,46 @@ _UNSET = (None,) * len(SETTINGS)
 _DEFAULT_SETTINGS = training_options()  # every setting unset (what _options_of would build for _UNSET)
 
 
-# (model, system) spec pairs whose cluster-size check passed, per GPU cap, with the model's
-# dimensions and the cluster's power per GPU count: the check sums the model's parameters and
-# model_dims counts them again (together a third of an estimate); the power is cached by
-# api.cost, but finding it there took as long as the engine's step time. All are pure functions of
-# the frozen specs, the cap and the GPU count. Keyed by the specs' identities (the catalog returns
-# one object per name; the specs are kept alive here).
-_HELD: dict[tuple[int, int, int], tuple[ModelSpec, SystemSpec, ModelDims, dict[int, PowerBreakdown | None]]] = {}
+class _Held(NamedTuple):
+    """A (model, system) spec pair whose cluster-size check passed at one GPU cap, with what
+    ``train`` reads of it per call."""
+
+    model: ModelSpec
+    system: SystemSpec
+    dims: ModelDims
+    powers: dict[int, PowerBreakdown | None]  # the cluster's power per GPU count (filled by train)
+    model_name: str  # the specs' names (reading a pydantic field costs ~50 ns each)
+    system_name: str
+
+
+# The _Held of each (model, system) spec pair and GPU cap: the check sums the model's parameters and
+# model_dims counts them again (together a third of an estimate); the power is cached by api.cost,
+# but finding it there took as long as the engine's step time. All are pure functions of the frozen
+# specs, the cap and the GPU count. Keyed by the specs' identities (the catalog returns one object
+# per name; the specs are kept alive here).
+_HELD: dict[tuple[int, int, int], _Held] = {}
 HELD_KEPT = 64
 
 
-def _checked_specs(
-    model: str, system: str, gpus: int
-) -> tuple[ModelSpec, SystemSpec, ModelDims, dict[int, PowerBreakdown | None]]:
+def _checked_specs(model: str, system: str, gpus: int) -> _Held:
     """The catalog specs of ``model`` and ``system``, the model's dimensions and the pair's power
     figures by GPU count (filled by ``train``), checked for ``gpus`` GPUs and for a cluster that can
-    hold the model (:func:`check_cluster_can_hold`, once per spec pair and GPU cap)."""
+    hold the model (:func:`check_cluster_can_hold`, once per spec pair and GPU cap). A GPU count
+    with a power figure passed the system's check already (the system is the same object)."""
     model_spec = catalog.load_model(model)
     system_spec = catalog.load_system(system)
-    system_spec.check_gpu_count(gpus)
     key = (id(model_spec), id(system_spec), cap("GPUS"))
     hit = _HELD.get(key)
-    if hit is None or hit[0] is not model_spec or hit[1] is not system_spec:
-        check_cluster_can_hold(model_spec, system_spec)
-        if len(_HELD) >= HELD_KEPT:
-            _HELD.clear()
-        hit = _HELD[key] = (model_spec, system_spec, model_dims(model_spec), {})
+    if hit is not None and hit.model is model_spec and hit.system is system_spec:
+        if gpus not in hit.powers:
+            system_spec.check_gpu_count(gpus)
+        return hit
+    system_spec.check_gpu_count(gpus)
+    check_cluster_can_hold(model_spec, system_spec)
+    if len(_HELD) >= HELD_KEPT:
+        _HELD.clear()
+    hit = _Held(model_spec, system_spec, model_dims(model_spec), {}, model_spec.name, system_spec.name)
+    _HELD[key] = hit
     return hit
 
 
@@ -292,8 +309,10 @@ SHAPES_KEPT = 4096
 
 
 def _context(model: ModelSpec, system: SystemSpec, options: TrainingOptions) -> analytic.TrainingContext:
-    kept: dict[tuple, tuple[ModelSpec, SystemSpec, TrainingOptions, analytic.TrainingContext]]
-    kept = _CONTEXTS.__dict__.setdefault("kept", {})
+    try:
+        kept: dict[tuple, tuple[ModelSpec, SystemSpec, TrainingOptions, analytic.TrainingContext]] = _CONTEXTS.kept
+    except AttributeError:  # this thread's first call
+        kept = _CONTEXTS.kept = {}
     key = (id(model), id(system), id(options))
     hit = kept.get(key)
     if hit is None or hit[0] is not model or hit[1] is not system or hit[2] is not options or (
@@ -330,7 +349,7 @@ def training_specs(
     model: str, system: str, gpus: int, given: dict[str, object]
 ) -> tuple[ModelSpec, SystemSpec, ParallelLayout]:
     """Catalog names and validated layout keywords (short names, None = default) -> specs."""
-    model_spec, system_spec, dims, _ = _checked_specs(model, system, gpus)
+    model_spec, system_spec, dims, *_ = _checked_specs(model, system, gpus)
     layout = work.resolve_layout(gpus, dims, **long_names(given))
     return model_spec, system_spec, layout
 
@@ -361,22 +380,23 @@ class _EstimateSource(NamedTuple):
     power: PowerBreakdown | None
 
     def to_json(self) -> dict[str, object]:
-        """The ``train`` JSON contract, keys in :class:`TrainResult`'s field order (a dict display:
+        """The ``train`` JSON contract, keys in :class:`TrainResult`'s field order (dict displays:
         the fastest build in CPython). The derived rates are the estimate's properties spelled out
         once (each property recomputed its inputs)."""
         model, system, estimate, options, power = self
-        layout, step_s, memory, tier = estimate.layout, estimate.step_time_s, estimate.memory, estimate.tier
-        gpus, tokens, memory_bytes = layout.gpus, estimate.global_batch * estimate.seq_len, memory.total
-        peak = estimate.peak_flops_per_gpu
-        model_flops_per_gpu_s = estimate.model_flops / (gpus * step_s)
-        hardware_flops_per_gpu_s = estimate.hardware_flops / (gpus * step_s)
+        # the estimate's fields in one unpacking (a TrainingEstimate is a named tuple)
+        (layout, global_batch, seq_len, microbatches, step_s, model_flops, hardware_flops, peak, time, memory,
+         capacity, tier) = estimate
+        gpus, tokens, memory_bytes = layout.gpus, global_batch * seq_len, memory.total
+        model_flops_per_gpu_s = model_flops / (gpus * step_s)
+        hardware_flops_per_gpu_s = hardware_flops / (gpus * step_s)
         out = {
             "model": model,
             "system": system,
             "gpus": gpus,
-            "global_batch": estimate.global_batch,
-            "seq_len": estimate.seq_len,
-            "microbatches": estimate.microbatches,
+            "global_batch": global_batch,
+            "seq_len": seq_len,
+            "microbatches": microbatches,
             "step_time_s": step_s,
             "tokens_per_s": tokens / step_s,
             "model_tflops_per_gpu": model_flops_per_gpu_s / 1e12,
@@ -384,17 +404,21 @@ class _EstimateSource(NamedTuple):
             "mfu": model_flops_per_gpu_s / peak,
             "hfu": hardware_flops_per_gpu_s / peak,
             # TrainingEstimate.fits without its tuple of overflowing tiers where nothing is offloaded
-            "fits": not memory_bytes > estimate.memory_capacity_bytes if tier is None else estimate.fits,
+            "fits": not memory_bytes > capacity if tier is None else estimate.fits,
             "memory_per_gpu_bytes": memory_bytes,
-            "memory_capacity_bytes": estimate.memory_capacity_bytes,
-            "memory_breakdown_bytes": memory._asdict(),
-            "time_breakdown_s": estimate.time._asdict(),
+            "memory_capacity_bytes": capacity,
+            "memory_breakdown_bytes": _memory_json(memory),
+            "time_breakdown_s": _time_json(time),
             "layout": layout.as_dict(),
             "fidelity": "analytic",
             "options": _options_view(options, layout.dtype),
         }
         if power is not None:
-            out.update(zip(TRAIN_ENERGY_KEYS, train_energy_values(power, step_s, tokens), strict=True))
+            step_J, power_W, per_token, per_kWh = train_energy_values(power, step_s, tokens)
+            out["energy_J_per_step"] = step_J  # TRAIN_ENERGY_KEYS, in order
+            out["power_W"] = power_W
+            out["energy_J_per_token"] = per_token
+            out["tokens_per_kWh"] = per_kWh
         if tier is not None:
             out["layout"].update(tier.offload.as_dict())  # type: ignore[attr-defined]
             out.update(_tiers_json(estimate))
@@ -410,6 +434,25 @@ class _EstimateSource(NamedTuple):
         fidelity = out.pop("fidelity")
         tiers = tuple(out.items())  # what is left: the offload tiers' keys
         return (*scalars, *tables[:3], fidelity, _options_json(self.options, self.estimate.layout.dtype), energy, tiers)
+
+
+def _dict_display(row: type[tuple]) -> Callable[[tuple], dict[str, object]]:
+    """A function building ``row._asdict()`` of a named tuple type as one dict display (half the
+    time of ``_asdict``'s ``dict(zip(...))``, on every estimate's JSON). Generated from the type's
+    fields, as dataclasses generate their methods, so that it cannot fall out of step with them."""
+    names = row._fields  # type: ignore[attr-defined]
+    slots = [f"_{index}" for index in range(len(names))]
+    entries = ", ".join(f"{name!r}: {slot}" for name, slot in zip(names, slots, strict=True))
+    source = f"def as_dict(row):\n    {', '.join(slots)}, = row\n    return {{{entries}}}\n"
+    namespace: dict[str, object] = {}
+    exec(source, namespace)  # the source is built from the type's field names only
+    function = namespace["as_dict"]
+    function.__qualname__ = f"{row.__name__}_as_dict"  # type: ignore[attr-defined]
+    return function  # type: ignore[return-value]
+
+
+_memory_json = _dict_display(MemoryBreakdown)
+_time_json = _dict_display(TimeBreakdown)
 
 
 _DEFERRED = TrainResult.deferred
@@ -435,7 +478,10 @@ def _options_json(options: TrainingOptions, dtype: str) -> tuple[tuple[str, obje
 
 def _options_view(options: TrainingOptions, dtype: str) -> dict[str, object]:
     """A new dict of :func:`_options_json` (a copy of the kept one: a dict copies faster than pairs)."""
-    return _options_entry(options, dtype)[2].copy()
+    hit = _OPTIONS_JSON.get((id(options), dtype))  # _options_entry's look-up, inline: on every estimate's JSON
+    if hit is None or hit[0] is not options:
+        hit = _options_entry(options, dtype)
+    return hit[2].copy()
 
 
 def _options_entry(

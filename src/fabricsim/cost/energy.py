@@ -71,7 +71,9 @@ def train_energy(result: TrainResult, power: PowerBreakdown) -> TrainResult:
     return dataclasses.replace(result, energy=energy)
 
 
-_POWER_JSON: dict[int, tuple[PowerBreakdown, dict[str, float]]] = {}  # id -> (the power, kept alive; its JSON)
+# id -> (the power, kept alive; its total W; its JSON object, copied per result)
+_POWER_JSON: dict[int, tuple[PowerBreakdown, float, dict[str, float]]] = {}
+POWERS_KEPT = 256
 
 
 TRAIN_ENERGY_KEYS = ("energy_J_per_step", "power_W", "energy_J_per_token", "tokens_per_kWh")
@@ -86,16 +88,17 @@ def train_energy_pairs(power: PowerBreakdown, step_time_s: float, tokens: int) -
 
 def train_energy_values(power: PowerBreakdown, step_time_s: float, tokens: int) -> tuple:
     """The values of :data:`TRAIN_ENERGY_KEYS` for :func:`train_energy_pairs`. ``power_W`` is a new
-    dict per call (a caller may change its copy); the figures of one power object are read once
-    (power objects are cached per cluster, :mod:`fabricsim.api.cost`)."""
+    dict per call (a caller may change its copy); the figures of one power object (its total and
+    JSON object) are read once: power objects are cached per cluster (:mod:`fabricsim.api.cost`),
+    and reading ``total`` (two properties) and ``to_json`` cost as much as the rest of this."""
     hit = _POWER_JSON.get(id(power))
     if hit is None or hit[0] is not power:
-        if len(_POWER_JSON) >= 256:
+        if len(_POWER_JSON) >= POWERS_KEPT:
             _POWER_JSON.clear()
-        hit = _POWER_JSON[id(power)] = (power, power.to_json())
-    step_J = energy_J(power.total, step_time_s)
+        hit = _POWER_JSON[id(power)] = (power, power.total, power.to_json())
+    step_J = hit[1] * step_time_s  # energy_J(power.total, step_time_s)
     per_token = step_J / tokens
-    return step_J, dict(hit[1]), per_token, tokens_per_kWh(per_token)
+    return step_J, hit[2].copy(), per_token, tokens_per_kWh(per_token)
 
 
 def retime_train_energy(result: TrainResult) -> TrainResult:
