@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from fabricsim import catalog
 from fabricsim.api.cost import train_power
-from fabricsim.cost.energy import TRAIN_ENERGY_KEYS, train_energy_values
+from fabricsim.cost.energy import TRAIN_ENERGY_KEYS, TrainPower, train_power_figures
 from fabricsim.cost.power import PowerBreakdown
 from fabricsim.engine.training import analytic
 from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
@@ -215,8 +215,9 @@ def train(
     if power is False:
         if len(powers) >= HELD_KEPT:
             powers.clear()
-        power = powers[gpus] = train_power(system_spec, gpus)
-    return _DEFERRED(_TUPLE(_EstimateSource, (model_name, system_name, estimate, options, power)))  # train_result
+        drawn = train_power(system_spec, gpus)
+        power = powers[gpus] = None if drawn is None else train_power_figures(drawn)
+    return _DEFERRED(_TUPLE(_EstimateSource, (model_name, system_name, estimate, options, power)))  # as train_result
 
 
 _OPTIONS: dict[tuple, TrainingOptions] = {}  # training_options per distinct settings (immutable, pure)
@@ -260,7 +261,7 @@ class _Held(NamedTuple):
     model: ModelSpec
     system: SystemSpec
     dims: ModelDims
-    powers: dict[int, PowerBreakdown | None]  # the cluster's power per GPU count (filled by train)
+    powers: dict[int, TrainPower | None]  # the cluster's power per GPU count (filled by train)
     model_name: str  # the specs' names (reading a pydantic field costs ~50 ns each)
     system_name: str
 
@@ -269,7 +270,8 @@ class _Held(NamedTuple):
 # model_dims counts them again (together a third of an estimate); the power is cached by api.cost,
 # but finding it there took as long as the engine's step time. All are pure functions of the frozen
 # specs, the cap and the GPU count. Keyed by the specs' identities (the catalog returns one object
-# per name; the specs are kept alive here).
+# per name): an entry keeps its specs alive, and two live objects never share an id, so the specs
+# of a hit are the ones asked for (so it is with the other identity keys below).
 _HELD: dict[tuple[int, int, int], _Held] = {}
 HELD_KEPT = 64
 
@@ -283,7 +285,7 @@ def _checked_specs(model: str, system: str, gpus: int) -> _Held:
     system_spec = catalog.load_system(system)
     key = (id(model_spec), id(system_spec), cap("GPUS"))
     hit = _HELD.get(key)
-    if hit is not None and hit.model is model_spec and hit.system is system_spec:
+    if hit is not None:  # the same specs (see _HELD)
         if gpus not in hit.powers:
             system_spec.check_gpu_count(gpus)
         return hit
@@ -314,10 +316,8 @@ def _context(model: ModelSpec, system: SystemSpec, options: TrainingOptions) -> 
     except AttributeError:  # this thread's first call
         kept = _CONTEXTS.kept = {}
     key = (id(model), id(system), id(options))
-    hit = kept.get(key)
-    if hit is None or hit[0] is not model or hit[1] is not system or hit[2] is not options or (
-        hit[3].shapes_cached > SHAPES_KEPT
-    ):
+    hit = kept.get(key)  # a hit holds these very objects (see _HELD)
+    if hit is None or hit[3].shapes_cached > SHAPES_KEPT:
         if len(kept) >= CONTEXTS_KEPT:
             kept.clear()
         hit = kept[key] = (model, system, options, analytic.training_context(model, system, options))
@@ -365,7 +365,8 @@ def train_result(
     (the cluster's power under training load; none without). Deferred
     (:meth:`TrainResult.deferred`): its fields are built on first read, and ``to_json`` builds the
     JSON object from the estimate without them (issue 27)."""
-    return _DEFERRED(_TUPLE(_EstimateSource, (model, system, estimate, options or _DEFAULT_OPTIONS, power)))
+    figures = None if power is None else train_power_figures(power)
+    return _DEFERRED(_TUPLE(_EstimateSource, (model, system, estimate, options or _DEFAULT_OPTIONS, figures)))
 
 
 class _EstimateSource(NamedTuple):
@@ -377,7 +378,7 @@ class _EstimateSource(NamedTuple):
     system: str
     estimate: analytic.TrainingEstimate
     options: TrainingOptions
-    power: PowerBreakdown | None
+    power: TrainPower | None  # the cluster's power figures (energy.train_power_figures)
 
     def to_json(self) -> dict[str, object]:
         """The ``train`` JSON contract, keys in :class:`TrainResult`'s field order (dict displays:
@@ -414,7 +415,7 @@ class _EstimateSource(NamedTuple):
             "options": _options_view(options, layout.dtype),
         }
         if power is not None:
-            step_J, power_W, per_token, per_kWh = train_energy_values(power, step_s, tokens)
+            step_J, power_W, per_token, per_kWh = power.energy(step_s, tokens)
             out["energy_J_per_step"] = step_J  # TRAIN_ENERGY_KEYS, in order
             out["power_W"] = power_W
             out["energy_J_per_token"] = per_token
@@ -479,7 +480,7 @@ def _options_json(options: TrainingOptions, dtype: str) -> tuple[tuple[str, obje
 def _options_view(options: TrainingOptions, dtype: str) -> dict[str, object]:
     """A new dict of :func:`_options_json` (a copy of the kept one: a dict copies faster than pairs)."""
     hit = _OPTIONS_JSON.get((id(options), dtype))  # _options_entry's look-up, inline: on every estimate's JSON
-    if hit is None or hit[0] is not options:
+    if hit is None:
         hit = _options_entry(options, dtype)
     return hit[2].copy()
 
@@ -489,7 +490,7 @@ def _options_entry(
 ) -> tuple[TrainingOptions, tuple[tuple[str, object], ...], dict[str, object]]:
     key = (id(options), dtype)
     hit = _OPTIONS_JSON.get(key)
-    if hit is not None and hit[0] is options:
+    if hit is not None:  # the options are the kept ones (an entry keeps them alive; see _HELD)
         return hit
     view = options.as_dict(dtype)
     hit = (options, tuple(view.items()), view)
