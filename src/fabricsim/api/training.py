@@ -200,7 +200,8 @@ def train(
         capacity_factor, moe_dispatcher, cross_entropy, mtp_layers, account_for_embedding_in_pipeline_split,
         account_for_loss_in_pipeline_split, grad_reduce_in_fp32, pipeline_layout, recompute_modules, lora_rank,
     )
-    model_spec, system_spec, dims, powers, model_name, system_name = _checked_specs(model, system, gpus)
+    held = _checked_specs(model, system, gpus)
+    system_spec, dims, powers = held.system, held.dims, held.powers
     layout = work.resolve_checked_layout(
         gpus, dims, (tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, sequence_parallel, dtype, expert_tp)
     )
@@ -210,14 +211,15 @@ def train(
     placement = None if offload is None and offload_tier is None else parse_offload(offload, offload_tier)
     if placement is not None:
         system_spec.memory_tier(placement.tier)
-    estimate = _context(model_spec, system_spec, options).estimate(layout, global_batch, seq_len, placement)
+    estimate = _context(held, options).estimate(layout, global_batch, seq_len, placement)
     power = powers.get(gpus, False)
     if power is False:
         if len(powers) >= HELD_KEPT:
             powers.clear()
         drawn = train_power(system_spec, gpus)
         power = powers[gpus] = None if drawn is None else train_power_figures(drawn)
-    return _DEFERRED(_TUPLE(_EstimateSource, (model_name, system_name, estimate, options, power)))  # as train_result
+    source = (held.model_name, held.system_name, estimate, options, power)
+    return _DEFERRED(_TUPLE(_EstimateSource, source))  # as train_result builds it
 
 
 _OPTIONS: dict[tuple, TrainingOptions] = {}  # training_options per distinct settings (immutable, pure)
@@ -256,7 +258,7 @@ _DEFAULT_SETTINGS = training_options()  # every setting unset (what _options_of 
 
 class _Held(NamedTuple):
     """A (model, system) spec pair whose cluster-size check passed at one GPU cap, with what
-    ``train`` reads of it per call."""
+    ``train`` reads of it per call, in one thread."""
 
     model: ModelSpec
     system: SystemSpec
@@ -264,16 +266,27 @@ class _Held(NamedTuple):
     powers: dict[int, TrainPower | None]  # the cluster's power per GPU count (filled by train)
     model_name: str  # the specs' names (reading a pydantic field costs ~50 ns each)
     system_name: str
+    contexts: dict[int, tuple[TrainingOptions, analytic.TrainingContext]]  # by id of the options (see _context)
 
 
-# The _Held of each (model, system) spec pair and GPU cap: the check sums the model's parameters and
-# model_dims counts them again (together a third of an estimate); the power is cached by api.cost,
-# but finding it there took as long as the engine's step time. All are pure functions of the frozen
-# specs, the cap and the GPU count. Keyed by the specs' identities (the catalog returns one object
-# per name): an entry keeps its specs alive, and two live objects never share an id, so the specs
-# of a hit are the ones asked for (so it is with the other identity keys below).
-_HELD: dict[tuple[int, int, int], _Held] = {}
+# Each thread's _Held per (model, system) spec pair and GPU cap (_CONTEXTS.held): the check sums the model's
+# parameters and model_dims counts them again (together a third of an estimate); the power is
+# cached by api.cost, but finding it there took as long as the engine's step time. All are pure
+# functions of the frozen specs, the cap and the GPU count. Keyed by the specs' identities (the
+# catalog returns one object per name): an entry keeps its specs alive, and two live objects never
+# share an id, so the specs of a hit are the ones asked for (so it is with the other identity keys
+# below). Per thread because it holds the engine's contexts, which are not shared between threads
+# (benchmarks/bench_vs_calculon.py clears it for a cold context).
+_CONTEXTS = threading.local()
 HELD_KEPT = 64
+
+
+def _held() -> dict[tuple[int, int, int], _Held]:
+    try:
+        return _CONTEXTS.held
+    except AttributeError:  # this thread's first call
+        held = _CONTEXTS.held = {}
+        return held
 
 
 def _checked_specs(model: str, system: str, gpus: int) -> _Held:
@@ -283,45 +296,42 @@ def _checked_specs(model: str, system: str, gpus: int) -> _Held:
     with a power figure passed the system's check already (the system is the same object)."""
     model_spec = catalog.load_model(model)
     system_spec = catalog.load_system(system)
+    held = _held()
     key = (id(model_spec), id(system_spec), cap("GPUS"))
-    hit = _HELD.get(key)
-    if hit is not None:  # the same specs (see _HELD)
+    hit = held.get(key)
+    if hit is not None:  # the same specs (see _CONTEXTS)
         if gpus not in hit.powers:
             system_spec.check_gpu_count(gpus)
         return hit
     system_spec.check_gpu_count(gpus)
     check_cluster_can_hold(model_spec, system_spec)
-    if len(_HELD) >= HELD_KEPT:
-        _HELD.clear()
-    hit = _Held(model_spec, system_spec, model_dims(model_spec), {}, model_spec.name, system_spec.name)
-    _HELD[key] = hit
+    if len(held) >= HELD_KEPT:
+        held.clear()
+    hit = _Held(model_spec, system_spec, model_dims(model_spec), {}, model_spec.name, system_spec.name, {})
+    held[key] = hit
     return hit
 
 
-# The engine's per-(model, system, options) context, reused by later train calls of this thread (a
+# The engine's context per (model, system, options), reused by later train calls of this thread (a
 # context is not shared between threads): its caches hold pure per-shape work (stage costs, layer
 # times, collective times), so a loop of train calls over layouts, batches or sequence lengths
-# pays for each shape once, as a sweep holding one context does. Bounded: a few contexts, each
-# rebuilt once it holds many shapes. The catalog returns one spec object per name and train one
-# options object per distinct settings (_options_of), so their identities are the key (the objects
-# are kept alive here with the context; hashing the options' 16 fields cost more than the look-up).
-_CONTEXTS = threading.local()
+# pays for each shape once, as a sweep holding one context does. Bounded: a few contexts per
+# thread, each rebuilt once it holds many shapes. Kept with the spec pair's _Held, by the options'
+# identity (train uses one options object per distinct settings, _options_of; hashing their 16
+# fields cost more than the look-up); the entry keeps the options alive.
 CONTEXTS_KEPT = 8
 SHAPES_KEPT = 4096
 
 
-def _context(model: ModelSpec, system: SystemSpec, options: TrainingOptions) -> analytic.TrainingContext:
-    try:
-        kept: dict[tuple, tuple[ModelSpec, SystemSpec, TrainingOptions, analytic.TrainingContext]] = _CONTEXTS.kept
-    except AttributeError:  # this thread's first call
-        kept = _CONTEXTS.kept = {}
-    key = (id(model), id(system), id(options))
-    hit = kept.get(key)  # a hit holds these very objects (see _HELD)
-    if hit is None or hit[3].shapes_cached > SHAPES_KEPT:
-        if len(kept) >= CONTEXTS_KEPT:
-            kept.clear()
-        hit = kept[key] = (model, system, options, analytic.training_context(model, system, options))
-    return hit[3]
+def _context(held: _Held, options: TrainingOptions) -> analytic.TrainingContext:
+    hit = held.contexts.get(id(options))
+    if hit is None or hit[1].shapes_cached > SHAPES_KEPT:
+        every = _held().values()
+        if sum(len(entry.contexts) for entry in every) >= CONTEXTS_KEPT:  # this thread's, over all spec pairs
+            for entry in every:
+                entry.contexts.clear()
+        hit = held.contexts[id(options)] = (options, analytic.training_context(held.model, held.system, options))
+    return hit[1]
 
 
 def a2a_overlap_unavailable(options: TrainingOptions, layout: ParallelLayout) -> bool:
@@ -490,7 +500,7 @@ def _options_entry(
 ) -> tuple[TrainingOptions, tuple[tuple[str, object], ...], dict[str, object]]:
     key = (id(options), dtype)
     hit = _OPTIONS_JSON.get(key)
-    if hit is not None:  # the options are the kept ones (an entry keeps them alive; see _HELD)
+    if hit is not None:  # the options are the kept ones (an entry keeps them alive; see _CONTEXTS)
         return hit
     view = options.as_dict(dtype)
     hit = (options, tuple(view.items()), view)
