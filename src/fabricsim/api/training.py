@@ -205,8 +205,10 @@ def train(
     layout = work.resolve_checked_layout(
         gpus, dims, (tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, sequence_parallel, dtype, expert_tp)
     )
-    options = _options_of(settings)
-    if options is not _DEFAULT_SETTINGS:  # the defaults (no A2A overlap, no modules) run with every layout
+    if settings == _UNSET:  # the common call: every setting at its default (no A2A overlap, no modules: they
+        options = _DEFAULT_SETTINGS  # run with every layout)
+    else:
+        options = _options_of(settings)
         check_settings_for_layout(options, layout)
     placement = None if offload is None and offload_tier is None else parse_offload(offload, offload_tier)
     if placement is not None:
@@ -289,14 +291,21 @@ def _held() -> dict[tuple[int, int, int], _Held]:
         return held
 
 
+_LOADED_MODEL = catalog.load_model.loaded  # type: ignore[attr-defined]
+_LOADED_SYSTEM = catalog.load_system.loaded  # type: ignore[attr-defined]
+
+
 def _checked_specs(model: str, system: str, gpus: int) -> _Held:
     """The catalog specs of ``model`` and ``system``, the model's dimensions and the pair's power
     figures by GPU count (filled by ``train``), checked for ``gpus`` GPUs and for a cluster that can
     hold the model (:func:`check_cluster_can_hold`, once per spec pair and GPU cap). A GPU count
     with a power figure passed the system's check already (the system is the same object)."""
-    model_spec = catalog.load_model(model)
-    system_spec = catalog.load_system(system)
-    held = _held()
+    model_spec = _LOADED_MODEL(model) or catalog.load_model(model)
+    system_spec = _LOADED_SYSTEM(system) or catalog.load_system(system)
+    try:
+        held = _CONTEXTS.held
+    except AttributeError:  # this thread's first call
+        held = _held()
     key = (id(model_spec), id(system_spec), cap("GPUS"))
     hit = held.get(key)
     if hit is not None:  # the same specs (see _CONTEXTS)
