@@ -111,3 +111,16 @@ def test_the_default_settings_run_with_every_layout() -> None:
         layout = analytic.resolve_layout(64, model, **given)
         training.check_settings_for_layout(default, layout)
         assert not training.a2a_overlap_unavailable(default, layout) and not default.recompute_modules
+
+
+def test_a_held_spec_pair_follows_the_catalog_and_the_cap(monkeypatch) -> None:
+    api.train(*ARGS)
+    catalog.load_model.cache_clear()  # the catalog gives a new spec object for the name
+    api.train(*ARGS)
+    held = training._held()[ARGS[:2]]
+    assert held.model is catalog.load_model(ARGS[0]) and held.gpu_cap == training.CAPS["GPUS"]
+    monkeypatch.setenv("FABRICSIM_MAX_GPUS", "4096")
+    api.train(*ARGS)
+    assert training._held()[ARGS[:2]].gpu_cap == 4096  # checked again at the cap now set
+    path = str(catalog.data_root() / "models" / f"{ARGS[0]}.yaml")  # the same spec under another name
+    assert api.train(path, *ARGS[1:]).to_json() == api.train(*ARGS).to_json()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import fields
@@ -15,7 +16,7 @@ from fabricsim.cost.power import PowerBreakdown
 from fabricsim.engine.training import analytic
 from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
 from fabricsim.errors import FabricsimError, unknown_name
-from fabricsim.limits import cap
+from fabricsim.limits import CAPS, cap, unset_probe
 from fabricsim.metrics import (
     TrainResult,
 )
@@ -201,9 +202,8 @@ def train(
         account_for_loss_in_pipeline_split, grad_reduce_in_fp32, pipeline_layout, recompute_modules, lora_rank,
     )
     held = _checked_specs(model, system, gpus)
-    system_spec, dims, powers = held.system, held.dims, held.powers
     layout = work.resolve_checked_layout(
-        gpus, dims, (tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, sequence_parallel, dtype, expert_tp)
+        gpus, held.dims, (tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, sequence_parallel, dtype, expert_tp)
     )
     if settings == _UNSET:  # the common call: every setting at its default (no A2A overlap, no modules: they
         options = _DEFAULT_SETTINGS  # run with every layout)
@@ -212,14 +212,11 @@ def train(
         check_settings_for_layout(options, layout)
     placement = None if offload is None and offload_tier is None else parse_offload(offload, offload_tier)
     if placement is not None:
-        system_spec.memory_tier(placement.tier)
+        held.system.memory_tier(placement.tier)
     estimate = _context(held, options).estimate(layout, global_batch, seq_len, placement)
-    power = powers.get(gpus, False)
+    power = held.powers.get(gpus, False)
     if power is False:
-        if len(powers) >= HELD_KEPT:
-            powers.clear()
-        drawn = train_power(system_spec, gpus)
-        power = powers[gpus] = None if drawn is None else train_power_figures(drawn)
+        power = _power(held, gpus)
     source = (held.model_name, held.system_name, estimate, options, power)
     return _DEFERRED(_TUPLE(_EstimateSource, source))  # as train_result builds it
 
@@ -264,6 +261,7 @@ class _Held(NamedTuple):
 
     model: ModelSpec
     system: SystemSpec
+    gpu_cap: int  # the cap the check passed at (limits.cap("GPUS"))
     dims: ModelDims
     powers: dict[int, TrainPower | None]  # the cluster's power per GPU count (filled by train)
     model_name: str  # the specs' names (reading a pydantic field costs ~50 ns each)
@@ -271,19 +269,18 @@ class _Held(NamedTuple):
     contexts: dict[int, tuple[TrainingOptions, analytic.TrainingContext]]  # by id of the options (see _context)
 
 
-# Each thread's _Held per (model, system) spec pair and GPU cap (_CONTEXTS.held): the check sums the model's
+# Each thread's _Held per (model, system) as given (_CONTEXTS.held): the check sums the model's
 # parameters and model_dims counts them again (together a third of an estimate); the power is
 # cached by api.cost, but finding it there took as long as the engine's step time. All are pure
-# functions of the frozen specs, the cap and the GPU count. Keyed by the specs' identities (the
-# catalog returns one object per name): an entry keeps its specs alive, and two live objects never
-# share an id, so the specs of a hit are the ones asked for (so it is with the other identity keys
-# below). Per thread because it holds the engine's contexts, which are not shared between threads
-# (benchmarks/bench_vs_calculon.py clears it for a cold context).
+# functions of the frozen specs, the cap and the GPU count. An entry holds while the catalog gives
+# the same spec objects for the names (it returns one object per catalog name, and a new one for
+# an edited user file) and the cap is unchanged. Per thread because it holds the engine's contexts,
+# which are not shared between threads (benchmarks/bench_vs_calculon.py clears it for a cold context).
 _CONTEXTS = threading.local()
 HELD_KEPT = 64
 
 
-def _held() -> dict[tuple[int, int, int], _Held]:
+def _held() -> dict[tuple[str, str], _Held]:
     try:
         return _CONTEXTS.held
     except AttributeError:  # this thread's first call
@@ -293,6 +290,9 @@ def _held() -> dict[tuple[int, int, int], _Held]:
 
 _LOADED_MODEL = catalog.load_model.loaded  # type: ignore[attr-defined]
 _LOADED_SYSTEM = catalog.load_system.loaded  # type: ignore[attr-defined]
+# FABRICSIM_MAX_GPUS read as the edge reads its caps: unset, the default without a call into cap
+_GPUS_ENVIRON, _GPUS_READ, _GPUS_KEY = unset_probe("GPUS") or (None, None, None)
+_GPUS_DEFAULT = CAPS["GPUS"]
 
 
 def _checked_specs(model: str, system: str, gpus: int) -> _Held:
@@ -302,13 +302,14 @@ def _checked_specs(model: str, system: str, gpus: int) -> _Held:
     with a power figure passed the system's check already (the system is the same object)."""
     model_spec = _LOADED_MODEL(model) or catalog.load_model(model)
     system_spec = _LOADED_SYSTEM(system) or catalog.load_system(system)
+    unset = os.environ is _GPUS_ENVIRON and _GPUS_READ(_GPUS_KEY) is None  # type: ignore[misc]
+    gpu_cap = _GPUS_DEFAULT if unset else cap("GPUS")
     try:
         held = _CONTEXTS.held
     except AttributeError:  # this thread's first call
         held = _held()
-    key = (id(model_spec), id(system_spec), cap("GPUS"))
-    hit = held.get(key)
-    if hit is not None:  # the same specs (see _CONTEXTS)
+    hit = held.get((model, system))
+    if hit is not None and hit.model is model_spec and hit.system is system_spec and hit.gpu_cap == gpu_cap:
         if gpus not in hit.powers:
             system_spec.check_gpu_count(gpus)
         return hit
@@ -316,9 +317,19 @@ def _checked_specs(model: str, system: str, gpus: int) -> _Held:
     check_cluster_can_hold(model_spec, system_spec)
     if len(held) >= HELD_KEPT:
         held.clear()
-    hit = _Held(model_spec, system_spec, model_dims(model_spec), {}, model_spec.name, system_spec.name, {})
-    held[key] = hit
+    dims = model_dims(model_spec)
+    hit = _Held(model_spec, system_spec, gpu_cap, dims, {}, model_spec.name, system_spec.name, {})
+    held[(model, system)] = hit
     return hit
+
+
+def _power(held: _Held, gpus: int) -> TrainPower | None:
+    """The power figures of ``gpus`` GPUs of the held system, kept with it (None without power data)."""
+    if len(held.powers) >= HELD_KEPT:
+        held.powers.clear()
+    drawn = train_power(held.system, gpus)
+    power = held.powers[gpus] = None if drawn is None else train_power_figures(drawn)
+    return power
 
 
 # The engine's context per (model, system, options), reused by later train calls of this thread (a
@@ -368,7 +379,8 @@ def training_specs(
     model: str, system: str, gpus: int, given: dict[str, object]
 ) -> tuple[ModelSpec, SystemSpec, ParallelLayout]:
     """Catalog names and validated layout keywords (short names, None = default) -> specs."""
-    model_spec, system_spec, dims, *_ = _checked_specs(model, system, gpus)
+    held = _checked_specs(model, system, gpus)
+    model_spec, system_spec, dims = held.model, held.system, held.dims
     layout = work.resolve_layout(gpus, dims, **long_names(given))
     return model_spec, system_spec, layout
 
@@ -509,7 +521,7 @@ def _options_entry(
 ) -> tuple[TrainingOptions, tuple[tuple[str, object], ...], dict[str, object]]:
     key = (id(options), dtype)
     hit = _OPTIONS_JSON.get(key)
-    if hit is not None:  # the options are the kept ones (an entry keeps them alive; see _CONTEXTS)
+    if hit is not None:  # the options are the kept ones (an entry keeps them alive; two live objects never share an id)
         return hit
     view = options.as_dict(dtype)
     hit = (options, tuple(view.items()), view)
