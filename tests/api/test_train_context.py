@@ -54,3 +54,21 @@ def test_another_thread_gets_the_same_results() -> None:
     worker.start()
     worker.join()
     assert there[::-1] == here
+
+
+def test_a_thread_keeps_a_bounded_number_of_contexts_over_spec_pairs() -> None:
+    from itertools import product
+
+    from fabricsim.api import training
+
+    for model in ("llama3-8b", "llama3-70b"):  # 2 spec pairs x 8 settings: twice the bound
+        for grad, param, tp_comm in product((False, True), repeat=3):
+            api.train(model, "dgx-h100", 64, 64, 4096, tp=8, overlap_grad_reduce=grad, overlap_param_gather=param,
+                      tp_comm_overlap=tp_comm)
+    held = training._held()
+    assert 0 < sum(len(entry.contexts) for entry in held.values()) <= training.CONTEXTS_KEPT
+    there: list = []
+    worker = threading.Thread(target=lambda: there.append(training._held()))
+    worker.start()
+    worker.join()
+    assert there == [{}]  # another thread holds its own

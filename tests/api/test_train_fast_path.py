@@ -81,3 +81,46 @@ def test_a_refused_layout_names_its_field_before_the_settings() -> None:
         api.train(*ARGS, tp=2, pp=3, moe_dispatcher="nope")
     with pytest.raises(FabricsimError, match=r"^moe-dispatcher: "):
         api.train(*ARGS, tp=2, moe_dispatcher="nope")
+
+
+def test_the_breakdown_displays_equal_their_named_tuples() -> None:
+    from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
+
+    time = TimeBreakdown(*(float(i) for i in range(len(TimeBreakdown._fields))))
+    memory = MemoryBreakdown(*(float(i) for i in range(len(MemoryBreakdown._fields))))
+    for display, row in ((training._time_json, time), (training._memory_json, memory)):
+        assert list(display(row).items()) == list(row._asdict().items())  # keys, order and values
+        assert display(row) is not display(row)
+
+
+def test_a_gpu_count_is_checked_on_every_call() -> None:
+    api.train(*ARGS)  # the spec pair is held; 8 GPUs have a power figure
+    for bad in (7, 12):
+        with pytest.raises(FabricsimError, match=r"^gpus: "):
+            api.train(ARGS[0], ARGS[1], bad, *ARGS[3:])
+    api.train(ARGS[0], ARGS[1], 512, 512, 4096)
+    with pytest.raises(FabricsimError, match=r"^gpus: 512 exceeds the 256 GPUs of gh200"):  # held per system
+        api.train(ARGS[0], "gh200", 512, 512, 4096)
+
+
+def test_the_default_settings_run_with_every_layout() -> None:
+    # train skips check_settings_for_layout for them: neither of its refusals can apply
+    model = catalog.load_model("mixtral-8x22b")
+    default = training._options_of(training._UNSET)
+    for given in ({"expert_parallel": 8, "pipeline_parallel": 2}, {"recompute": "full"}, {}):
+        layout = analytic.resolve_layout(64, model, **given)
+        training.check_settings_for_layout(default, layout)
+        assert not training.a2a_overlap_unavailable(default, layout) and not default.recompute_modules
+
+
+def test_a_held_spec_pair_follows_the_catalog_and_the_cap(monkeypatch) -> None:
+    api.train(*ARGS)
+    catalog.load_model.cache_clear()  # the catalog gives a new spec object for the name
+    api.train(*ARGS)
+    held = training._held()[ARGS[:2]]
+    assert held.model is catalog.load_model(ARGS[0]) and held.gpu_cap == training.CAPS["GPUS"]
+    monkeypatch.setenv("FABRICSIM_MAX_GPUS", "4096")
+    api.train(*ARGS)
+    assert training._held()[ARGS[:2]].gpu_cap == 4096  # checked again at the cap now set
+    path = str(catalog.data_root() / "models" / f"{ARGS[0]}.yaml")  # the same spec under another name
+    assert api.train(path, *ARGS[1:]).to_json() == api.train(*ARGS).to_json()

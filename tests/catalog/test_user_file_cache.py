@@ -111,3 +111,17 @@ def test_a_pool_file_is_read_again_and_its_error_names_the_option(tmp_path, rewr
     with pytest.raises(FabricsimError) as refused:
         catalog.load_pool(str(path), "kv-pool")
     assert refused.value.field == "kv-pool"
+
+
+def test_loaded_gives_a_catalog_names_spec_and_never_a_user_files(tmp_path, rewrite_file) -> None:
+    catalog.load_model.cache_clear()
+    assert catalog.load_model.loaded("llama3-8b") is None  # not loaded yet
+    named = catalog.load_model("llama3-8b")
+    assert catalog.load_model.loaded("llama3-8b") is named
+    path = tmp_path / "model.yaml"
+    rewrite_file(path, SHIPPED_MODEL)
+    catalog.load_model(str(path))
+    assert catalog.load_model.loaded(str(path)) is None  # a user file is checked for edits on each load
+    catalog.load_model.cache_clear()
+    assert catalog.load_model.loaded("llama3-8b") is None
+    assert catalog.load_system.loaded("dgx-h100") is catalog.load_system("dgx-h100")  # every cached loader has it

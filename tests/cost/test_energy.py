@@ -78,3 +78,19 @@ def test_energy_per_token_respects_the_flop_bound(model, gpus, batch, tp):
     bound = result["power_W"]["total"] / gpus * flops_per_token / 989.4e12
     assert result["energy_J_per_token"] >= bound
     assert result["energy_J_per_token"] * result["mfu"] == pytest.approx(bound, rel=1e-6)
+
+
+def test_train_power_figures_read_a_power_once_and_copy_its_json():
+    from fabricsim.api.cost import train_power
+    from fabricsim.catalog import load_system
+    from fabricsim.cost.energy import energy_J, train_power_figures
+
+    power = train_power(load_system("dgx-h100"), 64)
+    assert power is not None
+    figures = train_power_figures(power)
+    assert figures is train_power_figures(power) and figures[:2] == (power, power.total)  # read once, kept
+    step_J, power_W, per_token, per_kWh = figures.energy(2.5, 256 * 4096)
+    assert step_J == energy_J(power.total, 2.5)  # the same product, bit for bit
+    assert per_token == step_J / (256 * 4096) and per_kWh == tokens_per_kWh(per_token)
+    again = figures.energy(2.5, 256 * 4096)[1]
+    assert power_W == again == power.to_json() and power_W is not again  # a new dict per result

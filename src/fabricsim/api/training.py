@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import inspect
+import os
 import threading
+from collections.abc import Callable
 from dataclasses import fields
 from typing import NamedTuple
 
 from fabricsim import catalog
 from fabricsim.api.cost import train_power
-from fabricsim.cost.energy import TRAIN_ENERGY_KEYS, train_energy_values
+from fabricsim.cost.energy import TRAIN_ENERGY_KEYS, TrainPower, train_power_figures
 from fabricsim.cost.power import PowerBreakdown
 from fabricsim.engine.training import analytic
+from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
 from fabricsim.errors import FabricsimError, unknown_name
-from fabricsim.limits import cap
+from fabricsim.limits import CAPS, cap, unset_probe
 from fabricsim.metrics import (
     TrainResult,
 )
@@ -198,22 +201,24 @@ def train(
         capacity_factor, moe_dispatcher, cross_entropy, mtp_layers, account_for_embedding_in_pipeline_split,
         account_for_loss_in_pipeline_split, grad_reduce_in_fp32, pipeline_layout, recompute_modules, lora_rank,
     )
-    model_spec, system_spec, dims, powers = _checked_specs(model, system, gpus)
+    held = _checked_specs(model, system, gpus)
     layout = work.resolve_checked_layout(
-        gpus, dims, (tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, sequence_parallel, dtype, expert_tp)
+        gpus, held.dims, (tp, pp, dp, cp, ep, vpp, micro_batch, zero, recompute, sequence_parallel, dtype, expert_tp)
     )
-    options = _options_of(settings)
-    check_settings_for_layout(options, layout)
+    if settings == _UNSET:  # the common call: every setting at its default (no A2A overlap, no modules: they
+        options = _DEFAULT_SETTINGS  # run with every layout)
+    else:
+        options = _options_of(settings)
+        check_settings_for_layout(options, layout)
     placement = None if offload is None and offload_tier is None else parse_offload(offload, offload_tier)
     if placement is not None:
-        system_spec.memory_tier(placement.tier)
-    estimate = _context(model_spec, system_spec, options).estimate(layout, global_batch, seq_len, placement)
-    power = powers.get(gpus, False)
+        held.system.memory_tier(placement.tier)
+    estimate = _context(held, options).estimate(layout, global_batch, seq_len, placement)
+    power = held.powers.get(gpus, False)
     if power is False:
-        if len(powers) >= HELD_KEPT:
-            powers.clear()
-        power = powers[gpus] = train_power(system_spec, gpus)
-    return train_result(model_spec.name, system_spec.name, estimate, options, power)
+        power = _power(held, gpus)
+    source = (held.model_name, held.system_name, estimate, options, power)
+    return _DEFERRED(_TUPLE(_EstimateSource, source))  # as train_result builds it
 
 
 _OPTIONS: dict[tuple, TrainingOptions] = {}  # training_options per distinct settings (immutable, pure)
@@ -250,59 +255,103 @@ _UNSET = (None,) * len(SETTINGS)
 _DEFAULT_SETTINGS = training_options()  # every setting unset (what _options_of would build for _UNSET)
 
 
-# (model, system) spec pairs whose cluster-size check passed, per GPU cap, with the model's
-# dimensions and the cluster's power per GPU count: the check sums the model's parameters and
-# model_dims counts them again (together a third of an estimate); the power is cached by
-# api.cost, but finding it there took as long as the engine's step time. All are pure functions of
-# the frozen specs, the cap and the GPU count. Keyed by the specs' identities (the catalog returns
-# one object per name; the specs are kept alive here).
-_HELD: dict[tuple[int, int, int], tuple[ModelSpec, SystemSpec, ModelDims, dict[int, PowerBreakdown | None]]] = {}
+class _Held(NamedTuple):
+    """A (model, system) spec pair whose cluster-size check passed at one GPU cap, with what
+    ``train`` reads of it per call, in one thread."""
+
+    model: ModelSpec
+    system: SystemSpec
+    gpu_cap: int  # the cap the check passed at (limits.cap("GPUS"))
+    dims: ModelDims
+    powers: dict[int, TrainPower | None]  # the cluster's power per GPU count (filled by train)
+    model_name: str  # the specs' names (reading a pydantic field costs ~50 ns each)
+    system_name: str
+    contexts: dict[int, tuple[TrainingOptions, analytic.TrainingContext]]  # by id of the options (see _context)
+
+
+# Each thread's _Held per (model, system) as given (_CONTEXTS.held): the check sums the model's
+# parameters and model_dims counts them again (together a third of an estimate); the power is
+# cached by api.cost, but finding it there took as long as the engine's step time. All are pure
+# functions of the frozen specs, the cap and the GPU count. An entry holds while the catalog gives
+# the same spec objects for the names (it returns one object per catalog name, and a new one for
+# an edited user file) and the cap is unchanged. Per thread because it holds the engine's contexts,
+# which are not shared between threads (benchmarks/bench_vs_calculon.py clears it for a cold context).
+_CONTEXTS = threading.local()
 HELD_KEPT = 64
 
 
-def _checked_specs(
-    model: str, system: str, gpus: int
-) -> tuple[ModelSpec, SystemSpec, ModelDims, dict[int, PowerBreakdown | None]]:
+def _held() -> dict[tuple[str, str], _Held]:
+    try:
+        return _CONTEXTS.held
+    except AttributeError:  # this thread's first call
+        held = _CONTEXTS.held = {}
+        return held
+
+
+_LOADED_MODEL = catalog.load_model.loaded  # type: ignore[attr-defined]
+_LOADED_SYSTEM = catalog.load_system.loaded  # type: ignore[attr-defined]
+# FABRICSIM_MAX_GPUS read as the edge reads its caps: unset, the default without a call into cap
+_GPUS_ENVIRON, _GPUS_READ, _GPUS_KEY = unset_probe("GPUS") or (None, None, None)
+_GPUS_DEFAULT = CAPS["GPUS"]
+
+
+def _checked_specs(model: str, system: str, gpus: int) -> _Held:
     """The catalog specs of ``model`` and ``system``, the model's dimensions and the pair's power
     figures by GPU count (filled by ``train``), checked for ``gpus`` GPUs and for a cluster that can
-    hold the model (:func:`check_cluster_can_hold`, once per spec pair and GPU cap)."""
-    model_spec = catalog.load_model(model)
-    system_spec = catalog.load_system(system)
+    hold the model (:func:`check_cluster_can_hold`, once per spec pair and GPU cap). A GPU count
+    with a power figure passed the system's check already (the system is the same object)."""
+    model_spec = _LOADED_MODEL(model) or catalog.load_model(model)
+    system_spec = _LOADED_SYSTEM(system) or catalog.load_system(system)
+    unset = os.environ is _GPUS_ENVIRON and _GPUS_READ(_GPUS_KEY) is None  # type: ignore[misc]
+    gpu_cap = _GPUS_DEFAULT if unset else cap("GPUS")
+    try:
+        held = _CONTEXTS.held
+    except AttributeError:  # this thread's first call
+        held = _held()
+    hit = held.get((model, system))
+    if hit is not None and hit.model is model_spec and hit.system is system_spec and hit.gpu_cap == gpu_cap:
+        if gpus not in hit.powers:
+            system_spec.check_gpu_count(gpus)
+        return hit
     system_spec.check_gpu_count(gpus)
-    key = (id(model_spec), id(system_spec), cap("GPUS"))
-    hit = _HELD.get(key)
-    if hit is None or hit[0] is not model_spec or hit[1] is not system_spec:
-        check_cluster_can_hold(model_spec, system_spec)
-        if len(_HELD) >= HELD_KEPT:
-            _HELD.clear()
-        hit = _HELD[key] = (model_spec, system_spec, model_dims(model_spec), {})
+    check_cluster_can_hold(model_spec, system_spec)
+    if len(held) >= HELD_KEPT:
+        held.clear()
+    dims = model_dims(model_spec)
+    hit = _Held(model_spec, system_spec, gpu_cap, dims, {}, model_spec.name, system_spec.name, {})
+    held[(model, system)] = hit
     return hit
 
 
-# The engine's per-(model, system, options) context, reused by later train calls of this thread (a
+def _power(held: _Held, gpus: int) -> TrainPower | None:
+    """The power figures of ``gpus`` GPUs of the held system, kept with it (None without power data)."""
+    if len(held.powers) >= HELD_KEPT:
+        held.powers.clear()
+    drawn = train_power(held.system, gpus)
+    power = held.powers[gpus] = None if drawn is None else train_power_figures(drawn)
+    return power
+
+
+# The engine's context per (model, system, options), reused by later train calls of this thread (a
 # context is not shared between threads): its caches hold pure per-shape work (stage costs, layer
 # times, collective times), so a loop of train calls over layouts, batches or sequence lengths
-# pays for each shape once, as a sweep holding one context does. Bounded: a few contexts, each
-# rebuilt once it holds many shapes. The catalog returns one spec object per name and train one
-# options object per distinct settings (_options_of), so their identities are the key (the objects
-# are kept alive here with the context; hashing the options' 16 fields cost more than the look-up).
-_CONTEXTS = threading.local()
+# pays for each shape once, as a sweep holding one context does. Bounded: a few contexts per
+# thread, each rebuilt once it holds many shapes. Kept with the spec pair's _Held, by the options'
+# identity (train uses one options object per distinct settings, _options_of; hashing their 16
+# fields cost more than the look-up); the entry keeps the options alive.
 CONTEXTS_KEPT = 8
 SHAPES_KEPT = 4096
 
 
-def _context(model: ModelSpec, system: SystemSpec, options: TrainingOptions) -> analytic.TrainingContext:
-    kept: dict[tuple, tuple[ModelSpec, SystemSpec, TrainingOptions, analytic.TrainingContext]]
-    kept = _CONTEXTS.__dict__.setdefault("kept", {})
-    key = (id(model), id(system), id(options))
-    hit = kept.get(key)
-    if hit is None or hit[0] is not model or hit[1] is not system or hit[2] is not options or (
-        hit[3].shapes_cached > SHAPES_KEPT
-    ):
-        if len(kept) >= CONTEXTS_KEPT:
-            kept.clear()
-        hit = kept[key] = (model, system, options, analytic.training_context(model, system, options))
-    return hit[3]
+def _context(held: _Held, options: TrainingOptions) -> analytic.TrainingContext:
+    hit = held.contexts.get(id(options))
+    if hit is None or hit[1].shapes_cached > SHAPES_KEPT:
+        every = _held().values()
+        if sum(len(entry.contexts) for entry in every) >= CONTEXTS_KEPT:  # this thread's, over all spec pairs
+            for entry in every:
+                entry.contexts.clear()
+        hit = held.contexts[id(options)] = (options, analytic.training_context(held.model, held.system, options))
+    return hit[1]
 
 
 def a2a_overlap_unavailable(options: TrainingOptions, layout: ParallelLayout) -> bool:
@@ -330,7 +379,8 @@ def training_specs(
     model: str, system: str, gpus: int, given: dict[str, object]
 ) -> tuple[ModelSpec, SystemSpec, ParallelLayout]:
     """Catalog names and validated layout keywords (short names, None = default) -> specs."""
-    model_spec, system_spec, dims, _ = _checked_specs(model, system, gpus)
+    held = _checked_specs(model, system, gpus)
+    model_spec, system_spec, dims = held.model, held.system, held.dims
     layout = work.resolve_layout(gpus, dims, **long_names(given))
     return model_spec, system_spec, layout
 
@@ -346,7 +396,8 @@ def train_result(
     (the cluster's power under training load; none without). Deferred
     (:meth:`TrainResult.deferred`): its fields are built on first read, and ``to_json`` builds the
     JSON object from the estimate without them (issue 27)."""
-    return _DEFERRED(_TUPLE(_EstimateSource, (model, system, estimate, options or _DEFAULT_OPTIONS, power)))
+    figures = None if power is None else train_power_figures(power)
+    return _DEFERRED(_TUPLE(_EstimateSource, (model, system, estimate, options or _DEFAULT_OPTIONS, figures)))
 
 
 class _EstimateSource(NamedTuple):
@@ -358,25 +409,26 @@ class _EstimateSource(NamedTuple):
     system: str
     estimate: analytic.TrainingEstimate
     options: TrainingOptions
-    power: PowerBreakdown | None
+    power: TrainPower | None  # the cluster's power figures (energy.train_power_figures)
 
     def to_json(self) -> dict[str, object]:
-        """The ``train`` JSON contract, keys in :class:`TrainResult`'s field order (a dict display:
+        """The ``train`` JSON contract, keys in :class:`TrainResult`'s field order (dict displays:
         the fastest build in CPython). The derived rates are the estimate's properties spelled out
         once (each property recomputed its inputs)."""
         model, system, estimate, options, power = self
-        layout, step_s, memory, tier = estimate.layout, estimate.step_time_s, estimate.memory, estimate.tier
-        gpus, tokens, memory_bytes = layout.gpus, estimate.global_batch * estimate.seq_len, memory.total
-        peak = estimate.peak_flops_per_gpu
-        model_flops_per_gpu_s = estimate.model_flops / (gpus * step_s)
-        hardware_flops_per_gpu_s = estimate.hardware_flops / (gpus * step_s)
+        # the estimate's fields in one unpacking (a TrainingEstimate is a named tuple)
+        (layout, global_batch, seq_len, microbatches, step_s, model_flops, hardware_flops, peak, time, memory,
+         capacity, tier) = estimate
+        gpus, tokens, memory_bytes = layout.gpus, global_batch * seq_len, memory.total
+        model_flops_per_gpu_s = model_flops / (gpus * step_s)
+        hardware_flops_per_gpu_s = hardware_flops / (gpus * step_s)
         out = {
             "model": model,
             "system": system,
             "gpus": gpus,
-            "global_batch": estimate.global_batch,
-            "seq_len": estimate.seq_len,
-            "microbatches": estimate.microbatches,
+            "global_batch": global_batch,
+            "seq_len": seq_len,
+            "microbatches": microbatches,
             "step_time_s": step_s,
             "tokens_per_s": tokens / step_s,
             "model_tflops_per_gpu": model_flops_per_gpu_s / 1e12,
@@ -384,17 +436,21 @@ class _EstimateSource(NamedTuple):
             "mfu": model_flops_per_gpu_s / peak,
             "hfu": hardware_flops_per_gpu_s / peak,
             # TrainingEstimate.fits without its tuple of overflowing tiers where nothing is offloaded
-            "fits": not memory_bytes > estimate.memory_capacity_bytes if tier is None else estimate.fits,
+            "fits": not memory_bytes > capacity if tier is None else estimate.fits,
             "memory_per_gpu_bytes": memory_bytes,
-            "memory_capacity_bytes": estimate.memory_capacity_bytes,
-            "memory_breakdown_bytes": memory._asdict(),
-            "time_breakdown_s": estimate.time._asdict(),
+            "memory_capacity_bytes": capacity,
+            "memory_breakdown_bytes": _memory_json(memory),
+            "time_breakdown_s": _time_json(time),
             "layout": layout.as_dict(),
             "fidelity": "analytic",
             "options": _options_view(options, layout.dtype),
         }
         if power is not None:
-            out.update(zip(TRAIN_ENERGY_KEYS, train_energy_values(power, step_s, tokens), strict=True))
+            step_J, power_W, per_token, per_kWh = power.energy(step_s, tokens)
+            out["energy_J_per_step"] = step_J  # TRAIN_ENERGY_KEYS, in order
+            out["power_W"] = power_W
+            out["energy_J_per_token"] = per_token
+            out["tokens_per_kWh"] = per_kWh
         if tier is not None:
             out["layout"].update(tier.offload.as_dict())  # type: ignore[attr-defined]
             out.update(_tiers_json(estimate))
@@ -410,6 +466,25 @@ class _EstimateSource(NamedTuple):
         fidelity = out.pop("fidelity")
         tiers = tuple(out.items())  # what is left: the offload tiers' keys
         return (*scalars, *tables[:3], fidelity, _options_json(self.options, self.estimate.layout.dtype), energy, tiers)
+
+
+def _dict_display(row: type[tuple]) -> Callable[[tuple], dict[str, object]]:
+    """A function building ``row._asdict()`` of a named tuple type as one dict display (half the
+    time of ``_asdict``'s ``dict(zip(...))``, on every estimate's JSON). Generated from the type's
+    fields, as dataclasses generate their methods, so that it cannot fall out of step with them."""
+    names = row._fields  # type: ignore[attr-defined]
+    slots = [f"_{index}" for index in range(len(names))]
+    entries = ", ".join(f"{name!r}: {slot}" for name, slot in zip(names, slots, strict=True))
+    source = f"def as_dict(row):\n    {', '.join(slots)}, = row\n    return {{{entries}}}\n"
+    namespace: dict[str, object] = {}
+    exec(source, namespace)  # the source is built from the type's field names only
+    function = namespace["as_dict"]
+    function.__qualname__ = f"{row.__name__}_as_dict"  # type: ignore[attr-defined]
+    return function  # type: ignore[return-value]
+
+
+_memory_json = _dict_display(MemoryBreakdown)
+_time_json = _dict_display(TimeBreakdown)
 
 
 _DEFERRED = TrainResult.deferred
@@ -435,7 +510,10 @@ def _options_json(options: TrainingOptions, dtype: str) -> tuple[tuple[str, obje
 
 def _options_view(options: TrainingOptions, dtype: str) -> dict[str, object]:
     """A new dict of :func:`_options_json` (a copy of the kept one: a dict copies faster than pairs)."""
-    return _options_entry(options, dtype)[2].copy()
+    hit = _OPTIONS_JSON.get((id(options), dtype))  # _options_entry's look-up, inline: on every estimate's JSON
+    if hit is None:
+        hit = _options_entry(options, dtype)
+    return hit[2].copy()
 
 
 def _options_entry(
@@ -443,7 +521,7 @@ def _options_entry(
 ) -> tuple[TrainingOptions, tuple[tuple[str, object], ...], dict[str, object]]:
     key = (id(options), dtype)
     hit = _OPTIONS_JSON.get(key)
-    if hit is not None and hit[0] is options:
+    if hit is not None:  # the options are the kept ones (an entry keeps them alive; two live objects never share an id)
         return hit
     view = options.as_dict(dtype)
     hit = (options, tuple(view.items()), view)

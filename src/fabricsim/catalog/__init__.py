@@ -217,6 +217,9 @@ def cached_load(kind: str, maxsize: int) -> Callable[[Callable[..., _T]], Callab
                 files.clear()
 
         load.cache_clear = cache_clear  # type: ignore[attr-defined]
+        # the spec a catalog name (no other arguments) was loaded as, else None: one dict look-up, for
+        # a caller on a hot path (api.train) that calls ``load`` only on None; never a user file's spec
+        load.loaded = shipped.get  # type: ignore[attr-defined]
         return load
 
     return wrap

@@ -10,6 +10,7 @@ cable of a class = the cable's share of power (its switch ports' share of the sw
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 from fabricsim.cost.bom import Bom
 from fabricsim.cost.power import PowerBreakdown
@@ -71,7 +72,36 @@ def train_energy(result: TrainResult, power: PowerBreakdown) -> TrainResult:
     return dataclasses.replace(result, energy=energy)
 
 
-_POWER_JSON: dict[int, tuple[PowerBreakdown, dict[str, float]]] = {}  # id -> (the power, kept alive; its JSON)
+class TrainPower(NamedTuple):
+    """A cluster's power under training load read once for the energy of many steps (reading
+    ``total``, two properties, and ``to_json`` cost as much as the energy arithmetic)."""
+
+    power: PowerBreakdown
+    total_W: float
+    json: dict[str, float]  # power.to_json(): copied per result (a caller may change its copy)
+
+    def energy(self, step_time_s: float, tokens: int) -> tuple:
+        """The values of :data:`TRAIN_ENERGY_KEYS` of a step of ``step_time_s`` seconds and ``tokens``
+        tokens (global batch x sequence length); ``power_W`` is a new dict per call."""
+        step_J = self.total_W * step_time_s  # energy_J(power.total, step_time_s)
+        per_token = step_J / tokens
+        return step_J, self.json.copy(), per_token, tokens_per_kWh(per_token)
+
+
+_POWERS: dict[int, TrainPower] = {}  # id of the power -> its figures (which keep it alive)
+POWERS_KEPT = 256
+
+
+def train_power_figures(power: PowerBreakdown) -> TrainPower:
+    """The :class:`TrainPower` of ``power``, read once per power object (power objects are cached
+    per cluster, :mod:`fabricsim.api.cost`). A hit is this power: the entry keeps it alive, and two
+    live objects never share an id."""
+    figures = _POWERS.get(id(power))
+    if figures is None:
+        if len(_POWERS) >= POWERS_KEPT:
+            _POWERS.clear()
+        figures = _POWERS[id(power)] = TrainPower(power, power.total, power.to_json())
+    return figures
 
 
 TRAIN_ENERGY_KEYS = ("energy_J_per_step", "power_W", "energy_J_per_token", "tokens_per_kWh")
@@ -80,22 +110,8 @@ TRAIN_ENERGY_KEYS = ("energy_J_per_step", "power_W", "energy_J_per_token", "toke
 def train_energy_pairs(power: PowerBreakdown, step_time_s: float, tokens: int) -> tuple[tuple[str, object], ...]:
     """The energy keys of a training step (:func:`train_energy`) of ``step_time_s`` seconds and
     ``tokens`` tokens (global batch x sequence length) at ``power``, as the result's name/value
-    pairs (:data:`TRAIN_ENERGY_KEYS` and :func:`train_energy_values`)."""
-    return tuple(zip(TRAIN_ENERGY_KEYS, train_energy_values(power, step_time_s, tokens), strict=True))
-
-
-def train_energy_values(power: PowerBreakdown, step_time_s: float, tokens: int) -> tuple:
-    """The values of :data:`TRAIN_ENERGY_KEYS` for :func:`train_energy_pairs`. ``power_W`` is a new
-    dict per call (a caller may change its copy); the figures of one power object are read once
-    (power objects are cached per cluster, :mod:`fabricsim.api.cost`)."""
-    hit = _POWER_JSON.get(id(power))
-    if hit is None or hit[0] is not power:
-        if len(_POWER_JSON) >= 256:
-            _POWER_JSON.clear()
-        hit = _POWER_JSON[id(power)] = (power, power.to_json())
-    step_J = energy_J(power.total, step_time_s)
-    per_token = step_J / tokens
-    return step_J, dict(hit[1]), per_token, tokens_per_kWh(per_token)
+    pairs (:data:`TRAIN_ENERGY_KEYS` and :meth:`TrainPower.energy`)."""
+    return tuple(zip(TRAIN_ENERGY_KEYS, train_power_figures(power).energy(step_time_s, tokens), strict=True))
 
 
 def retime_train_energy(result: TrainResult) -> TrainResult:
