@@ -1,10 +1,16 @@
 """``edge``'s fast path (issue 27: api.train in a loop) validates as the pydantic model does.
 
-Every call here runs twice: through the fast path and with it switched off (the pydantic model
-alone); values, types and errors must be the same, and valid plain calls must not build the model.
+Every call here runs twice: through ``edge`` (its generated caller decides what it can) and through
+the pydantic model alone (``checked_by_model``); values, types and errors must be the same, and
+valid plain calls must not build the model.
 """
 
+import functools
+import inspect
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fabricsim import api
 from fabricsim.errors import FabricsimError
@@ -12,10 +18,16 @@ from fabricsim.specs import Recompute, inputs
 from fabricsim.specs.inputs import (
     Batch,
     Degree,
+    Depth,
     Duration,
+    Fidelity,
+    FidelityChoice,
     Gpus,
     PositiveFloat,
     RecomputeMode,
+    Requests,
+    Seed,
+    Tokens,
     ZeroStage,
     edge,
 )
@@ -40,7 +52,15 @@ def sample(
 
 
 fast = edge(sample)
-slow = edge(sample)  # its fast path is switched off: every call of it runs with _FastEdge.of patched
+
+
+def by_model(function):
+    """``function`` with its arguments validated by the pydantic model alone (no fast path)."""
+    signature = inspect.signature(function)
+    return lambda *args, **kwargs: inputs.checked_by_model(function, signature, args, kwargs)
+
+
+slow = by_model(sample)
 
 CALLS = [
     ((8, 16), {}),
@@ -77,15 +97,12 @@ def _outcome(function, args, kwargs):
         result = function(*args, **kwargs)
     except FabricsimError as exc:
         return ("error", str(exc))
-    return ("ok", {key: (type(value), value) for key, value in result.items()})
+    return ("ok", {key: (type(value), repr(value)) for key, value in result.items()})
 
 
 @pytest.mark.parametrize(("args", "kwargs"), CALLS, ids=str)
-def test_fast_path_validates_as_pydantic(monkeypatch, args, kwargs) -> None:
-    monkeypatch.setattr(inputs._FastEdge, "of", staticmethod(lambda function, signature: None))
-    expected = _outcome(slow, args, kwargs)
-    monkeypatch.undo()
-    assert _outcome(fast, args, kwargs) == expected
+def test_fast_path_validates_as_pydantic(args, kwargs) -> None:
+    assert _outcome(fast, args, kwargs) == _outcome(slow, args, kwargs)
 
 
 def test_a_lowered_cap_is_checked_on_the_fast_path(monkeypatch) -> None:
@@ -107,3 +124,151 @@ def test_plain_valid_calls_skip_the_model(monkeypatch) -> None:
     assert fast(8, 16, tp=2)["tp"] == 2
     with pytest.raises(AssertionError):  # a refusal goes to the model, which words the error
         api.train("llama3-8b", "dgx-h100", 0, 16, 4096)
+
+
+# An api.train-like signature with every kind of input the generated caller checks inline or hands on:
+# counts with caps, a ZeRO stage, an enum choice (and one with a default that is a plain string, which
+# pydantic passes unvalidated), floats, a duration, a seed, unions, a required keyword, Any, **rest.
+def wide(
+    gpus: Gpus,
+    batch: Batch,
+    seq: Tokens = 2048,
+    *,
+    requests: Requests,
+    tp: Degree | None = None,
+    zero: ZeroStage | None = None,
+    recompute: RecomputeMode | None = None,
+    fidelity: FidelityChoice = "analytic",
+    rate: PositiveFloat | None = None,
+    interval: Duration | None = None,
+    seed: Seed = 0,
+    depth: Depth | None = None,
+    flag: bool | None = None,
+    switch: bool = True,
+    name: str | None = None,
+    size: str | int = "1GiB",
+    modules: str | list[str] | None = None,
+    anything=None,
+    **rest,
+):
+    return {key: value for key, value in locals().items() if key != "rest"} | {"rest": rest}
+
+
+NAMES = list(inspect.signature(wide).parameters)[:-1]
+PLAIN_VALUES = [
+    None, 0, 1, 2, 3, 4, 8, -1, 2**20, 2**20 + 1, 2**24, 2**24 + 1, 10**6, 10**6 + 1, 2**63, 2**64, True, False,
+    8.0, 8.5, 0.0, -0.0, float("nan"), float("inf"), 1e300, "full", "FULL", " selective ", "x", "8", "2s", "150ms",
+    "analytic", "flow", "", "1GiB", Recompute.FULL, Fidelity.FLOW, [1, 2], ("a",), ["a", "b"], b"8",
+    Recompute,  # a class, not a value
+]
+
+
+class Eight(int):
+    """An int subclass: not a plain int to the fast path (pydantic decides)."""
+
+
+VALUES = st.one_of(
+    st.sampled_from([*PLAIN_VALUES, Eight(8)]),
+    st.integers(-3, 2**25),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6),
+)
+VALID = {  # plain values each parameter accepts, so that most drawn calls are valid
+    "gpus": [1, 8, 2**20], "batch": [1, 16, 2**24], "seq": [1, 4096], "requests": [1, 10**6], "tp": [None, 1, 4],
+    "zero": [None, 0, 3], "recompute": [None, "full", "selective", Recompute.FULL],
+    "fidelity": ["analytic", "flow", Fidelity.PACKET], "rate": [None, 0.5, 2], "interval": [None, "2s", 1.5],
+    "seed": [0, 7], "depth": [None, 0, 2], "flag": [None, True, False], "switch": [True, False],
+    "name": [None, "x"], "size": ["1GiB", 1024], "modules": [None, "core_attn", ["a"]], "anything": [None, [1]],
+}
+ENVIRONMENTS = [None, "4", "1048576", "2000000", "junk", "0"]  # FABRICSIM_MAX_GPUS
+
+
+@st.composite
+def calls(draw):
+    """(positional arguments, keyword arguments) of ``wide``: each value one it accepts or, one time
+    in eight, anything; one call in six of another shape (a duplicate, a required argument missing,
+    one positional too many); now and then an unknown keyword (to ``**rest``)."""
+    values = {}
+    for name in NAMES:
+        anything = draw(st.integers(0, 7)) == 0
+        values[name] = draw(VALUES if anything else st.sampled_from(VALID[name]))
+    given = [name for name in NAMES if name in ("gpus", "batch", "requests") or draw(st.booleans())]
+    positional = draw(st.integers(0, 3))  # gpus, batch, seq
+    shape = draw(st.sampled_from(["plain"] * 15 + ["duplicate", "missing", "too many"]))
+    if shape == "too many":
+        positional = 4
+    if shape == "missing":
+        given.remove(draw(st.sampled_from(["gpus", "batch", "requests"])))
+    args = tuple(values[name] for name in NAMES[:positional])
+    kwargs = {name: values[name] for name in given if name not in NAMES[:positional]}
+    if shape == "duplicate":
+        kwargs[draw(st.sampled_from(NAMES[:3]))] = 8
+    if draw(st.integers(0, 5)) == 0:
+        kwargs[draw(st.sampled_from(["extra", "other"]))] = draw(VALUES)
+    return args, kwargs
+
+
+wide_fast = edge(wide)
+wide_slow = by_model(wide)
+
+
+@given(calls(), st.sampled_from(ENVIRONMENTS))
+def test_generated_caller_accepts_and_refuses_as_the_model(call, environment) -> None:
+    args, kwargs = call
+    with pytest.MonkeyPatch.context() as patch:
+        if environment is None:
+            patch.delenv("FABRICSIM_MAX_GPUS", raising=False)
+        else:  # set between calls of the same (already built) caller: read per call
+            patch.setenv("FABRICSIM_MAX_GPUS", environment)
+        assert _outcome(wide_fast, args, kwargs) == _outcome(wide_slow, args, kwargs)
+
+
+def test_the_generated_caller_decides_plain_valid_calls(monkeypatch) -> None:
+    wide_fast(8, 16, requests=4)  # built
+
+    def no_model(function):
+        raise AssertionError("the pydantic model was built for a plain valid call")
+
+    monkeypatch.setattr(inputs, "signature_model", no_model)
+    result = wide_fast(8, 16, 4096, requests=4, tp=2, zero=3, recompute="full", fidelity=Fidelity.FLOW, seed=3,
+                       rate=2, interval=1.5, flag=True, switch=False, name="x", size=5, modules="a", extra=1)
+    assert result["recompute"] is Recompute.FULL and result["rate"] == 2.0 and type(result["rate"]) is float
+    assert result["rest"] == {"extra": 1}
+    assert wide_fast(8, 16, requests=4)["fidelity"] == "analytic"  # a default is passed as is (a str here)
+
+
+def test_the_variable_of_a_cap_is_read_on_every_call(monkeypatch) -> None:
+    wide_fast(8, 16, requests=4)  # built with the variable unset
+    monkeypatch.setenv("FABRICSIM_MAX_GPUS", "2000000")
+    assert wide_fast(2**20 + 1, 16, requests=4)["gpus"] == 2**20 + 1
+    monkeypatch.setenv("FABRICSIM_MAX_GPUS", "junk")
+    with pytest.raises(FabricsimError, match="FABRICSIM_MAX_GPUS"):
+        wide_fast(8, 16, requests=4)
+    assert _outcome(wide_fast, (8, 16), {"requests": 4}) == _outcome(wide_slow, (8, 16), {"requests": 4})
+    monkeypatch.delenv("FABRICSIM_MAX_GPUS")
+    assert _outcome(wide_fast, (2**20 + 1, 16), {"requests": 4})[1].startswith("gpus: 1048577 exceeds the cap 1048576")
+
+
+def test_a_type_error_inside_the_function_is_its_own(monkeypatch) -> None:
+    @edge
+    def broken(gpus: Gpus, *, tp: Degree | None = None):
+        raise TypeError("from inside")
+
+    with pytest.raises(TypeError, match="from inside"):
+        broken(8, tp=2)
+    with pytest.raises(FabricsimError, match=r"^broken: too many positional arguments$"):
+        broken(8, 2)  # arguments its signature refuses: the pydantic path's words
+
+
+def test_a_wrapper_whose_signature_is_another_functions_is_called_by_keyword() -> None:
+    def inner(gpus: Gpus, *, tp: Degree | None = None, recompute: RecomputeMode | None = None):
+        return gpus, tp, recompute
+
+    @functools.wraps(inner)
+    def outer(*args, **kwargs):
+        return inner(*args, **kwargs)
+
+    assert inputs._positional_twin(outer, inspect.signature(outer)) is None  # its code is (*args, **kwargs)
+    assert inputs._positional_twin(inner, inspect.signature(inner)) is not None
+    assert edge(outer)(8, recompute="full") == (8, None, Recompute.FULL)
+    assert edge(inner)(8, recompute="full", tp=2) == (8, 2, Recompute.FULL)
