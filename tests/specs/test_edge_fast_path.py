@@ -128,7 +128,8 @@ def test_plain_valid_calls_skip_the_model(monkeypatch) -> None:
 
 # An api.train-like signature with every kind of input the generated caller checks inline or hands on:
 # counts with caps, a ZeRO stage, an enum choice (and one with a default that is a plain string, which
-# pydantic passes unvalidated), floats, a duration, a seed, unions, a required keyword, Any, **rest.
+# pydantic passes unvalidated), floats, a duration, a seed, unions, a required keyword, a None default
+# of a type without None, Any, **rest.
 def wide(
     gpus: Gpus,
     batch: Batch,
@@ -146,6 +147,7 @@ def wide(
     flag: bool | None = None,
     switch: bool = True,
     name: str | None = None,
+    tag: str = None,  # noqa: RUF013  # a given None is refused, a missing one is the default
     size: str | int = "1GiB",
     modules: str | list[str] | None = None,
     anything=None,
@@ -155,43 +157,60 @@ def wide(
 
 
 NAMES = list(inspect.signature(wide).parameters)[:-1]
-PLAIN_VALUES = [
-    None, 0, 1, 2, 3, 4, 8, -1, 2**20, 2**20 + 1, 2**24, 2**24 + 1, 10**6, 10**6 + 1, 2**63, 2**64, True, False,
-    8.0, 8.5, 0.0, -0.0, float("nan"), float("inf"), 1e300, "full", "FULL", " selective ", "x", "8", "2s", "150ms",
-    "analytic", "flow", "", "1GiB", Recompute.FULL, Fidelity.FLOW, [1, 2], ("a",), ["a", "b"], b"8",
-    Recompute,  # a class, not a value
+VALID = {  # plain values each parameter accepts, all of which the generated caller decides
+    "gpus": [1, 8, 2**20], "batch": [1, 16, 2**24], "seq": [1, 4096, 2**24], "requests": [1, 10**6],
+    "tp": [None, 1, 4, 2**20], "zero": [None, 0, 3], "recompute": [None, "full", "selective", Recompute.FULL],
+    "fidelity": ["analytic", "flow", Fidelity.PACKET], "rate": [None, 0.5, 2], "interval": [None, "2s", 1.5],
+    "seed": [0, 7, 2**63 - 1], "depth": [None, 0, 2], "flag": [None, True, False], "switch": [True, False],
+    "name": [None, "x", ""], "tag": ["y"], "size": ["1GiB", 1024], "modules": [None, "core_attn"],
+    "anything": [None, [1]],
+}
+ODD = [  # values at or past the edge of some parameter's type
+    None, 0, 1, 3, 4, -1, 2**20, 2**20 + 1, 2**24, 2**24 + 1, 10**6 + 1, 2**63, 2**64, -(2**63), True, False,
+    8.0, 8.5, 0.0, -0.0, 1e300, float("nan"), float("inf"), -float("inf"), "full", "FULL", " selective ",
+    "x", "8", "2s", "0s", "150ms", "analytic", "ANALYTIC", "flow", "", "1GiB", Recompute.FULL, Fidelity.FLOW,
+    [1, 2], ("a",), ["a", "b"], b"8", Recompute, object, 2j,
 ]
 
 
 class Eight(int):
-    """An int subclass: not a plain int to the fast path (pydantic decides)."""
+    """An int subclass: not a plain int to the generated caller (the model decides)."""
 
 
-VALUES = st.one_of(
-    st.sampled_from([*PLAIN_VALUES, Eight(8)]),
-    st.integers(-3, 2**25),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=6),
-)
-VALID = {  # plain values each parameter accepts, so that most drawn calls are valid
-    "gpus": [1, 8, 2**20], "batch": [1, 16, 2**24], "seq": [1, 4096], "requests": [1, 10**6], "tp": [None, 1, 4],
-    "zero": [None, 0, 3], "recompute": [None, "full", "selective", Recompute.FULL],
-    "fidelity": ["analytic", "flow", Fidelity.PACKET], "rate": [None, 0.5, 2], "interval": [None, "2s", 1.5],
-    "seed": [0, 7], "depth": [None, 0, 2], "flag": [None, True, False], "switch": [True, False],
-    "name": [None, "x"], "size": ["1GiB", 1024], "modules": [None, "core_attn", ["a"]], "anything": [None, [1]],
-}
+class Text(str):
+    """A str subclass: not a plain str to the generated caller (the model decides)."""
+
+
+ODD += [Eight(8), Text("full")]
+ANYTHING = st.one_of(st.sampled_from(ODD), st.integers(-3, 2**25), st.floats(), st.text(max_size=6))
+BASE = ((8, 16), {"requests": 4})  # a valid call
+
+
+@pytest.mark.parametrize("value", ODD, ids=repr)
+@pytest.mark.parametrize("name", NAMES)
+def test_each_odd_value_as_the_model(name, value) -> None:
+    args, kwargs = BASE
+    kwargs = {**kwargs, name: value}
+    if name in ("gpus", "batch"):  # given by keyword and, separately, by position
+        positional = tuple(value if NAMES[i] == name else arg for i, arg in enumerate(args))
+        assert _outcome(wide_fast, positional, BASE[1]) == _outcome(wide_slow, positional, BASE[1])
+        args, kwargs = (), {"gpus": 8, "batch": 16, **kwargs}
+    assert _outcome(wide_fast, args, kwargs) == _outcome(wide_slow, args, kwargs)
+
+
 ENVIRONMENTS = [None, "4", "1048576", "2000000", "junk", "0"]  # FABRICSIM_MAX_GPUS
+DEFAULT_CAPS = (None, "1048576", "2000000")  # environments in which every VALID value is within the cap
 
 
 @st.composite
 def calls(draw):
-    """(positional arguments, keyword arguments) of ``wide``: each value one it accepts or, one time
-    in eight, anything; one call in six of another shape (a duplicate, a required argument missing,
-    one positional too many); now and then an unknown keyword (to ``**rest``)."""
-    values = {}
-    for name in NAMES:
-        anything = draw(st.integers(0, 7)) == 0
-        values[name] = draw(VALUES if anything else st.sampled_from(VALID[name]))
+    """(positional arguments, keyword arguments, whether every value is VALID and the call plain) of
+    ``wide``: mostly VALID values with one odd one; one call in six of another shape (a duplicate,
+    a required argument missing, one positional too many); now and then an unknown keyword."""
+    values = {name: draw(st.sampled_from(VALID[name])) for name in NAMES}
+    valid = draw(st.integers(0, 4)) == 0
+    for name in draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=3)) if not valid else []:
+        values[name] = draw(ANYTHING)
     given = [name for name in NAMES if name in ("gpus", "batch", "requests") or draw(st.booleans())]
     positional = draw(st.integers(0, 3))  # gpus, batch, seq
     shape = draw(st.sampled_from(["plain"] * 15 + ["duplicate", "missing", "too many"]))
@@ -204,8 +223,8 @@ def calls(draw):
     if shape == "duplicate":
         kwargs[draw(st.sampled_from(NAMES[:3]))] = 8
     if draw(st.integers(0, 5)) == 0:
-        kwargs[draw(st.sampled_from(["extra", "other"]))] = draw(VALUES)
-    return args, kwargs
+        kwargs[draw(st.sampled_from(["extra", "other"]))] = draw(ANYTHING)
+    return args, kwargs, valid and shape == "plain"
 
 
 wide_fast = edge(wide)
@@ -214,22 +233,25 @@ wide_slow = by_model(wide)
 
 @given(calls(), st.sampled_from(ENVIRONMENTS))
 def test_generated_caller_accepts_and_refuses_as_the_model(call, environment) -> None:
-    args, kwargs = call
+    args, kwargs, decidable = call
     with pytest.MonkeyPatch.context() as patch:
         if environment is None:
             patch.delenv("FABRICSIM_MAX_GPUS", raising=False)
         else:  # set between calls of the same (already built) caller: read per call
             patch.setenv("FABRICSIM_MAX_GPUS", environment)
-        assert _outcome(wide_fast, args, kwargs) == _outcome(wide_slow, args, kwargs)
+        expected = _outcome(wide_slow, args, kwargs)
+        if decidable and environment in DEFAULT_CAPS:  # the generated caller decides it alone
+            patch.setattr(inputs, "signature_model", _no_model)
+        assert _outcome(wide_fast, args, kwargs) == expected
+
+
+def _no_model(function):
+    raise AssertionError("the pydantic model was built for a plain valid call")
 
 
 def test_the_generated_caller_decides_plain_valid_calls(monkeypatch) -> None:
     wide_fast(8, 16, requests=4)  # built
-
-    def no_model(function):
-        raise AssertionError("the pydantic model was built for a plain valid call")
-
-    monkeypatch.setattr(inputs, "signature_model", no_model)
+    monkeypatch.setattr(inputs, "signature_model", _no_model)
     result = wide_fast(8, 16, 4096, requests=4, tp=2, zero=3, recompute="full", fidelity=Fidelity.FLOW, seed=3,
                        rate=2, interval=1.5, flag=True, switch=False, name="x", size=5, modules="a", extra=1)
     assert result["recompute"] is Recompute.FULL and result["rate"] == 2.0 and type(result["rate"]) is float
@@ -250,12 +272,16 @@ def test_the_variable_of_a_cap_is_read_on_every_call(monkeypatch) -> None:
 
 
 def test_a_type_error_inside_the_function_is_its_own(monkeypatch) -> None:
+    runs = []
+
     @edge
     def broken(gpus: Gpus, *, tp: Degree | None = None):
+        runs.append(gpus)
         raise TypeError("from inside")
 
     with pytest.raises(TypeError, match="from inside"):
         broken(8, tp=2)
+    assert runs == [8]  # run once: not taken for arguments the signature refuses and run again
     with pytest.raises(FabricsimError, match=r"^broken: too many positional arguments$"):
         broken(8, 2)  # arguments its signature refuses: the pydantic path's words
 
