@@ -298,3 +298,10 @@ def test_a_wrapper_whose_signature_is_another_functions_is_called_by_keyword() -
     assert inputs._positional_twin(inner, inspect.signature(inner)) is not None
     assert edge(outer)(8, recompute="full") == (8, None, Recompute.FULL)
     assert edge(inner)(8, recompute="full", tp=2) == (8, 2, Recompute.FULL)
+
+
+def test_a_lambda_and_keyword_only_parameters_given_by_position() -> None:
+    checked = edge(lambda gpus, *, tp=None: (gpus, tp))  # its name, <lambda>, is not one to generate
+    assert checked(8, tp=2) == (8, 2)
+    with pytest.raises(FabricsimError, match="too many positional arguments"):
+        checked(8, 2)  # the generated caller would take tp by position: edge does not let it

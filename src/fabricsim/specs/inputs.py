@@ -316,6 +316,9 @@ def edge(function: F) -> F:
     """
     signature = inspect.signature(function)
     fast: Callable[..., Any] | None = None  # built on the first call (type hints resolve once the module is loaded)
+    # the generated caller takes keyword-only parameters by position too (see _fast_caller): more
+    # positional arguments than the function takes are for the pydantic path to refuse
+    positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in signature.parameters.values())
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
@@ -323,7 +326,7 @@ def edge(function: F) -> F:
         if fast is None:
             fast = _fast_caller(function, signature) or _undecided
         try:
-            result = fast(*args, **kwargs)
+            result = fast(*args, **kwargs) if len(args) <= positional else _UNDECIDED
         except TypeError as exc:
             if exc.__traceback__ is None or exc.__traceback__.tb_next is not None:
                 raise  # raised inside the function (its traceback goes on into the caller): not ours
@@ -360,15 +363,18 @@ def _var_keyword(signature: inspect.Signature) -> str | None:
 
 # The fast path of :func:`edge`. Validating through the pydantic model costs tens of microseconds
 # per call, more than an analytic estimate (issue 27: api.train in a loop). So for each edge
-# function a caller with the function's own signature is generated on its first call, the way
-# dataclasses generate ``__init__``: Python binds the arguments (no loop over them, no dicts), the
-# body checks each given argument inline (``type(x) is not int or x < 1 or x > cap`` for a count, a
-# dict look-up for an enum choice, nothing for a None default) and calls the function with the
-# checked values. Generated code is the clear way here: a loop over the arguments that builds the
-# call's dicts cost ~3 us of a ~14 us estimate. Whatever the inline checks cannot decide (an error,
-# a list, a value of another type or an int subclass, arguments the signature refuses) returns
-# _UNDECIDED, and :func:`checked_by_model` decides and words it as before. The checks accept exactly
-# what the model accepts and convert as it does (tests/specs/test_edge_fast_path.py compares them).
+# function a caller with the function's own parameters is generated on its first call (its type
+# hints resolve once its module is loaded), the way dataclasses generate ``__init__``: Python binds
+# the arguments (no loop over them, no dicts), the body checks each given argument inline
+# (``type(x) is not int or x < 1 or x > cap`` for a count, a dict look-up for an enum choice,
+# nothing for a None default) and calls the function with the checked values, by position
+# (:func:`_positional_twin`). Generated code is the clear way here: the loop over the given
+# arguments that built the call's dicts cost ~3 us of a ~14 us estimate; the generated caller costs
+# ~1 us for api.train's common call (5 positional and 6 keyword arguments). Whatever the inline
+# checks cannot decide (an error, a list, a value of another type or an int subclass, arguments the
+# signature refuses) returns _UNDECIDED, and :func:`checked_by_model` decides and words it as before.
+# The checks accept exactly what the model accepts and convert as it does
+# (tests/specs/test_edge_fast_path.py compares the two on every kind of value).
 
 
 class _UndecidedError(Exception):
@@ -399,8 +405,9 @@ def _undecided(*args: Any, **kwargs: Any) -> object:
 
 
 def _cap_now(name: str) -> int:
-    """The cap ``name``; -1 where ``FABRICSIM_MAX_<name>`` is not a valid cap, so that every value
-    is undecided and the pydantic path raises the variable's error (if a checked value reads it)."""
+    """The cap ``name``; -1 where ``FABRICSIM_MAX_<name>`` is not a valid cap: every value checked
+    against it is then undecided, and the pydantic path raises the variable's error (a caller reads
+    each of its caps on every call, also where no argument of that cap was given)."""
     try:
         return cap(name)
     except FabricsimError:
@@ -556,30 +563,35 @@ def _fast_caller(function: Callable[..., Any], signature: inspect.Signature) -> 
     default or name it does not handle."""
     hints = typing.get_type_hints(function, include_extras=True)
     source = _Source(function)
+    # The caller's parameters are the function's, in order, each positional-or-keyword (Python fills
+    # a missing one from the defaults tuple; a keyword-only default costs a dict look-up, ~0.1 us
+    # for api.train's); edge sends calls with too many positional arguments to the pydantic path.
     parameters: list[str] = []
     body: list[str] = []
-    call: list[str] = []
-    keyword_only = False
+    named: list[tuple[str, bool]] = []  # (name, keyword-only) of the function's named parameters
+    var_keyword = None
+    defaulted = False  # a parameter with a default came before
     for name, parameter in signature.parameters.items():
         if name in _READ_NAMES or name.startswith("_edge_"):
             return None
         if parameter.kind is parameter.VAR_KEYWORD:
-            parameters.append(f"**{name}")
-            call.append(f"**{name}")  # passed through unchecked
+            var_keyword = name  # passed through unchecked
             continue
         if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
             return None
-        if parameter.kind is parameter.KEYWORD_ONLY and not keyword_only:
-            keyword_only = True
-            parameters.append("*")
-        call.append(name if parameter.kind is parameter.POSITIONAL_OR_KEYWORD else f"{name}={name}")
+        named.append((name, parameter.kind is parameter.KEYWORD_ONLY))
         hint = hints.get(name, Any)
         checks = _check_lines(name, hint, source)
         given = [f"if {name} is not None:", *_indented(checks)] if checks and _allows_none(hint) else checks
         default = parameter.default
-        if default is parameter.empty:
+        if default is parameter.empty and not defaulted:
             parameters.append(name)
             body += given
+            continue
+        defaulted = True
+        if default is parameter.empty:  # a required keyword-only parameter after defaults
+            parameters.append(f"{name}=_edge_not_given")
+            body += [f"if {name} is _edge_not_given: return _edge_undecided", *given]  # missing: the model says so
         elif not isinstance(default, _DEFAULTS):
             return None  # a mutable default pydantic would copy
         elif default is None and _allows_none(hint):
@@ -594,16 +606,24 @@ def _fast_caller(function: Callable[..., Any], signature: inspect.Signature) -> 
     twin = _positional_twin(function, signature)
     if twin is not None:  # every named argument in order, by position (see _positional_twin)
         source.namespace["_edge_function"] = twin
-        call = [item.split("=")[0] for item in call]
+        call = [name for name, _ in named]
+    else:
+        call = [f"{name}={name}" if keyword_only else name for name, keyword_only in named]
+    if var_keyword is not None:
+        parameters.append(f"**{var_keyword}")
+        call.append(f"**{var_keyword}")
+    caller_name = function.__name__ if function.__name__.isidentifier() else "caller"  # its name in a traceback
+    if caller_name.startswith("_edge_"):
+        caller_name = "caller"
     lines = [
-        f"def {function.__name__}({', '.join(parameters)}):",
+        f"def {caller_name}({', '.join(parameters)}):",
         *_indented(source.cap_lines()),
         *_indented(body),
         f"    return _edge_function({', '.join(call)})",
     ]
     text = "\n".join(lines)
     exec(compile(text, f"<edge of {function.__qualname__}>", "exec"), source.namespace)  # our text, from the signature
-    caller = source.namespace[function.__name__]
+    caller = source.namespace[caller_name]
     caller.__edge_source__ = text  # type: ignore[attr-defined]  # for a reader (and the tests)
     return caller
 
