@@ -305,3 +305,18 @@ def test_a_lambda_and_keyword_only_parameters_given_by_position() -> None:
     assert checked(8, tp=2) == (8, 2)
     with pytest.raises(FabricsimError, match="too many positional arguments"):
         checked(8, 2)  # the generated caller would take tp by position: edge does not let it
+
+
+def test_the_positional_twin_runs_the_same_code_with_cells_and_a_closure() -> None:
+    scale = 3
+
+    @edge
+    def nested(gpus: Gpus, *, tp: Degree | None = None, name: str = "x", **rest):
+        def later():  # tp and name become cells of nested's frame
+            return (gpus * scale, tp, name, rest)
+
+        return later()
+
+    assert inputs._positional_twin(nested.__wrapped__, inspect.signature(nested.__wrapped__)) is not None
+    assert nested(2, tp=4, extra=1) == (6, 4, "x", {"extra": 1})
+    assert nested(2, name="y") == (6, None, "y", {})
