@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fabricsim import api
 from fabricsim.errors import FabricsimError
-from fabricsim.specs import Recompute, inputs
+from fabricsim.specs import Recompute, edge_caller, inputs
 from fabricsim.specs.inputs import (
     Batch,
     Degree,
@@ -294,8 +294,8 @@ def test_a_wrapper_whose_signature_is_another_functions_is_called_by_keyword() -
     def outer(*args, **kwargs):
         return inner(*args, **kwargs)
 
-    assert inputs._positional_twin(outer, inspect.signature(outer)) is None  # its code is (*args, **kwargs)
-    assert inputs._positional_twin(inner, inspect.signature(inner)) is not None
+    assert edge_caller.positional_twin(outer, inspect.signature(outer)) is None  # its code is (*args, **kwargs)
+    assert edge_caller.positional_twin(inner, inspect.signature(inner)) is not None
     assert edge(outer)(8, recompute="full") == (8, None, Recompute.FULL)
     assert edge(inner)(8, recompute="full", tp=2) == (8, 2, Recompute.FULL)
 
@@ -317,6 +317,6 @@ def test_the_positional_twin_runs_the_same_code_with_cells_and_a_closure() -> No
 
         return later()
 
-    assert inputs._positional_twin(nested.__wrapped__, inspect.signature(nested.__wrapped__)) is not None
+    assert edge_caller.positional_twin(nested.__wrapped__, inspect.signature(nested.__wrapped__)) is not None
     assert nested(2, tp=4, extra=1) == (6, 4, "x", {"extra": 1})
     assert nested(2, name="y") == (6, None, "y", {})
