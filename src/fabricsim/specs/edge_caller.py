@@ -42,7 +42,7 @@ class _UndecidedError(Exception):
 
 
 class _Info:
-    """What this module's validators read of pydantic's ``ValidationInfo``: the field name."""
+    """What the validators of :mod:`fabricsim.specs.inputs` read of pydantic's ``ValidationInfo``: the field name."""
 
     __slots__ = ("field_name",)
 
@@ -82,13 +82,13 @@ def _validator(metadata: object) -> tuple[str, Callable[..., Any]] | None:
     func = metadata.func  # type: ignore[attr-defined]
     code = getattr(func, "__code__", None)  # a plain function (inspect.signature costs more at start-up)
     if code is None or code.co_argcount != 2 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-        return None  # not a function of exactly (value, info): not one of this module's
+        return None  # not a function of exactly (value, info): not one of fabricsim.specs.inputs'
     return kind, func
 
 
 def _annotated(hint: Any) -> tuple[type, Callable[..., Any], Callable[..., Any] | None] | None:
-    """(base, before, after) of one of this module's ``Annotated`` types: an int, float or enum base,
-    one BeforeValidator and at most one AfterValidator; None for any other hint."""
+    """(base, before, after) of one of the ``Annotated`` types of :mod:`fabricsim.specs.inputs`: an
+    int, float or enum base, one BeforeValidator and at most one AfterValidator; None for any other hint."""
     if typing.get_origin(hint) is not Annotated:
         return None
     base, *metadata = typing.get_args(hint)
