@@ -16,8 +16,6 @@ import functools
 import inspect
 import math
 import numbers
-import os
-import types
 import typing
 from collections.abc import Callable
 from enum import Enum
@@ -35,7 +33,8 @@ from pydantic import (
 )
 
 from fabricsim.errors import FabricsimError, parse_choice
-from fabricsim.limits import CAPS, cap, check_cap, show, unset_probe
+from fabricsim.limits import cap, check_cap, show
+from fabricsim.specs.edge_caller import UNDECIDED, fast_caller, no_fast_path
 from fabricsim.specs.layout import Recompute
 from fabricsim.units import parse_duration
 
@@ -56,6 +55,9 @@ def _integer(value: object, info: ValidationInfo) -> int:
             return int(value)  # YAML/JSON 8.0: exact
         raise FabricsimError(flag(info.field_name or "value"), f"must be an integer, got {show(value)}")
     return int(value)
+
+
+_integer.keeps_plain_int = True  # type: ignore[attr-defined]  # read by the fast path of edge (edge_caller)
 
 
 def _number(value: object, info: ValidationInfo) -> float:
@@ -80,7 +82,7 @@ def _at_least(low: int, cap_name: str | None) -> Callable[[int, ValidationInfo],
             check_cap(flag(info.field_name or "value"), value, cap_name)
         return value
 
-    check.bounds = (low, cap_name)  # type: ignore[attr-defined]  # read by the fast path of edge (_fast_check)
+    check.bounds = (low, cap_name)  # type: ignore[attr-defined]  # read by the fast path of edge (edge_caller)
     return check
 
 
@@ -146,7 +148,7 @@ def Choice(choices: type[EnumT]) -> Any:
     def parse(value: object, info: ValidationInfo) -> EnumT:
         return parse_choice(flag(info.field_name or "value"), value, choices)
 
-    parse.choices = choices  # type: ignore[attr-defined]  # read by the fast path of edge (_shortcut)
+    parse.choices = choices  # type: ignore[attr-defined]  # read by the fast path of edge (edge_caller)
     return Annotated[choices, BeforeValidator(parse)]
 
 
@@ -177,6 +179,7 @@ def _zero_stage(value: int, info: ValidationInfo) -> int:
 
 
 ZERO_STAGES = (0, 1, 2, 3)
+_zero_stage.values = ZERO_STAGES  # type: ignore[attr-defined]  # read by the fast path of edge (edge_caller)
 ZeroStage = Annotated[int, BeforeValidator(_integer), AfterValidator(_zero_stage)]
 FidelityChoice = Choice(Fidelity)
 SimFidelity = Annotated[Fidelity, BeforeValidator(Choice(Fidelity).__metadata__[0].func), AfterValidator(_simulated)]
@@ -314,231 +317,47 @@ def edge(function: F) -> F:
     :class:`FabricsimError` naming the parameter as the CLI spells it.
     """
     signature = inspect.signature(function)
-    fast: list[_FastEdge | None] = []  # built on the first call (type hints resolve once the module is loaded)
+    fast: Callable[..., Any] | None = None  # edge_caller.fast_caller, built on the first call
+    # the generated caller takes keyword-only parameters by position too: more positional arguments
+    # than the function takes are for the pydantic path to refuse
+    positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in signature.parameters.values())
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        if not fast:
-            fast.append(_FastEdge.of(function, signature))
-        if fast[0] is not None:
-            call = fast[0].call(args, kwargs)
-            if call is not None:
-                return function(**call[0], **call[1]) if call[1] else function(**call[0])
-        model, names = signature_model(function)
+        nonlocal fast
+        if fast is None:
+            fast = fast_caller(function, signature) or no_fast_path
         try:
-            bound = signature.bind(*args, **kwargs)
+            result = fast(*args, **kwargs) if len(args) <= positional else UNDECIDED
         except TypeError as exc:
-            raise FabricsimError(function.__name__, str(exc)) from None
-        extra = bound.arguments.pop(_var_keyword(signature), {}) if _var_keyword(signature) else {}
-        try:
-            values = model.model_validate(bound.arguments)
-        except ValidationError as exc:
-            raise input_error(exc) from None
-        return function(**{name: getattr(values, name) for name in names}, **extra)
+            if exc.__traceback__ is None or exc.__traceback__.tb_next is not None:
+                raise  # raised inside the function (its traceback goes on into the caller): not ours
+            # raised by binding these arguments to the caller's signature (the caller never ran, so
+            # the traceback ends in this frame): the pydantic path words it
+            result = UNDECIDED
+        if result is not UNDECIDED:
+            return result
+        return checked_by_model(function, signature, args, kwargs)
 
     return typing.cast(F, checked)
 
 
+def checked_by_model(function: Callable[..., Any], signature: inspect.Signature, args: tuple, kwargs: dict) -> Any:
+    """``function(*args, **kwargs)`` with its arguments validated by the pydantic model of its
+    signature (:func:`signature_model`): the path of :func:`edge` that decides everything its fast
+    path cannot and words every refusal."""
+    model, names = signature_model(function)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise FabricsimError(function.__name__, str(exc)) from None
+    extra = bound.arguments.pop(_var_keyword(signature), {}) if _var_keyword(signature) else {}
+    try:
+        values = model.model_validate(bound.arguments)
+    except ValidationError as exc:
+        raise input_error(exc) from None
+    return function(**{name: getattr(values, name) for name in names}, **extra)
+
+
 def _var_keyword(signature: inspect.Signature) -> str | None:
     return next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
-
-
-# The fast path of :func:`edge`. Building and validating the pydantic model costs tens of
-# microseconds per call, most of an analytic estimate (issue 27: api.train in a loop). For the
-# common call -- every given argument a plain int, float, str, bool or None whose annotation is one
-# of this module's types -- the same validator functions run directly, in the same order pydantic
-# runs them (one BeforeValidator, the type's identity, one AfterValidator). Anything else (an error,
-# a list, a value of another type, a missing required argument, a duplicate keyword) goes to the
-# pydantic path, which decides and words the error as before.
-
-
-class _UndecidedError(Exception):
-    """The fast path cannot decide this value: the pydantic model does."""
-
-
-class _Info:
-    """What this module's validators read of pydantic's ``ValidationInfo``: the field name."""
-
-    __slots__ = ("field_name",)
-
-    def __init__(self, field_name: str) -> None:
-        self.field_name = field_name
-
-
-_PLAIN = (int, float, str, bool)
-_DEFAULTS = (type(None), int, float, str, bool, tuple, frozenset, Enum)
-
-
-def _validator(metadata: object) -> tuple[str, Callable[..., Any]] | None:
-    """("before" | "after", a function of (value, info)) of a pydantic validator marker, else None."""
-    kind = {BeforeValidator: "before", AfterValidator: "after"}.get(type(metadata))
-    if kind is None:
-        return None
-    func = metadata.func  # type: ignore[attr-defined]
-    code = getattr(func, "__code__", None)  # a plain function (inspect.signature costs more at start-up)
-    if code is None or code.co_argcount != 2 or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-        return None  # not a function of exactly (value, info): not one of this module's
-    return kind, func
-
-
-def _fast_check(hint: Any) -> Callable[[object, _Info], object] | None:
-    """A function validating one value as pydantic validates ``hint`` (raising :class:`_UndecidedError` where
-    it cannot tell), or None when ``hint`` is not one it knows."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        options = typing.get_args(hint)
-        rest = [option for option in options if option is not type(None)]
-        inner = _fast_check(rest[0]) if len(rest) == 1 and len(options) == 2 else None
-        if inner is None:
-            return None
-
-        def optional(value: object, info: _Info) -> object:
-            return None if value is None else inner(value, info)
-        optional.optional = inner  # type: ignore[attr-defined]  # the check of a given value (_FastEdge)
-        return optional
-    if hint is Any:
-        return lambda value, info: value
-    if hint in _PLAIN:
-        def plain(value: object, info: _Info) -> object:
-            if type(value) is not hint:
-                raise _UndecidedError
-            return value
-        return plain
-    if typing.get_origin(hint) is not Annotated:
-        return None
-    base, *metadata = typing.get_args(hint)
-    steps = [_validator(item) for item in metadata]
-    kinds = [step[0] for step in steps if step is not None]
-    if None in steps or kinds not in (["before"], ["before", "after"]):
-        return None
-    if not (base in (int, float) or (isinstance(base, type) and issubclass(base, Enum))):
-        return None
-    before = steps[0][1]  # type: ignore[index]
-    after = steps[1][1] if len(steps) == 2 else None  # type: ignore[index]
-
-    def annotated(value: object, info: _Info) -> object:
-        if type(value) not in _PLAIN:
-            raise _UndecidedError
-        try:
-            value = before(value, info)
-            if type(value) is not base:
-                raise _UndecidedError  # pydantic would convert it: let it
-            return value if after is None else after(value, info)
-        except Exception:  # refused (or a validator needing more of ValidationInfo): pydantic decides and
-            raise _UndecidedError from None  # words the first error of all fields
-    return _shortcut(base, before, after, annotated)
-
-
-def _shortcut(
-    base: type, before: Callable[..., Any], after: Callable[..., Any] | None, checked: Callable[[object, _Info], object]
-) -> Callable[[object, _Info], object]:
-    """``checked`` with the common valid value decided in one step: a plain ``int`` within the
-    bounds of an :func:`_at_least` check (the value ``_integer`` returns as is), or a member of a
-    :func:`Choice` enum or its exact value (what ``parse_choice`` returns for it). Anything else
-    takes ``checked``, which decides and words it as before."""
-    bounds = getattr(after, "bounds", None)
-    if before is _integer and bounds is not None:
-        low, cap_name = bounds
-        probe = None if cap_name is None else unset_probe(cap_name)
-        if probe is not None:  # the cap's default unless FABRICSIM_MAX_<cap_name> is set (read per check)
-            environ, read, key = probe
-            default = CAPS[cap_name]  # type: ignore[index]
-
-            def count_capped(value: object, info: _Info) -> object:
-                if type(value) is int and value >= low:
-                    if os.environ is environ and read(key) is None:
-                        if value <= default:
-                            return value
-                    elif value <= cap(cap_name):  # type: ignore[arg-type]
-                        return value
-                return checked(value, info)
-            return count_capped
-
-        def count(value: object, info: _Info) -> object:
-            if type(value) is int and value >= low and (cap_name is None or value <= cap(cap_name)):
-                return value
-            return checked(value, info)
-        return count
-    if after is None and getattr(before, "choices", None) is base:  # a Choice: parse_choice of its value
-        members: dict[object, object] = {member.value: member for member in base}
-        members.update({member: member for member in base})
-
-        def member(value: object, info: _Info) -> object:
-            if type(value) is base or type(value) is str:
-                found = members.get(value)
-                if found is not None:
-                    return found
-            return checked(value, info)
-        return member
-    return checked
-
-
-class _FastEdge:
-    """The fast path of one :func:`edge` function (:meth:`of`; None where it has none)."""
-
-    __slots__ = ("checks", "positional", "required", "var_keyword")
-
-    def __init__(
-        self, checks: dict, positional: tuple[str, ...], required: frozenset[str], var_keyword: str | None
-    ) -> None:
-        # name -> (check, its _Info), or None for a parameter the fast path cannot check
-        # an optional parameter whose default is None has the check of its inner type and None as
-        # its last item: a given None is the default and is left out of the call, as if not given
-        self.checks = {name: None if check is None else (*check, _Info(name)) for name, check in checks.items()}
-        self.positional, self.required, self.var_keyword = positional, required, var_keyword
-
-    @staticmethod
-    def of(function: Callable[..., Any], signature: inspect.Signature) -> _FastEdge | None:
-        hints = typing.get_type_hints(function, include_extras=True)
-        checks, positional, required, var_keyword = {}, [], set(), None
-        for name, parameter in signature.parameters.items():
-            if parameter.kind is parameter.VAR_KEYWORD:
-                var_keyword = name
-                continue
-            if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
-                return None
-            if parameter.kind is parameter.POSITIONAL_OR_KEYWORD:
-                positional.append(name)
-            if parameter.default is parameter.empty:
-                required.add(name)
-            elif not isinstance(parameter.default, _DEFAULTS):
-                return None  # a mutable default pydantic would copy
-            check = _fast_check(hints.get(name, Any))
-            optional = getattr(check, "optional", None)
-            checks[name] = None if check is None else (
-                (optional, True) if optional is not None and parameter.default is None else (check, False)
-            )
-        return _FastEdge(checks, tuple(positional), frozenset(required), var_keyword)
-
-    def call(self, args: tuple, kwargs: dict) -> tuple[dict, dict] | None:
-        """(the validated given arguments, the ``**kwargs`` passed on), or None where the pydantic
-        path must decide. Arguments not given are left out: the function's own defaults, the same
-        values the pydantic path passes unvalidated, fill them."""
-        positional = self.positional
-        if len(args) > len(positional):
-            return None
-        checks = self.checks
-        values = {}
-        extra = {}
-        try:
-            for name, value in zip(positional, args, strict=False):  # fewer args than positional names: fine
-                check = checks[name]
-                if check is None:
-                    return None
-                values[name] = None if value is None and check[1] else check[0](value, check[2])
-            for name, value in kwargs.items():
-                check = checks.get(name, False)
-                if check is False:
-                    if self.var_keyword is None:
-                        return None
-                    extra[name] = value
-                    continue
-                if check is None or name in values:
-                    return None  # a type the fast path does not know, or a keyword given twice
-                if value is None and check[1]:
-                    continue  # the default
-                values[name] = check[0](value, check[2])
-        except _UndecidedError:
-            return None
-        if len(values) < len(self.required) or not self.required.issubset(values):
-            return None  # required and missing
-        return values, extra
