@@ -203,13 +203,36 @@ def _next_hops(
     """Candidate next hops of each (flow, node) and the mask of the equal-cost (shortest) ones."""
     cand = table.neighbor[node]
     hops = _distance_to(table, table.topology.endpoints[dst_host[flow]], dst_host[flow], cand, node)
+    hops = _no_nic_turn(table, node, cand, hops)
     least = hops.min(axis=1)
     if np.any(least >= _UNREACHABLE):
-        bad = int(flow[np.argmax(least >= _UNREACHABLE)])
-        raise FabricsimError(
-            "topology", f"no path for flow {bad} to endpoint {int(dst_host[bad])}", "too many failed links?"
-        )
+        raise _no_path(table.topology, int(flow[np.argmax(least >= _UNREACHABLE)]), dst_host)
     return cand, hops == least[:, None]
+
+
+def _no_nic_turn(table: RouteTable, node: np.ndarray, cand: np.ndarray, hops: np.ndarray) -> np.ndarray:
+    """``hops`` without the turn endpoint -> NIC -> endpoint where the source has another way: a NIC
+    forwards between its host and the network, it does not hand one chip's traffic to another chip
+    of its host (those talk over the scale-up links). Without this rule two GPUs sharing a NIC
+    (:mod:`fabricsim.topology.system`) would be 2 hops apart through it, nearer than over NVSwitch
+    (2, a tie) or a torus (3 and more). Only a flow's first hop (``node`` an endpoint) can make it."""
+    start = table.transit_column[node] < 0
+    if not start.any():
+        return hops
+    kind = table.topology.node_kind[np.maximum(cand, 0)]
+    turn = start[:, None] & (cand >= 0) & (kind == NodeKind.NIC) & (hops == 1)
+    other = np.where(turn, _UNREACHABLE, hops)
+    keep = other.min(axis=1) < _UNREACHABLE  # the turn stays the route only where nothing else reaches
+    return np.where(keep[:, None], other, hops)
+
+
+def _no_path(topology: Topology, flow: int, dst_host: np.ndarray) -> FabricsimError:
+    """The one-line refusal of a flow with no path: blame failed links only where links failed."""
+    failed = int(topology.meta.get("failed_links", 0))
+    where = f"no path for flow {flow} to endpoint {int(dst_host[flow])}"
+    if failed:
+        return FabricsimError("topology", f"{where} with {failed} links failed", "fail fewer links")
+    return FabricsimError("topology", f"{where}: {topology.name} does not connect them", "check its cabling")
 
 
 def _hop(
