@@ -15,11 +15,18 @@ distance to e. The walk is vectorised over all flows at once (one numpy step per
   byte/s of capacity) is least loaded (bottleneck DP over the flow's DAG), ties by hash.
 
 Routes are a sparse links x flows matrix of weights (1 on a single path).
+
+Flows between two chips of one torus domain (a TPU pod or cube, a Trn2 UltraServer: scale-up
+switches cabled to each other) walk that domain's scale-up links only, as a slice's chips talk over
+ICI and only slices talk over the data-center network (Cloud TPU docs, multislice); by hops alone
+a job of two v6e pods sent 93% of its in-pod chip pairs over the 4-hop NIC path rather than ICI
+paths of up to 16 hops (``RouteTable.scale_up``). A switched domain (NVSwitch) needs no such rule:
+its 2 hops are always the shortest.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
@@ -29,6 +36,7 @@ from scipy.sparse import csgraph
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import cap, cap_hint
 from fabricsim.topology.graph import NodeKind, Topology
+from fabricsim.topology.inventory import switch_tiers
 
 _UNREACHABLE = np.iinfo(np.int32).max // 4
 
@@ -53,6 +61,7 @@ class RouteTable:
     distance: np.ndarray  # int32 [anchors, transit nodes], hops from a transit node to an anchor
     endpoint_anchor: np.ndarray  # int32 [hosts, max_anchors], rows of ``distance``, -1 padded
     transit_column: np.ndarray  # int64 [nodes], column of ``distance`` of a node, -1 for an endpoint
+    scale_up: RouteTable | None = None  # the torus domains' links only (module docstring); None: no torus
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +75,18 @@ class Routes:
 def route_table(topology: Topology) -> RouteTable:
     """Adjacency padded per node plus BFS distances from every transit node (switch, NIC) to every
     anchor; endpoints are never transit, so they get no column. Cost O(anchors x links)."""
+    transit = topology.node_kind != NodeKind.GPU
+    tier = switch_tiers(topology, np.stack([topology.link_src, topology.link_dst], axis=1).astype(np.int64))
+    scale_up = (topology.node_kind == NodeKind.SWITCH) & (tier == 0)
+    joined = scale_up[topology.link_src] & scale_up[topology.link_dst]
+    inner = None
+    if joined.any() and np.any(transit & ~scale_up):  # a torus domain and a network besides it
+        inner = _table(topology, scale_up)
+    return replace(_table(topology, transit), scale_up=inner)
+
+
+def _table(topology: Topology, transit: np.ndarray) -> RouteTable:
+    """:func:`route_table` with only the ``transit`` nodes (a bool mask) as transit."""
     order = np.lexsort((topology.link_dst, topology.link_src))
     src, dst = topology.link_src[order], topology.link_dst[order]
     degree = np.bincount(src, minlength=topology.nodes)
@@ -75,7 +96,6 @@ def route_table(topology: Topology) -> RouteTable:
     neighbor_link = np.full((topology.nodes, width), -1, dtype=np.int32)
     neighbor[src, slot] = dst
     neighbor_link[src, slot] = order
-    transit = topology.node_kind != NodeKind.GPU
     column = np.full(topology.nodes, -1, dtype=np.int64)
     column[transit] = np.arange(int(transit.sum()))
     ok = transit[src] & transit[dst]
@@ -301,9 +321,27 @@ def _too_many_entries(sprayed: bool) -> FabricsimError:
     return FabricsimError("routing", f"{how} of these flows exceed the cap of {cap('ROUTE_ENTRIES')} link entries", fix)
 
 
-def _walk_chunked(table: RouteTable, src: np.ndarray, dst: np.ndarray, keys: np.ndarray | None) -> _Walk:
-    parts = []
+def _walk_tiers(table: RouteTable, src: np.ndarray, dst: np.ndarray, keys: np.ndarray | None) -> _Walk:
+    """:func:`_walk_chunked`, the flows that stay inside a torus domain on its scale-up links
+    (module docstring), under one ``ROUTE_ENTRIES`` budget."""
     budget = cap("ROUTE_ENTRIES")
+    if table.scale_up is None:
+        return _walk_chunked(table, src, dst, keys, budget)
+    inside = ~unroutable(table.scale_up, src, dst)
+    parts = []
+    for tier, mask in ((table.scale_up, inside), (table, ~inside)):
+        picked = np.flatnonzero(mask)
+        if picked.size:
+            walk = _walk_chunked(tier, src[picked], dst[picked], None if keys is None else keys[picked], budget)
+            budget -= walk.flow.size
+            parts.append(_Walk(picked[walk.flow], walk.link, walk.weight, walk.hop))
+    return _Walk(*(np.concatenate([getattr(p, n) for p in parts]) for n in ("flow", "link", "weight", "hop")))
+
+
+def _walk_chunked(
+    table: RouteTable, src: np.ndarray, dst: np.ndarray, keys: np.ndarray | None, budget: int
+) -> _Walk:
+    parts = []
     if keys is None and src.size > _SAMPLE:  # sprayed: refuse at once if the first flows' DAGs, scaled, overflow
         sample = _walk(table, src[:_SAMPLE], dst[:_SAMPLE], None, budget)
         if sample.flow.size * (src.size / _SAMPLE) > budget:
@@ -336,9 +374,9 @@ def route(table: RouteTable, ends: FlowEnds, routing: Routing, seed: int) -> Rou
             raise FabricsimError(field, f"endpoint ids must be in [0, {hosts})", "the topology is too small")
     keys = flow_keys(ends.src, ends.dst, ends.label, seed)
     if routing == Routing.ECMP:
-        walk = _walk_chunked(table, ends.src, ends.dst, keys)
+        walk = _walk_tiers(table, ends.src, ends.dst, keys)
     else:
-        walk = _walk_chunked(table, ends.src, ends.dst, None)
+        walk = _walk_tiers(table, ends.src, ends.dst, None)
         if routing == Routing.ADAPTIVE:
             walk = _adaptive(table, walk, ends, keys)
     shape = (table.topology.links, ends.src.size)
