@@ -58,3 +58,10 @@ def test_pairs_across_the_domains_still_cross_the_nics() -> None:
     incidence, nic = _links_per_flow("tpu-v6e", 512, src, src + 256, Routing.ECMP)
     per_flow = np.asarray(incidence[nic].sum(axis=0)).ravel()
     assert np.all(per_flow == 4)  # chip -> NIC -> leaf, then leaf -> NIC -> chip
+
+
+def test_no_flows_route_to_an_empty_matrix() -> None:
+    topology = build_system_topology(catalog.load_system("tpu-v6e"), 512)
+    none = np.zeros(0, dtype=np.int64)
+    routes = route(route_table(topology), FlowEnds(none, none, np.zeros(0), none), Routing.ECMP, 0)
+    assert routes.incidence.shape == (topology.links, 0)

@@ -335,6 +335,8 @@ def _walk_tiers(table: RouteTable, src: np.ndarray, dst: np.ndarray, keys: np.nd
             walk = _walk_chunked(tier, src[picked], dst[picked], None if keys is None else keys[picked], budget)
             budget -= walk.flow.size
             parts.append(_Walk(picked[walk.flow], walk.link, walk.weight, walk.hop))
+    if not parts:
+        return _Walk(*(np.zeros(0, dtype=np.int64) for _ in range(4)))
     return _Walk(*(np.concatenate([getattr(p, n) for p in parts]) for n in ("flow", "link", "weight", "hop")))
 
 
