@@ -8,9 +8,10 @@ every GPU pair is cabled directly at the pair's share of the GPU's bandwidth; a 
 GPU is cabled to its neighbours along each of ``scale_up.dims``, wraparound included, one link each.
 Scale-out: ``nics_per_node`` NIC nodes per server, NIC j on GPU j*gpus/nics through the host link
 (PCIe or C2C). A server with fewer NICs than GPUs shares each NIC among the GPUs up to the next
-NIC's (GPU g on NIC g*nics//gpus), every GPU cabled to its NIC by its own host link, as the chips
-of a host sit on its PCIe with the NICs (Cloud TPU docs, TPU v6e: each chip connects to the host
-through a PCIe Gen5 interface; 8 chips, 4 NICs per host; data-center traffic is host to host); the
+NIC's (GPU g on NIC g*nics//gpus; assumed: the docs do not say how a host spreads its chips'
+traffic over its NICs), every GPU cabled to its NIC by its own host link, as the chips of a host
+sit on its PCIe with the NICs (Cloud TPU docs, TPU v6e (docs.cloud.google.com/tpu/docs/v6e): each
+chip connects to the host through a PCIe Gen5 interface; 8 chips, 4 NICs per host); the
 GPUs of a NIC then share its one line, as the closed form's ``nic x nics / gpus`` per GPU assumes
 (:mod:`fabricsim.collectives.placement`). Routing never turns such a NIC around between two of its
 GPUs (:mod:`fabricsim.topology.routing`). NICs are cabled to the network ``scale_out.topology``
@@ -183,8 +184,8 @@ def _scale_out(
 
 def _host_links(per_node: int, rails: int) -> tuple[np.ndarray, np.ndarray]:
     """The host links of a server of ``per_node`` GPUs and ``rails`` NICs as (GPU, NIC) index
-    pairs within the server: NIC j on GPU j*per_node//rails; with fewer NICs than GPUs every GPU
-    also reaches its shared NIC g*rails//per_node (module docstring), one link per GPU."""
+    pairs within the server: NIC j on GPU j*per_node//rails; with fewer NICs than GPUs, one link
+    from every GPU g to the NIC it shares, g*rails//per_node (module docstring)."""
     if rails >= per_node:
         return (np.arange(rails) * per_node) // rails, np.arange(rails)
     return np.arange(per_node), (np.arange(per_node) * rails) // per_node
