@@ -12,9 +12,10 @@ Turns the user's fabric choices into the engine's :class:`~fabricsim.engine.fabr
   routing (the flow model has no queues);
 * ``placement``: packed | spread | random:SEED | FILE (:mod:`fabricsim.topology.placement`);
 * ``background``: ``PATTERN:LOAD``, another tenant's steady traffic on the scale-out fabric: it
-  enters at the NICs, so its endpoints are the GPUs that own a NIC (every endpoint of a builder
-  fabric without NIC nodes), each offering ``LOAD`` of the NIC shares of the GPUs per owner (on a
-  TPU v6e host, 4 NICs for 8 chips: 4 senders at the NIC's 200 Gb/s, not 8 at 100 Gb/s), every flow
+  enters at the NICs, so its endpoints are the GPUs cabled to a NIC (every endpoint of a builder
+  fabric without NIC nodes), each offering ``LOAD`` of the NIC shares of the GPUs per such GPU (a
+  system graph cables every GPU to a NIC, shared where a server has fewer NICs than GPUs: on a TPU
+  v6e host, 4 NICs for 8 chips, 8 senders at their 100 Gb/s share of a 200 Gb/s NIC), every flow
   between two scale-up domains (nodes, NVL72 racks, TPU cubes; another job's traffic cannot enter
   this job's NVLink), so a job on one domain cannot take one
   (:func:`fabricsim.network.phase.background_flows`);

@@ -14,7 +14,8 @@ such as ``fat-tree:k=8``, one endpoint per host; ranks on the first ``gpus`` hos
   inside one scale-up domain (NVLink, ICI) that share no link with the step's NIC legs run apart,
   lossless (PFC, no sender CC) without the NIC's transport (:class:`~fabricsim.network.phase.ScaleUpSplit`, the
   rule of the train/infer/serve packet phases): a one-node collective takes the same time under
-  every ``--transport``, ``--cc``, ``--cc-param`` and ``--ber``; a step ends when its later run
+  every ``--transport``, ``--cc``, ``--cc-param`` and ``--ber``, and reports ``transport`` null (no
+  NIC carried it; ``cc`` and ``lossless`` stay as given); a step ends when its later run
   ends, and the packet counters sum both runs. ``--topology`` builders have one endpoint per host:
   nothing is split there.
 
@@ -266,9 +267,10 @@ def _sample_dt(flows: FlowSet, topo: Topology, target_dt_s: float) -> float:
     return dt
 
 
-def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> dict[str, object]:
+def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str, nic: bool) -> dict[str, object]:
     """Pause, ECN, queue, drop and loss-recovery figures over the whole collective (each run weighted
-    by the steps it stands for; queue maxima are maxima over steps; the FEC latency is per hop)."""
+    by the steps it stands for; queue maxima are maxima over steps; the FEC latency is per hop);
+    the transport's name only where a leg crossed a NIC (``nic``), else None."""
     pause_s = sum(float(r.pause_s.sum()) * w for r, w in runs)
     frames = sum(int(r.pause_frames.sum()) * w for r, w in runs)
     marked = sum(r.ecn_marked * w for r, w in runs)
@@ -281,7 +283,7 @@ def _packet_keys(runs: list[tuple[PacketRun, int]], cc: str, lossless: str) -> d
         top = max(float(r.queue_max_bytes[r.link_class == c].max(initial=0.0)) for r, _ in runs)
         queues[name] = {"p99": queue_percentile(hist[c], bin_bytes, 0.99, top), "max": top}  # as summary.queue_bytes
     return {
-        "transport": transport_name(parse_cc(cc), parse_lossless(lossless)),
+        "transport": transport_name(parse_cc(cc), parse_lossless(lossless)) if nic else None,
         "cc": cc,
         "lossless": lossless,
         "pause_s": pause_s,
@@ -325,15 +327,17 @@ def network_collective(spec: NetworkCollectiveSpec) -> NetworkCollective:
     step_runs: tuple[tuple[float, PacketRun], ...] = ()
     if packet:
         steps: list[tuple[list[PacketRun], int]] = []
+        nic = False  # whether any leg leaves its scale-up domain, i.e. crosses a NIC
         for flows, w in unique:
             dt = _sample_dt(flows, topo, flow_time / TRACE_SAMPLES) if spec.trace else 0.0
             opts = RunOptions(cc, lossless, topo.line_rate_Bps, dt, spec.seed)
             split = ScaleUpSplit(PacketNetwork(table, policy, params, opts))  # NVLink legs: their own run
+            nic = nic or not bool(split.inside(flows).all())
             steps.append(([run for _, run in split.simulate(flows)], w))
         runs = [(run, w) for parts, w in steps for run in parts]
         time_s = sum(max(r.end_s for r in parts) * w for parts, w in steps)
         events = sum(r.events for r, _ in runs)
-        extra = _packet_keys(runs, cc.value, lossless.value)
+        extra = _packet_keys(runs, cc.value, lossless.value, nic)
         extra.update(flow_time_s=flow_time, packet_over_flow=time_s / flow_time)
         if spec.trace:
             step_runs = _timeline(steps)

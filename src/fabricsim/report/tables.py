@@ -641,7 +641,10 @@ def _packet_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _transport(result: dict[str, Any]) -> str:
-    """The transport row of a packet run: its family (results written before it was named: none)."""
+    """The transport row of a packet run: its family (results written before it was named: none;
+    a collective none of whose legs crossed a NIC: null)."""
+    if "transport" in result and result["transport"] is None:
+        return "none (no leg crossed a NIC: scale-up links only)"
     named = f"{result['transport']}: " if "transport" in result else ""
     return f"{named}cc {result['cc']}, lossless {result['lossless']}"
 

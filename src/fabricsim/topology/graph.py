@@ -118,6 +118,7 @@ def remove_links(topology: Topology, failed: np.ndarray | list[int]) -> Topology
         capacity_Bps=topology.capacity_Bps[keep],
         latency_s=topology.latency_s[keep],
         name=f"{topology.name}-{int(failed.size)}failed",
+        meta={**topology.meta, "failed_links": topology.meta.get("failed_links", 0) + int(failed.size)},
     )
 
 

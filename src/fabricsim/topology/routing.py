@@ -15,11 +15,18 @@ distance to e. The walk is vectorised over all flows at once (one numpy step per
   byte/s of capacity) is least loaded (bottleneck DP over the flow's DAG), ties by hash.
 
 Routes are a sparse links x flows matrix of weights (1 on a single path).
+
+Flows between two chips of one torus domain (a TPU pod or cube, a Trn2 UltraServer: scale-up
+switches cabled to each other) walk that domain's scale-up links only, as a slice's chips talk over
+ICI and only slices talk over the data-center network (Cloud TPU docs, multislice); by hops alone
+a job of two v6e pods sent 93% of its in-pod chip pairs over the 4-hop NIC path rather than ICI
+paths of up to 16 hops (``RouteTable.scale_up``). A switched domain (NVSwitch) needs no such rule:
+its 2 hops are always the shortest.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
@@ -29,6 +36,7 @@ from scipy.sparse import csgraph
 from fabricsim.errors import FabricsimError, parse_choice
 from fabricsim.limits import cap, cap_hint
 from fabricsim.topology.graph import NodeKind, Topology
+from fabricsim.topology.inventory import switch_tiers
 
 _UNREACHABLE = np.iinfo(np.int32).max // 4
 
@@ -53,6 +61,7 @@ class RouteTable:
     distance: np.ndarray  # int32 [anchors, transit nodes], hops from a transit node to an anchor
     endpoint_anchor: np.ndarray  # int32 [hosts, max_anchors], rows of ``distance``, -1 padded
     transit_column: np.ndarray  # int64 [nodes], column of ``distance`` of a node, -1 for an endpoint
+    scale_up: RouteTable | None = None  # the torus domains' links only (module docstring); None: no torus
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +75,18 @@ class Routes:
 def route_table(topology: Topology) -> RouteTable:
     """Adjacency padded per node plus BFS distances from every transit node (switch, NIC) to every
     anchor; endpoints are never transit, so they get no column. Cost O(anchors x links)."""
+    transit = topology.node_kind != NodeKind.GPU
+    tier = switch_tiers(topology, np.stack([topology.link_src, topology.link_dst], axis=1).astype(np.int64))
+    scale_up = (topology.node_kind == NodeKind.SWITCH) & (tier == 0)
+    joined = scale_up[topology.link_src] & scale_up[topology.link_dst]
+    inner = None
+    if joined.any() and np.any(transit & ~scale_up):  # a torus domain and a network besides it
+        inner = _table(topology, scale_up)
+    return replace(_table(topology, transit), scale_up=inner)
+
+
+def _table(topology: Topology, transit: np.ndarray) -> RouteTable:
+    """:func:`route_table` with only the ``transit`` nodes (a bool mask) as transit."""
     order = np.lexsort((topology.link_dst, topology.link_src))
     src, dst = topology.link_src[order], topology.link_dst[order]
     degree = np.bincount(src, minlength=topology.nodes)
@@ -75,7 +96,6 @@ def route_table(topology: Topology) -> RouteTable:
     neighbor_link = np.full((topology.nodes, width), -1, dtype=np.int32)
     neighbor[src, slot] = dst
     neighbor_link[src, slot] = order
-    transit = topology.node_kind != NodeKind.GPU
     column = np.full(topology.nodes, -1, dtype=np.int64)
     column[transit] = np.arange(int(transit.sum()))
     ok = transit[src] & transit[dst]
@@ -203,13 +223,36 @@ def _next_hops(
     """Candidate next hops of each (flow, node) and the mask of the equal-cost (shortest) ones."""
     cand = table.neighbor[node]
     hops = _distance_to(table, table.topology.endpoints[dst_host[flow]], dst_host[flow], cand, node)
+    hops = _no_nic_turn(table, node, cand, hops)
     least = hops.min(axis=1)
     if np.any(least >= _UNREACHABLE):
-        bad = int(flow[np.argmax(least >= _UNREACHABLE)])
-        raise FabricsimError(
-            "topology", f"no path for flow {bad} to endpoint {int(dst_host[bad])}", "too many failed links?"
-        )
+        raise _no_path(table.topology, int(flow[np.argmax(least >= _UNREACHABLE)]), dst_host)
     return cand, hops == least[:, None]
+
+
+def _no_nic_turn(table: RouteTable, node: np.ndarray, cand: np.ndarray, hops: np.ndarray) -> np.ndarray:
+    """``hops`` without the turn endpoint -> NIC -> endpoint where the source has another way: a NIC
+    forwards between its host and the network, it does not hand one chip's traffic to another chip
+    of its host (those talk over the scale-up links). Without this rule two GPUs sharing a NIC
+    (:mod:`fabricsim.topology.system`) would be 2 hops apart through it, nearer than over NVSwitch
+    (2, a tie) or a torus (3 and more). Only a flow's first hop (``node`` an endpoint) can make it."""
+    start = table.transit_column[node] < 0
+    if not start.any():
+        return hops
+    kind = table.topology.node_kind[np.maximum(cand, 0)]
+    turn = start[:, None] & (cand >= 0) & (kind == NodeKind.NIC) & (hops == 1)
+    other = np.where(turn, _UNREACHABLE, hops)
+    keep = other.min(axis=1) < _UNREACHABLE  # the turn stays the route only where nothing else reaches
+    return np.where(keep[:, None], other, hops)
+
+
+def _no_path(topology: Topology, flow: int, dst_host: np.ndarray) -> FabricsimError:
+    """The one-line refusal of a flow with no path: blame failed links only where links failed."""
+    failed = int(topology.meta.get("failed_links", 0))
+    where = f"no path for flow {flow} to endpoint {int(dst_host[flow])}"
+    if failed:
+        return FabricsimError("topology", f"{where} with {failed} links failed", "fail fewer links")
+    return FabricsimError("topology", f"{where}: {topology.name} does not connect them", "check its cabling")
 
 
 def _hop(
@@ -278,9 +321,29 @@ def _too_many_entries(sprayed: bool) -> FabricsimError:
     return FabricsimError("routing", f"{how} of these flows exceed the cap of {cap('ROUTE_ENTRIES')} link entries", fix)
 
 
-def _walk_chunked(table: RouteTable, src: np.ndarray, dst: np.ndarray, keys: np.ndarray | None) -> _Walk:
-    parts = []
+def _walk_tiers(table: RouteTable, src: np.ndarray, dst: np.ndarray, keys: np.ndarray | None) -> _Walk:
+    """:func:`_walk_chunked`, the flows that stay inside a torus domain on its scale-up links
+    (module docstring), under one ``ROUTE_ENTRIES`` budget."""
     budget = cap("ROUTE_ENTRIES")
+    if table.scale_up is None:
+        return _walk_chunked(table, src, dst, keys, budget)
+    inside = ~unroutable(table.scale_up, src, dst)
+    parts = []
+    for tier, mask in ((table.scale_up, inside), (table, ~inside)):
+        picked = np.flatnonzero(mask)
+        if picked.size:
+            walk = _walk_chunked(tier, src[picked], dst[picked], None if keys is None else keys[picked], budget)
+            budget -= walk.flow.size
+            parts.append(_Walk(picked[walk.flow], walk.link, walk.weight, walk.hop))
+    if not parts:
+        return _Walk(*(np.zeros(0, dtype=np.int64) for _ in range(4)))
+    return _Walk(*(np.concatenate([getattr(p, n) for p in parts]) for n in ("flow", "link", "weight", "hop")))
+
+
+def _walk_chunked(
+    table: RouteTable, src: np.ndarray, dst: np.ndarray, keys: np.ndarray | None, budget: int
+) -> _Walk:
+    parts = []
     if keys is None and src.size > _SAMPLE:  # sprayed: refuse at once if the first flows' DAGs, scaled, overflow
         sample = _walk(table, src[:_SAMPLE], dst[:_SAMPLE], None, budget)
         if sample.flow.size * (src.size / _SAMPLE) > budget:
@@ -313,9 +376,9 @@ def route(table: RouteTable, ends: FlowEnds, routing: Routing, seed: int) -> Rou
             raise FabricsimError(field, f"endpoint ids must be in [0, {hosts})", "the topology is too small")
     keys = flow_keys(ends.src, ends.dst, ends.label, seed)
     if routing == Routing.ECMP:
-        walk = _walk_chunked(table, ends.src, ends.dst, keys)
+        walk = _walk_tiers(table, ends.src, ends.dst, keys)
     else:
-        walk = _walk_chunked(table, ends.src, ends.dst, None)
+        walk = _walk_tiers(table, ends.src, ends.dst, None)
         if routing == Routing.ADAPTIVE:
             walk = _adaptive(table, walk, ends, keys)
     shape = (table.topology.links, ends.src.size)

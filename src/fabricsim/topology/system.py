@@ -7,7 +7,15 @@ every GPU pair is cabled directly at the pair's share of the GPU's bandwidth; a 
 (``scale_up.topology: torus``, Google TPU ICI, AWS Trainium2 NeuronLink) has no switch either: every
 GPU is cabled to its neighbours along each of ``scale_up.dims``, wraparound included, one link each.
 Scale-out: ``nics_per_node`` NIC nodes per server, NIC j on GPU j*gpus/nics through the host link
-(PCIe or C2C), NICs cabled to the network ``scale_out.topology`` names, built as written:
+(PCIe or C2C). A server with fewer NICs than GPUs shares each NIC among the GPUs up to the next
+NIC's (GPU g on NIC g*nics//gpus; assumed: the docs do not say how a host spreads its chips'
+traffic over its NICs), every GPU cabled to its NIC by its own host link, as the chips of a host
+sit on its PCIe with the NICs (Cloud TPU docs, TPU v6e (docs.cloud.google.com/tpu/docs/v6e): each
+chip connects to the host through a PCIe Gen5 interface; 8 chips, 4 NICs per host); the
+GPUs of a NIC then share its one line, as the closed form's ``nic x nics / gpus`` per GPU assumes
+(:mod:`fabricsim.collectives.placement`). Routing never turns such a NIC around between two of its
+GPUs (:mod:`fabricsim.topology.routing`). NICs are cabled to the network ``scale_out.topology``
+names, built as written:
 
 * ``rail-optimized``: rail leaves (NIC j of every node of a leaf group on leaf j) and a Clos above
   (:func:`~fabricsim.topology.builders.rail_leaves`), of the switch's radix and oversubscription;
@@ -153,13 +161,14 @@ def _scale_out(
     out = system.scale_out
     nodes, per_node = gpus.shape
     rails = out.nics_per_node
-    owner = gpus[:, (np.arange(rails) * per_node) // rails]
+    gpu_of, nic_of = _host_links(per_node, rails)
+    owner = gpus[:, gpu_of]  # each host link's GPU, [nodes, links]
     nic = LinkParams(out.nic.bandwidth_Bps, out.switch.latency_s)
     host = system.host_link
     if fabric is None and out.topology in (TopologyKind.RAIL_OPTIMIZED, TopologyKind.FAT_TREE,
                                            TopologyKind.LEAF_SPINE):  # fmt: skip
         nics = graph.add_nodes(nodes * rails, NodeKind.NIC).reshape(nodes, rails)
-        graph.connect(owner, nics, host.bandwidth_Bps, host.latency_s)
+        graph.connect(owner, nics[:, nic_of], host.bandwidth_Bps, host.latency_s)
         _clos(graph, nics, out.topology, RailSpec(nodes, rails, out.switch.radix, nic, out.oversubscription))
         return nics, nic.capacity_Bps
     network = fabric if fabric is not None else _routed(system, nodes * rails, nic)
@@ -169,8 +178,17 @@ def _scale_out(
         raise FabricsimError(field, f"{network.name} has {network.hosts} host ports, {nodes} nodes x {rails} NICs "
                              f"need {nodes * rails}", fix)  # fmt: skip
     nics = embed(graph, network, nodes * rails, out.in_network_reduction and fabric is None).reshape(nodes, rails)
-    graph.connect(owner, nics, host.bandwidth_Bps, host.latency_s)
+    graph.connect(owner, nics[:, nic_of], host.bandwidth_Bps, host.latency_s)
     return nics, network.line_rate_Bps
+
+
+def _host_links(per_node: int, rails: int) -> tuple[np.ndarray, np.ndarray]:
+    """The host links of a server of ``per_node`` GPUs and ``rails`` NICs as (GPU, NIC) index
+    pairs within the server: NIC j on GPU j*per_node//rails; with fewer NICs than GPUs, one link
+    from every GPU g to the NIC it shares, g*rails//per_node (module docstring)."""
+    if rails >= per_node:
+        return (np.arange(rails) * per_node) // rails, np.arange(rails)
+    return np.arange(per_node), (np.arange(per_node) * rails) // per_node
 
 
 def _clos(graph: GraphBuilder, nics: np.ndarray, kind: TopologyKind, spec: RailSpec) -> None:
