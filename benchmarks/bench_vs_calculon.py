@@ -116,7 +116,11 @@ sessions, load average 4-5, so walls are far above CPU; ratios are from one run,
   the shipped YAML files are read from a parsed cache (``textfile.load_shipped_yaml``: JSON kept
   where Python keeps bytecode, keyed by the YAML's BLAKE2b digest), so a warm run never imports
   PyYAML (~8 ms) nor parses its ten files (~4 ms); the results of the other commands moved to
-  ``fabricsim.metrics.others`` (12 frozen dataclasses, ~7 ms to create), loaded on first use.
+  ``fabricsim.metrics.others`` (12 frozen dataclasses, ~7 ms to create), loaded on first use;
+  then (10:20 UTC) the spec modules without postponed annotations: ``import fabricsim.specs``
+  11.1 -> 10.3 ms min (15 alternated imports). After all three, 10:22 UTC, a slower spell of the
+  machine (load 1.4, every run ~35% longer): alternated 21 runs, 0.223/0.259 before, 0.197/0.231
+  after (-11%); through this script 0.232 (2.30x) before, 0.162 (2.80x) after, one run each.
   Outputs byte-identical (11 ``train``, 2 ``infer``, 2 ``plan train`` with ``elapsed_s`` masked,
   6 error cases; cache cold and warm). What is left, ``-X importtime`` min of 7: pydantic and the
   standard library it loads ~65 ms (``pydantic.types`` alone ~14 ms: secrets, uuid, annotated_types;
