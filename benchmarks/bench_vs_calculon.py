@@ -121,6 +121,30 @@ sessions, load average 4-5, so walls are far above CPU; ratios are from one run,
   repeated, **229.2x**; varied 7.6 us, **227.8x**; cold context 122 us, 14.1x. CLI: wall 2.09x/2.19x, CPU
   2.15x/2.19x (0.162/0.170 s vs 0.349/0.372 s). Still no result, estimate or JSON object is cached: the
   varied loop over 27 questions costs what the repeated call costs.
+* start-up (issue 27, 2026-12-02 10:16 UTC, load 2.4-2.7, ``--repeats 15``, the tree before (main,
+  c2c8fcc) and after run in turn through this script, CPU min/median s): before 0.171/0.177 and
+  0.174/0.185 (Calculon 0.359/0.399 and 0.372/0.401: 2.10x, 2.14x); after 0.150/0.164 and
+  0.163/0.173 (Calculon 0.349/0.391 and 0.417/0.454: 2.32x, 2.55x). Alternated in one loop
+  (21 runs each, same load): 0.1655/0.1865 before, 0.1466/0.1603 after (-11% min, -14% median);
+  the 0.14 s aimed at (from 0.162) is not clearly reached: ~0.143 s on that scale. What was done:
+  the shipped YAML files are read from a parsed cache (``textfile.load_shipped_yaml``: JSON kept
+  where Python keeps bytecode, keyed by the YAML's BLAKE2b digest), so a warm run never imports
+  PyYAML (~8 ms) nor parses its ten files (~4 ms); the results of the other commands moved to
+  ``fabricsim.metrics.others`` (12 frozen dataclasses, ~7 ms to create), loaded on first use;
+  then (10:20 UTC) the spec modules without postponed annotations: ``import fabricsim.specs``
+  11.1 -> 10.3 ms min (15 alternated imports). After all three, 10:22 UTC, a slower spell of the
+  machine (load 1.4, every run ~35% longer): alternated 21 runs, 0.223/0.259 before, 0.197/0.231
+  after (-11%); through this script 0.232 (2.30x) before, 0.162 (2.80x) after, one run each.
+  Outputs byte-identical (11 ``train``, 2 ``infer``, 2 ``plan train`` with ``elapsed_s`` masked,
+  6 error cases; cache cold and warm). What is left, ``-X importtime`` min of 7: pydantic and the
+  standard library it loads ~65 ms (``pydantic.types`` alone ~14 ms: secrets, uuid, annotated_types;
+  not avoidable while the specs are pydantic models), ``importlib.metadata`` ~9 ms (pydantic's
+  plugin loader, imported by its first schema build whatever PYDANTIC_DISABLE_PLUGINS says; the
+  stand-in was reverted in b5c6d92), fabricsim's own ~50 ms (specs ~9 ms of pydantic classes;
+  ``specs.inputs`` ~5 ms, which builds three validators at import, ``InferConstraints`` and
+  ``ServingLoad`` unused by a train; ``engine.training.results`` ~2.6 ms; ``cost.spec`` ~2.7 ms),
+  and the first call ~10 ms (six spec schemas built on first use ~5 ms, the edge's generated
+  caller compiled ~3 ms).
 """
 
 from __future__ import annotations

@@ -120,3 +120,17 @@ def test_each_deferred_json_is_its_own() -> None:
     second = _deferred()[1].to_json()
     assert all("x" not in second[key] for key in ("memory_breakdown_bytes", "time_breakdown_s", "layout", "options",
                                                    "power_W"))
+
+
+def test_the_other_results_load_on_first_use_and_are_the_same_classes() -> None:
+    """Issue 29: the results of every command but train live in fabricsim.metrics.others, reachable
+    by name from fabricsim.metrics (what a plain import gets, ``dir`` and ``__all__`` list)."""
+    import fabricsim.metrics as metrics
+    from fabricsim.metrics import InferResult, others
+
+    assert InferResult is others.InferResult and metrics.ClusterResult is others.ClusterResult
+    public = {name for name in vars(others) if name.endswith(("Result", "Entry", "Summary", "Load"))}
+    public -= {"TrainResult"}
+    assert public == set(metrics._OTHERS) and public <= set(metrics.__all__) and public <= set(dir(metrics))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        metrics.Nope  # noqa: B018

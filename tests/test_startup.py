@@ -104,3 +104,26 @@ def test_the_process_entry_point_freezes_the_gc_and_in_process_calls_do_not() ->
     code = "import gc\nfrom fabricsim.cli.app import main\nmain(['--version'])\nprint(gc.get_threshold()[0])\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split()[-1] == "700"  # CPython's default, untouched by an in-process call
+
+
+def test_json_train_creates_no_other_result_and_reads_yaml_only_once(tmp_path) -> None:
+    """Issue 29: a JSON train creates only its own result class (the others are in
+    fabricsim.metrics.others, loaded on first use), and once its shipped YAML files are in the
+    parsed cache (kept as bytecode is: here under PYTHONPYCACHEPREFIX) it never imports PyYAML."""
+    train = ["train", "--model", "megatron-1t", "--system", "dgx-a100", "--gpus", "3072", "--global-batch", "3072",
+             "--seq-len", "2048", "--tp", "4", "--pp", "64", "--dp", "12", "--micro-batch", "4", "--recompute", "full",
+             "--zero", "1", "--json"]
+    probe = PROBE.replace(repr(HEAVY), repr(("fabricsim.metrics.others", "yaml")))
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path)
+
+    def loaded() -> str:
+        argv = [sys.executable, "-c", probe, *train]
+        done = subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
+        return done.stdout.strip()
+
+    assert loaded() == "yaml"  # the first run parses its files and fills the cache
+    assert sorted(path.name for path in tmp_path.rglob("*.parsed.json")) == sorted(
+        f"{name}.yaml.parsed.json" for name in ("megatron-1t", "dgx-a100", "a100-80gb", "nvlink3", "nvswitch-gen2",
+                                                "ib-hdr", "quantum-qm8700", "pcie-gen4", "nccl_2_30", "components"))
+    assert loaded() == ""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
+import hashlib
 import io
 import json
 import os
@@ -21,13 +23,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from fabricsim.errors import FabricsimError
 from fabricsim.limits import cap, cap_hint
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
+
+# PyYAML is imported where a YAML text is parsed (issue 29): a one-off ``train`` whose shipped files
+# are all in the parsed cache (:func:`load_shipped_yaml`) never imports it (~8 ms of CPU).
 
 MAX_INPUT_CAP = "INPUT_BYTES"
 
@@ -67,14 +70,20 @@ def read_text(path: str | Path, field: str) -> str:
         raise FabricsimError(field, problem, "save it as UTF-8") from None
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """PyYAML's safe loader without aliases: an alias could expand to 2^N nodes downstream."""
+@functools.cache
+def _no_alias_loader() -> Any:
+    """PyYAML's safe loader without aliases: an alias could expand to 2^N nodes downstream (the
+    class is made on first use, so that importing this module does not import PyYAML)."""
+    import yaml
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.YAMLError(f"alias *{event.anchor} at line {event.start_mark.line + 1}")
-        return super().compose_node(parent, index)
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.YAMLError(f"alias *{event.anchor} at line {event.start_mark.line + 1}")
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
 
 
 def unreadable_value(exc: ValueError, where: str) -> str:
@@ -118,8 +127,10 @@ def _cell(value: object) -> str:
 
 def parse_yaml(text: str, field: str, where: str = "the file") -> Any:
     """Parse YAML ``text`` safely (no Python objects, no aliases); errors name ``field``."""
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_NoAliasLoader)
+        return yaml.load(text, Loader=_no_alias_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
@@ -155,9 +166,87 @@ def load_shipped_yaml(path: str | Path | Traversable) -> Any:
     with libyaml's C loader where PyYAML has it: several times faster than the pure-Python loader,
     a third of a one-off ``train``'s parsing (issue 27). Both loaders give the same objects for
     every shipped file (tests/catalog/test_shipped_yaml.py); user files keep :func:`parse_yaml`
-    and its guards (aliases, nesting, over-long integers)."""
-    text = (Path(path) if isinstance(path, str) else path).read_text(encoding="utf-8")
+    and its guards (aliases, nesting, over-long integers).
+
+    A file on disk is read from its parsed cache where that holds the same text (issue 29): a
+    one-off ``train`` spent ~4 ms of CPU parsing its ten shipped files and ~8 ms importing PyYAML.
+    The cache is a JSON file kept where and when Python keeps the package's bytecode
+    (:func:`parsed_cache_path`; written unless ``sys.dont_write_bytecode``), holding the BLAKE2b
+    digest of the YAML's bytes: any change of the text, whatever its modification time, misses
+    and parses the YAML again. Only values that JSON gives back exactly (same ``repr``: dicts,
+    lists, strings, ints, finite floats, booleans, None) are cached; a file holding anything else
+    (a date, a non-string key) is parsed every time."""
+    if not isinstance(path, (str, Path)):  # a package inside a zip file: no cache next to it
+        return _parse_shipped(path.read_text(encoding="utf-8"))
+    data = Path(path).read_bytes()
+    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    cache = parsed_cache_path(path)
+    cached = _read_parsed(cache, digest)
+    if cached is not _MISS:
+        return cached
+    value = _parse_shipped(data.decode("utf-8"))
+    if not sys.dont_write_bytecode:
+        _write_parsed(cache, digest, value)
+    return value
+
+
+_MISS = object()
+PARSED_SUFFIX = ".parsed.json"
+
+
+def _parse_shipped(text: str) -> Any:
+    import yaml
+
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def parsed_cache_path(path: str | Path) -> Path:
+    """Where the parsed cache of the shipped YAML file ``path`` lives: as its bytecode would
+    (``importlib.util.cache_from_source``): under ``sys.pycache_prefix`` (``PYTHONPYCACHEPREFIX``)
+    at the file's absolute folder where that is set, else in ``__pycache__`` next to the file."""
+    folder, name = os.path.split(os.path.abspath(path))
+    if sys.pycache_prefix:
+        folder = os.path.join(sys.pycache_prefix, folder.lstrip(os.sep))
+    else:
+        folder = os.path.join(folder, "__pycache__")
+    return Path(folder, name + PARSED_SUFFIX)
+
+
+def _read_parsed(cache: Path, digest: str) -> Any:
+    """The value cached in ``cache`` for the text of digest ``digest``, or :data:`_MISS` (no file,
+    another text, or a file this function cannot read back: then the YAML is parsed again)."""
+    try:
+        with open(cache, "rb") as handle:
+            entry = json.loads(handle.read())
+    except (OSError, ValueError):
+        return _MISS
+    if not isinstance(entry, dict) or entry.get("blake2b") != digest or "value" not in entry:
+        return _MISS
+    return entry["value"]
+
+
+def _write_parsed(cache: Path, digest: str, value: Any) -> None:
+    """Keep ``value`` in ``cache`` if JSON gives it back exactly; written whole or not at all (a
+    temporary file renamed), and silently skipped where the folder cannot be written, as Python
+    skips bytecode it cannot write."""
+    try:
+        text = json.dumps({"blake2b": digest, "value": value}, allow_nan=False)
+    except (TypeError, ValueError):  # a date, a tuple key, an infinity: not JSON
+        return
+    if repr(json.loads(text)["value"]) != repr(value):  # e.g. an int key read back as a string
+        return
+    try:
+        os.makedirs(cache.parent, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{cache.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, cache)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        return
 
 
 def _read_only(target: Path, mode: int) -> bool:

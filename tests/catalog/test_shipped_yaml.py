@@ -41,3 +41,21 @@ def test_catalog_names_use_the_fast_loader_and_user_files_keep_the_guards(tmp_pa
     with pytest.raises(FabricsimError, match="alias"):
         catalog.load_switch(str(copy))
     assert len(used) == 1
+
+
+def test_every_shipped_file_reads_back_from_its_parsed_cache_as_parsed(tmp_path, monkeypatch):
+    """Issue 29: the parsed cache (textfile.load_shipped_yaml) gives every shipped file's objects
+    exactly as the YAML loader does (same repr: types, key order), or holds no cache for it."""
+    import sys
+
+    from fabricsim import textfile
+
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    cached = 0
+    for path in SHIPPED:
+        parsed = repr(yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        assert repr(textfile.load_shipped_yaml(path)) == parsed, path  # parses and fills the cache
+        cached += textfile.parsed_cache_path(path).is_file()
+        assert repr(textfile.load_shipped_yaml(path)) == parsed, path  # from the cache
+    assert cached == len(SHIPPED)  # every shipped file is plain JSON data today

@@ -20,7 +20,6 @@ from fabricsim.cost.energy import cable_J_per_byte, infer_energy, serve_energy, 
 from fabricsim.cost.power import PowerBreakdown, cluster_power
 from fabricsim.cost.spec import Cluster, Cooling, CostCatalog, Load, Optics
 from fabricsim.errors import FabricsimError, parse_choice, unknown_name
-from fabricsim.metrics import InferResult, ServeResult, TrainResult
 from fabricsim.specs import SystemSpec
 from fabricsim.specs.fabric import LinkKind, LinkSpec, SwitchSpec
 from fabricsim.textfile import load_shipped_yaml
@@ -29,6 +28,7 @@ from fabricsim.units import parse_size
 
 if TYPE_CHECKING:
     from fabricsim.cost.result import CostResult, RailOnlyComparison
+    from fabricsim.metrics import InferResult, ServeResult, TrainResult
     from fabricsim.topology.builders import LinkParams
     from fabricsim.topology.graph import Topology
 

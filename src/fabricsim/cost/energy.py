@@ -10,12 +10,14 @@ cable of a class = the cable's share of power (its switch ports' share of the sw
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from fabricsim.cost.bom import Bom
 from fabricsim.cost.power import PowerBreakdown
 from fabricsim.cost.spec import CostCatalog, Medium
-from fabricsim.metrics import InferResult, ServeResult, TrainResult
+
+if TYPE_CHECKING:  # annotations only: a train creates no other result class (fabricsim.metrics.others)
+    from fabricsim.metrics import InferResult, ServeResult, TrainResult
 
 J_PER_KWH = 3.6e6
 

@@ -7,8 +7,6 @@ NCCL's tuner takes the fastest of its cost table, for a group of exactly ``ranks
 ``nodes`` nodes; other groups use the system's (calibrated) link figures.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
@@ -42,7 +40,7 @@ class CollectiveFit(FrozenSpec):
     measured_time_s: tuple[PositiveFloat, ...] = ()
 
     @model_validator(mode="after")
-    def _has_lines(self) -> CollectiveFit:
+    def _has_lines(self) -> "CollectiveFit":
         if not self.lines:
             raise ValueError("a collective fit needs at least one line")
         if self.nodes > self.ranks:

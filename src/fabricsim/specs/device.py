@@ -1,7 +1,5 @@
 """Accelerator specification (layer L1). SI units: FLOP/s, bytes, bytes/s per direction, watts."""
 
-from __future__ import annotations
-
 from enum import Enum
 
 from pydantic import Field, PositiveFloat, PositiveInt

@@ -3,8 +3,6 @@
 Bandwidths are bytes/s **per direction**; vendor bidirectional figures are halved in the catalog.
 """
 
-from __future__ import annotations
-
 import math
 from enum import Enum
 
@@ -94,7 +92,7 @@ class ScaleUpSpec(FrozenSpec):
     dim_link_Bps: tuple[PositiveFloat, ...] | None = Field(default=None, description="per torus dimension")
 
     @model_validator(mode="after")
-    def _mesh_has_no_switch(self) -> ScaleUpSpec:
+    def _mesh_has_no_switch(self) -> "ScaleUpSpec":
         if self.topology is not ScaleUpTopology.SWITCH and self.switch is not None:
             raise ValueError(f"a {self.topology.value} scale-up domain has no switch: leave scale_up.switch out")
         if (self.dims is not None) != (self.topology is ScaleUpTopology.TORUS):

@@ -9,8 +9,6 @@ Expert layers are folded over the same GPUs (Megatron-Core's MoE parallel foldin
 ``expert_tensor_parallel`` None means "the tensor-parallel size" (Megatron-Core's default).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, fields
 from enum import Enum
 from operator import attrgetter

@@ -13,8 +13,6 @@ weights (streamed in per layer, as ZeRO-Infinity) and the stored activations (wr
 forward pass and read back for the backward pass, as activation offloading does).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from enum import Enum
 

@@ -7,8 +7,6 @@ MLA (DeepSeek) adds ``kv_lora_rank``, ``q_lora_rank``, ``qk_rope_head_dim``, ``q
 ``v_head_dim``. ``hidden_act`` gelu → 2-matrix MLP, silu/swiglu → 3-matrix gated MLP.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import AliasChoices, BeforeValidator, Field, model_validator
@@ -64,7 +62,7 @@ class ModelSpec(FrozenSpec):
     sources: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _consistent(self) -> ModelSpec:
+    def _consistent(self) -> "ModelSpec":
         if self.head_dim is None and self.hidden_size < self.num_attention_heads:
             # head_size = hidden_size // heads would be 0: attention with 0-wide heads
             raise ValueError(

@@ -1,7 +1,5 @@
 """A cluster system: a device, nodes, a scale-up domain and a scale-out fabric (layer L1)."""
 
-from __future__ import annotations
-
 from enum import Enum
 
 from pydantic import Field, PositiveInt, model_validator
@@ -40,7 +38,7 @@ class SystemSpec(FrozenSpec):
     collective_fits: tuple[CollectiveFit, ...] = ()  # measured (nccl-tests) lines; see specs.calibration
 
     @model_validator(mode="after")
-    def _domain_holds_whole_nodes(self) -> SystemSpec:
+    def _domain_holds_whole_nodes(self) -> "SystemSpec":
         if self.scale_up.domain_gpus % self.gpus_per_node:
             raise ValueError("scale_up.domain_gpus must be a multiple of gpus_per_node")
         if self.scale_up.full_mesh and self.scale_out.topology is TopologyKind.RAIL_ONLY:
