@@ -1,9 +1,11 @@
-"""Link credits on a torus (issue: credits on a torus as fast as PFC). Two findings pinned here.
+"""Link credits on a torus (issue: credits on a torus as fast as PFC).
 
-1. A ring of credit-controlled links can deadlock: every chip of a 4x4x4 slice sends to the chip
-   two steps along x, so on each x ring the flows that route the same way hold each other's buffers
-   (with 64 KiB of credit on every link, the chips' own included): a cyclic buffer dependency
-   (Dally & Seitz 1987; Dally & Towles, "Principles and Practices of Interconnection Networks", ch. 14).
+1. A ring of credit-controlled links with one buffer per link can deadlock: every chip of a 4x4x4
+   slice sends to the chip two steps along x, so on each x ring the flows that route the same way
+   hold each other's buffers (with 64 KiB of credit on every link, the chips' own included): a
+   cyclic buffer dependency (Dally & Seitz 1987; Dally & Towles, "Principles and Practices of
+   Interconnection Networks", ch. 14). Two virtual channels with a dateline per dimension
+   (kernel docstring, vc.py) break the cycle.
 2. The permutation's gap between credits and PFC is the credits' buffer depth, not a cycle: with
    1 MiB of credit per ingress the credit run is as fast as PFC (whose dynamic threshold on a
    router never pauses here), and the stalls fall on wraparound and other links alike.
@@ -12,7 +14,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from packet_helpers import simulate
 
 from fabricsim.api.packet_traffic import PacketTrafficSpec, packet_traffic
@@ -30,9 +31,8 @@ def _shift_two_along_x(path, hosts: int = 64) -> str:
     return str(path)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason="open: one credit buffer per link, no virtual channels; "
-                                                            "the kernel stops with undelivered flows")  # fmt: skip
 def test_a_torus_ring_under_link_credits_does_not_deadlock(tmp_path):
+    """Without virtual channels the kernel stopped with undelivered flows (RuntimeError)."""
     spec = PacketTrafficSpec(pattern=None, matrix=_shift_two_along_x(tmp_path / "shift.csv"), topology=TORUS,
                              seed=1, lossless="credit", cc_params=("credit_bytes=65536",))  # fmt: skip
     run = packet_traffic(spec).run
