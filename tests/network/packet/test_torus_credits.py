@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from packet_helpers import simulate
 
 from fabricsim.api.packet_traffic import PacketTrafficSpec, packet_traffic
@@ -62,3 +63,18 @@ def _wraparound(topo) -> np.ndarray:
     ca = np.stack([a % 4, a // 4 % 4, a // 16])
     cb = np.stack([b % 4, b // 4 % 4, b // 16])
     return routers & np.any(np.abs(ca - cb) == 3, axis=0)
+
+
+NOT_DIMENSION_ORDERED = (
+    "open: datelines make a torus deadlock-free only under dimension-order routing; ECMP's "
+    "minimal routes take the dimensions in any order (2,614 of an all-to-all's 4,032 flows "
+    "here), so one credit per VC still closes a cycle across dimensions"
+)
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=NOT_DIMENSION_ORDERED)
+def test_an_all_to_all_with_one_credit_per_channel_does_not_deadlock():
+    spec = PacketTrafficSpec(pattern="all-to-all", topology=TORUS, size="16KB", seed=0, lossless="credit",
+                             cc_params=("credit_bytes=4096",))  # fmt: skip
+    run = packet_traffic(spec).run
+    assert np.array_equal(run.delivered_bytes, run.flows.size_bytes)
