@@ -39,3 +39,17 @@ def test_the_ocs_datelines_are_the_wraparound_cables():
 def test_a_fat_tree_has_no_torus_link():
     dim, dateline = torus_channels(build_topology("fat-tree:k=4"))
     assert np.all(dim == -1) and not dateline.any()
+
+
+def test_each_virtual_channel_of_a_torus_link_has_its_own_credits():
+    from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
+    from fabricsim.network.packet.model import _link_tables
+    from fabricsim.network.packet.params import Lossless, PacketParams, resolved
+
+    for name, torus in (("ocs-torus:4x4x4", True), ("fat-tree:k=4", False)):
+        topo = build_topology(name)
+        LI = _link_tables(topo, resolved(PacketParams(), topo.line_rate_Bps), Lossless.CREDIT)[0]
+        routers = (topo.link_src >= topo.hosts) & (topo.link_dst >= topo.hosts) & torus
+        assert np.array_equal(LI[routers, L.LI_CREDITS_VC1], LI[routers, L.LI_CREDITS])  # a buffer per VC
+        assert not LI[~routers, L.LI_CREDITS_VC1].any()  # one VC off a torus
+        assert np.all(LI[:, L.LI_VQHEAD] == -1) and np.all(LI[:, L.LI_VQTAIL] == -1)
