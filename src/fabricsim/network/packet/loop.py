@@ -261,10 +261,10 @@ def _deliver(S, stats, p, lk, t):
     """Packet ``p`` reached its receiver: count its new bytes, answer with a CNP / an ACK as the CC
     needs, or a NACK (a trimmed header; go-back-N: a packet beyond the flow's gap; selective
     repeat: a packet sent after one that was lost)."""
-    _LI, LF, FI, FF, PI, PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd = S
+    LI, LF, FI, FF, PI, PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd = S
     f = PI[p, PI_FLOW]
     if P[P_LOSSLESS] == _CREDIT:
-        heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk + PI[p, PI_VC] * _LI.shape[0]))
+        heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk + PI[p, PI_VC] * LI.shape[0]))
     if PI[p, PI_TRIM] > 0:
         _reply(S, EV_TRIM_NACK, p, p, lk, t)
         return 0
@@ -361,7 +361,7 @@ def _arrive(S, shared, stats, route, hist, p, t):
     if lossless == _CREDIT:  # the VC it held on lk (its credit returns when it leaves) and takes on nl
         PI[p, PI_INVC] = PI[p, PI_VC]
         PI[p, PI_VC] = vc_next(LI, lk, nl, PI[p, PI_VC])
-    if PI[p, PI_VC] == 1 and lossless == _CREDIT:
+    if PI[p, PI_VC] == 1:  # only under credits, on a torus
         enqueue_vc1(LI, LF, PI, P, nl, p)
     else:
         _enqueue(LI, LF, PI, P, nl, p, False)
