@@ -13,7 +13,18 @@ active flows that pacing (the CC rate) and the window (HPCC) allow, so a paused 
   headroom; XON follows when it drains ``resume`` bytes below the threshold. Pausing a switch's
   egress fills its own ingresses, so pauses propagate hop by hop to the senders.
 * Credits (lossless=2): a link sends only with a free buffer slot at its downstream end; a slot
-  returns (one link latency later) when the packet leaves that node. InfiniBand's scheme.
+  returns (one link latency later) when the packet leaves that node. InfiniBand's scheme. On a
+  torus the wraparound rings make the buffers' dependencies cyclic, and one buffer per link can
+  deadlock (every buffer of a ring full of packets waiting for the next); so a torus link has two
+  virtual channels with a dateline (Dally & Seitz, "Deadlock-free message routing in multiprocessor
+  interconnection networks", IEEE Trans. Computers 1987; Dally & Towles, "Principles and Practices
+  of Interconnection Networks", ch. 14; InfiniBand's SL-to-VL tables do this on tori): a packet
+  enters each dimension on VC 0 and moves to VC 1 when it crosses the dimension's dateline (its
+  wraparound link, ``LI_DATELINE``), so neither VC's dependencies close a ring. Each VC has its own
+  FIFO at the egress (``LI_QHEAD`` / ``LI_VQHEAD``) and its own credits (``LI_CREDITS`` /
+  ``LI_CREDITS_VC1``; a credit event's argument is link + VC x links); the egress alternates
+  between the VCs that have a packet and a credit (:func:`_try_vc_tx`). Off a torus every packet
+  stays on VC 0 and nothing changes.
 * Lossy (lossless=0): a packet that does not fit in the shared buffer is dropped (or, with
   ``trimming``, cut to its headers and forwarded first); its sender recovers it by go-back-N or
   selective repeat (:mod:`recovery`, :mod:`losses`); with a bit-error rate any link may corrupt a
@@ -84,7 +95,10 @@ from fabricsim.network.packet.layout import (
     LI_CQHEAD,
     LI_CQTAIL,
     LI_CREDITS,
+    LI_CREDITS_VC1,
     LI_CSTRIDE,
+    LI_DATELINE,
+    LI_DIM,
     LI_PAUSED,
     LI_QHEAD,
     LI_QTAIL,
@@ -92,6 +106,9 @@ from fabricsim.network.packet.layout import (
     LI_SRC,
     LI_SRC_HOST,
     LI_TXPKT,
+    LI_VQHEAD,
+    LI_VQTAIL,
+    LI_VRR,
     MAX_CLASSES,
     MAX_HOPS,
     P_CC,
@@ -117,6 +134,7 @@ from fabricsim.network.packet.layout import (
     PI_FLOW,
     PI_HOP,
     PI_INLINK,
+    PI_INVC,
     PI_LINK,
     PI_NEXT,
     PI_OFF,
@@ -124,6 +142,7 @@ from fabricsim.network.packet.layout import (
     PI_SIZE,
     PI_SNO,
     PI_TRIM,
+    PI_VC,
 )
 from fabricsim.network.packet.reaction import dcqcn_sent, dcqcn_timer, max_rate
 
@@ -278,6 +297,9 @@ def _try_switch_tx(LI, LF, PI, PF, P, lk, t, H):
         return
     if LI[lk, LI_BUSY]:
         return
+    if LI[lk, LI_VQHEAD] >= 0:  # a VC-1 packet waits (credits on a torus): both VCs compete
+        _try_vc_tx(LI, LF, PI, PF, P, lk, t, H)
+        return
     c = 0
     if P[P_CLASSES] > 1.0:
         c = _pick_class(LI, LF, PI, P, lk)
@@ -300,6 +322,54 @@ def _try_switch_tx(LI, LF, PI, PF, P, lk, t, H):
         PI[p, PI_ECN] = 1
     LI[lk, LI_CREDITS] -= 1
     _start_tx(LI, LF, PI, PF, P, lk, p, t, H)
+
+
+@njit(cache=True, inline="always")
+def _try_vc_tx(LI, LF, PI, PF, P, lk, t, H):
+    """Credits on a torus, VC 1's FIFO not empty: start the head of a VC that has a credit, the two
+    taking turns when both can (one traffic class: credits take one)."""
+    v0 = LI[lk, LI_QHEAD] >= 0 and LI[lk, LI_CREDITS] > 0
+    v1 = LI[lk, LI_CREDITS_VC1] > 0
+    if not (v0 or v1):
+        if LF[lk, LF_STALL_START] < 0:
+            LF[lk, LF_STALL_START] = t
+        return
+    vc = 1 if v1 and (not v0 or LI[lk, LI_VRR] == 1) else 0
+    LI[lk, LI_VRR] = 1 - vc
+    head, tail, credits = (LI_VQHEAD, LI_VQTAIL, LI_CREDITS_VC1) if vc == 1 else (LI_QHEAD, LI_QTAIL, LI_CREDITS)
+    p = LI[lk, head]
+    LI[lk, head] = PI[p, PI_NEXT]
+    if LI[lk, head] < 0:
+        LI[lk, tail] = -1
+    size = _frame(P, PI, p)
+    LF[lk, LF_QBYTES] -= size
+    LF[lk, LF_CQBYTES] -= size
+    if _mark(P, LF[lk, LF_CQBYTES]):
+        PI[p, PI_ECN] = 1
+    LI[lk, credits] -= 1
+    _start_tx(LI, LF, PI, PF, P, lk, p, t, H)
+
+
+@njit(cache=True, inline="always")
+def vc_next(LI, lk, nl, vc):
+    """The VC a packet that came over link ``lk`` on ``vc`` takes on ``nl``: 1 on a dateline and
+    after it in the same dimension, 0 entering a dimension and off a torus."""
+    d = LI[nl, LI_DIM]
+    if d < 0:
+        return 0
+    if LI[nl, LI_DATELINE]:
+        return 1
+    return vc if LI[lk, LI_DIM] == d else 0
+
+
+@njit(cache=True, inline="always")
+def enqueue_vc1(LI, LF, PI, P, nl, p):
+    """Append packet ``p`` (one traffic class, VC 1) to egress ``nl``'s VC-1 FIFO."""
+    PI[p, PI_LINK] = nl
+    append_packet(PI, LI, nl, LI_VQHEAD, LI_VQTAIL, p)
+    size = _frame(P, PI, p)
+    LF[nl, LF_QBYTES] += size
+    LF[nl, LF_CQBYTES] += size
 
 
 @njit(cache=True, inline="always")
@@ -424,6 +494,7 @@ def _nic_kick(LI, LF, FI, FF, PI, PF, P, hosts, uplink, wake_t, h, t, H, meta):
     PI[p, PI_TRIM] = 0
     PI[p, PI_CTRL] = 0
     PI[p, PI_CLASS] = FI[f, FI_CLASS]
+    PI[p, PI_VC] = PI[p, PI_INVC] = 0  # a NIC port is no torus link
     PI[p, PI_SNO] = meta[M_SENT_PKTS]  # selective repeat: a loss is NACKed when a later-sent packet arrives
     PI[p, PI_ENT] = -1
     if P[P_ENTROPIES] > 0:  # the sender cycles through its entropy values, one per packet

@@ -42,12 +42,19 @@ LI_CQHEAD = 9  # first queued control packet (strict priority over the data FIFO
 LI_CQTAIL = 10
 LI_REV = 11  # the link in the opposite direction (-1: none), the way control packets return
 LI_RR = 12  # DWRR: the traffic class whose turn it is at this egress
+# virtual channels of a torus under credits (kernel docstring): VC 0 is the class-0 FIFO and LI_CREDITS
+LI_DIM = 13  # torus dimension of a router-to-router link (-1: not a torus link, one VC)
+LI_DATELINE = 14  # 1: the dimension's dateline (its wraparound link): a packet crossing it takes VC 1
+LI_CREDITS_VC1 = 15  # free VC-1 buffer slots (packets) at the downstream end (0 off a torus)
+LI_VQHEAD = 16  # first queued packet of VC 1 (-1 if empty)
+LI_VQTAIL = 17
+LI_VRR = 18  # the VC whose turn it is when both may send
 # per traffic class c, columns X + c * LI_CSTRIDE: class 0's sit next to the other hot columns (one
 # class touches the same cache lines as before classes), the other classes' after them
-LI_QHEAD = 13  # first queued packet of the class (-1 if empty)
-LI_QTAIL = 14
-LI_PAUSED = 15  # 1 while the upstream end is paused by PFC for the class
-LI_XOFF = 16  # 1 while the downstream end holds this ingress in XOFF for the class
+LI_QHEAD = 19  # first queued packet of the class (-1 if empty)
+LI_QTAIL = 20
+LI_PAUSED = 21  # 1 while the upstream end is paused by PFC for the class
+LI_XOFF = 22  # 1 while the downstream end holds this ingress in XOFF for the class
 LI_CSTRIDE = 4
 LI_COLS = LI_QHEAD + MAX_CLASSES * LI_CSTRIDE  # at most; a run's table has its classes' columns only (model.py)
 
@@ -150,7 +157,9 @@ PI_CTRL = 12  # 0: a data packet; else a control packet delivering event kind PI
 PI_REF = 13  # control packet: the argument of its event (a packet or a flow)
 PI_CLASS = 14  # data packet: its flow's traffic class
 PI_SNO = 15  # data packet: its send serial (the run's packets sent before it; a resend gets a new one)
-PI_COLS = 16
+PI_VC = 16  # credits: the virtual channel it holds on PI_LINK (0 off a torus)
+PI_INVC = 17  # credits: the virtual channel it held on PI_INLINK (whose credit its departure returns)
+PI_COLS = 18
 
 MAX_HOPS = 8  # INT records per packet (switch egress hops); longer paths keep the first ones
 INT_FIELDS = 5  # qlen, txBytes, ts, capacity, link id per hop

@@ -56,7 +56,9 @@ from fabricsim.network.packet.kernel import (
     _nic_kick,
     _push_control,
     _try_switch_tx,
+    enqueue_vc1,
     out_link_index,
+    vc_next,
 )
 from fabricsim.network.packet.layout import (
     CTRL_ACK,
@@ -103,6 +105,7 @@ from fabricsim.network.packet.layout import (
     LI_BUSY,
     LI_CLASS,
     LI_CREDITS,
+    LI_CREDITS_VC1,
     LI_CSTRIDE,
     LI_DST,
     LI_DST_HOST,
@@ -138,11 +141,13 @@ from fabricsim.network.packet.layout import (
     PI_FLOW,
     PI_HOP,
     PI_INLINK,
+    PI_INVC,
     PI_LINK,
     PI_REF,
     PI_SIZE,
     PI_SNO,
     PI_TRIM,
+    PI_VC,
 )
 from fabricsim.network.packet.losses import _activate, _corrupted, _drop, _enqueue, _forward_header, _overflow, _recover
 from fabricsim.network.packet.pool import _grown_pool, _new_pool, _sample, _schedule_starts
@@ -194,8 +199,8 @@ def _tx_done(S, shared, lk, t):
             if LF[inl, LF_ING + cf] <= max(threshold - P[P_PFC_RESUME], 0.0):
                 LI[inl, LI_XOFF + ci] = 0  # XON for class c (a pause event's argument: link + class x links)
                 heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_PAUSE_OFF, inl + c * LI.shape[0]))
-        if P[P_LOSSLESS] == _CREDIT:
-            heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_CREDIT, inl))
+        if P[P_LOSSLESS] == _CREDIT:  # the credit of the VC it held on its ingress (link + VC x links)
+            heap.push(H[0], H[1], H[2], H[3], t + LF[inl, LF_LAT], _key(EV_CREDIT, inl + PI[p, PI_INVC] * LI.shape[0]))
     heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_ARRIVE, p))
     _kick_link(S, lk, t)
 
@@ -256,10 +261,10 @@ def _deliver(S, stats, p, lk, t):
     """Packet ``p`` reached its receiver: count its new bytes, answer with a CNP / an ACK as the CC
     needs, or a NACK (a trimmed header; go-back-N: a packet beyond the flow's gap; selective
     repeat: a packet sent after one that was lost)."""
-    _LI, LF, FI, FF, PI, PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd = S
+    LI, LF, FI, FF, PI, PF, P, _hosts, _uplink, _wake_t, H, meta, _LINT, rcvd = S
     f = PI[p, PI_FLOW]
     if P[P_LOSSLESS] == _CREDIT:
-        heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
+        heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk + PI[p, PI_VC] * LI.shape[0]))
     if PI[p, PI_TRIM] > 0:
         _reply(S, EV_TRIM_NACK, p, p, lk, t)
         return 0
@@ -306,7 +311,7 @@ def _arrive(S, shared, stats, route, hist, p, t):
         return 0
     if LF[lk, LF_BER] > 0.0 and PI[p, PI_TRIM] == 0 and _corrupted(LF[lk, LF_BER], _frame(P, PI, p)):
         if P[P_LOSSLESS] == _CREDIT:  # the receiver discards it: its buffer slot is free again
-            heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk))
+            heap.push(H[0], H[1], H[2], H[3], t + LF[lk, LF_LAT], _key(EV_CREDIT, lk + PI[p, PI_VC] * LI.shape[0]))
         _drop(S, stats, p, t)
         return 0
     if LI[lk, LI_DST_HOST] >= 0:
@@ -353,7 +358,13 @@ def _arrive(S, shared, stats, route, hist, p, t):
     hist[LI[nl, LI_CLASS], min(int(q / P[P_HIST_BIN]), HIST_BINS - 1)] += 1
     LF[nl, LF_QMAX] = max(LF[nl, LF_QMAX], q + size)
     PI[p, PI_INLINK] = lk
-    _enqueue(LI, LF, PI, P, nl, p, False)
+    if lossless == _CREDIT:  # the VC it held on lk (its credit returns when it leaves) and takes on nl
+        PI[p, PI_INVC] = PI[p, PI_VC]
+        PI[p, PI_VC] = vc_next(LI, lk, nl, PI[p, PI_VC])
+    if PI[p, PI_VC] == 1:  # only under credits, on a torus
+        enqueue_vc1(LI, LF, PI, P, nl, p)
+    else:
+        _enqueue(LI, LF, PI, P, nl, p, False)
     _try_switch_tx(LI, LF, PI, PF, P, nl, t, H)
     return 0
 
@@ -373,12 +384,13 @@ def _control(S, rx, kind, arg, t):
             LI[lk, LI_PAUSED + ci] = 0
             LF[lk, LF_PAUSE_TOTAL] += t - LF[lk, LF_PAUSE_START + cf]
             _kick_link(S, lk, t)
-    elif kind == EV_CREDIT:
-        LI[arg, LI_CREDITS] += 1
-        if LF[arg, LF_STALL_START] >= 0.0:
-            LF[arg, LF_STALL_TOTAL] += t - LF[arg, LF_STALL_START]
-            LF[arg, LF_STALL_START] = -1.0
-        _kick_link(S, arg, t)
+    elif kind == EV_CREDIT:  # arg = link + VC x links
+        lk = arg % LI.shape[0]
+        LI[lk, LI_CREDITS_VC1 if arg >= LI.shape[0] else LI_CREDITS] += 1
+        if LF[lk, LF_STALL_START] >= 0.0:
+            LF[lk, LF_STALL_TOTAL] += t - LF[lk, LF_STALL_START]
+            LF[lk, LF_STALL_START] = -1.0
+        _kick_link(S, lk, t)
     elif kind == EV_CNP:
         if not FI[arg, FI_DONE]:
             dcqcn_cnp(FF, FI, P, arg, t)

@@ -42,6 +42,7 @@ from fabricsim.network.packet.params import (
     resolved,
     wire_overhead,
 )
+from fabricsim.network.packet.vc import torus_channels
 from fabricsim.topology.graph import NodeKind
 from fabricsim.topology.routing import FlowEnds, Routes, RouteTable, Routing, route
 
@@ -305,6 +306,9 @@ def _link_tables(topo, params: PacketParams, lossless: Lossless):
     LF[:, L.LF_HEADROOM] = 2 * bdp + 2 * params.mtu_bytes
     credit = params.credit_bytes if params.credit_bytes is not None else 2 * bdp + 2 * params.mtu_bytes
     LI[:, L.LI_CREDITS] = np.maximum(1, np.ceil(np.broadcast_to(credit, links) / params.mtu_bytes)).astype(np.int64)
+    LI[:, L.LI_DIM], LI[:, L.LI_DATELINE] = torus_channels(topo)  # credits on a torus: two VCs (vc.py)
+    LI[:, L.LI_CREDITS_VC1] = np.where(LI[:, L.LI_DIM] >= 0, LI[:, L.LI_CREDITS], 0)  # a buffer per VC [assumed]
+    LI[:, L.LI_VQHEAD] = LI[:, L.LI_VQTAIL] = -1
     shared = np.zeros((2, topo.nodes))
     shared[1] = params.buffer_bytes
     if lossless == Lossless.PFC:

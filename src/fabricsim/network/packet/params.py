@@ -21,7 +21,9 @@ Defaults and their sources (see ``shared/reference/congestion-control.md``):
   ``pfc_xoff_bytes`` > 0 sets a static Xoff per ingress instead];
   headroom per ingress = 2 x (link latency x rate) + 2 MTU (the pause round trip plus a packet
   in flight at each end).
-* Credits: 2 x BDP of the link + 2 MTU per ingress [chosen: enough to keep a link busy].
+* Credits: 2 x BDP of the link + 2 MTU per ingress [chosen: enough to keep a link busy]; on a torus
+  link as much again for its second virtual channel (kernel docstring, :mod:`vc`) [assumed: a buffer
+  per VC, as InfiniBand advertises credits per VL; how a switch splits its memory is its vendor's].
 * MTU 4,096 B (RoCE and InfiniBand's common MTU); rto 100 us [chosen; lossy mode only].
 * Loss recovery (:mod:`recovery`): ``loss_recovery`` go-back-n (0, RoCE NICs' default: Mittal et
   al., IRN, SIGCOMM'18) or selective (1); ``trimming`` 0/1 (NDP, SIGCOMM'17; UEC 1.0 packet
@@ -60,7 +62,7 @@ Defaults and their sources (see ``shared/reference/congestion-control.md``):
   says, every cap ``queue_bytes``). A flow's class: 0 for the job's flows, ``background_class`` for
   the flows of infinite size (a background tenant's). NICs keep per-flow round robin, skip the flows
   of a paused class and, under strict priority, send a class only when no higher one can. Credits
-  (``--lossless credit``) take one class only [not modelled: InfiniBand's per-VL credits].
+  (``--lossless credit``) take one class only [not modelled: per-VL credits for QoS; VCs serve tori only].
 
 Every field can be overridden by name (``--cc-param NAME=VALUE``); rates are bytes/s, times s.
 """
