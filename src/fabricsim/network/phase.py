@@ -45,10 +45,12 @@ and with default parameters (:class:`~fabricsim.network.packet.params.PacketPara
 not depend on ``--transport``, ``--cc-param`` or ``--ber`` (NVLink retries CRC errors at link
 level). Assumed: NVLink's and ICI's own flow control (link credits) is stood in for by PFC, and the
 per-packet overhead is the kernel's for a PFC run (NVLink's flit framing is not modelled): the
-kernel's link credits have no virtual channels, and on a torus domain (TPU ICI) they left links
-waiting for credits (a 64-chip TPU v5p all-reduce of 16 MiB: 205.6 us under credits, 68.9 us under
-PFC, 65.9 us fluid; a DGX H100 one: 82.9 us under credits, 84.5 us under PFC, 82.0 us fluid; strict
-xfail ``test_link_credits_on_a_torus_are_as_fast_as_pfc``). In-domain flows that share a link with
+kernel's link credits hold 2 BDP + 2 MTU per ingress, where a switch's PFC buffer is far deeper, and
+back-pressure from shared links spread upstream (a 64-chip TPU v5p all-reduce of 16 MiB: 205.6 us under
+credits, 68.9 us under PFC, 65.9 us fluid, measured before the torus virtual channels of
+:mod:`fabricsim.network.packet.vc`, which system torus graphs do not get; a DGX H100 one: 82.9 us under
+credits, 84.5 us under PFC, 82.0 us fluid; strict xfail ``test_link_credits_on_a_torus_are_as_fast_as_pfc``
+records the buffer-depth gap). In-domain flows that share a link with
 scale-out flows (a rail-only fabric's NVLink relay to another rail's NIC) stay in the NIC
 transport's run. Both runs count in the counters below. The scale-up run's kernel line rate is the
 scale-up link's (:func:`scale_up_line_Bps`: a DGX H100's 450 GB/s NVLink, not the GPU's 50 GB/s NIC
