@@ -29,7 +29,7 @@ from fabricsim.limits import cap, cap_hint
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-# PyYAML is imported where a YAML text is parsed (issue 29): a one-off ``train`` whose shipped files
+# PyYAML is imported where a YAML text is parsed (issue 27): a one-off ``train`` whose shipped files
 # are all in the parsed cache (:func:`load_shipped_yaml`) never imports it (~8 ms of CPU).
 
 MAX_INPUT_CAP = "INPUT_BYTES"
@@ -168,7 +168,7 @@ def load_shipped_yaml(path: str | Path | Traversable) -> Any:
     every shipped file (tests/catalog/test_shipped_yaml.py); user files keep :func:`parse_yaml`
     and its guards (aliases, nesting, over-long integers).
 
-    A file on disk is read from its parsed cache where that holds the same text (issue 29): a
+    A file on disk is read from its parsed cache where that holds the same text (issue 27): a
     one-off ``train`` spent ~4 ms of CPU parsing its ten shipped files and ~8 ms importing PyYAML.
     The cache is a JSON file kept where and when Python keeps the package's bytecode
     (:func:`parsed_cache_path`; written unless ``sys.dont_write_bytecode``), holding the BLAKE2b

@@ -1,6 +1,6 @@
 """The results of every command but the analytic ``train`` (layer L7): see :mod:`fabricsim.metrics`
 for the JSON contract. Kept apart so that a one-off ``fabricsim train`` does not create their
-dataclasses (issue 29); ``fabricsim.metrics.<Name>`` loads this module on first use."""
+dataclasses (issue 27); ``fabricsim.metrics.<Name>`` loads this module on first use."""
 
 from __future__ import annotations
 

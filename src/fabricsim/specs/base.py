@@ -1,7 +1,7 @@
 """Shared base for user-facing spec documents (layer L1)."""
 
 # The spec modules do not postpone annotations (no ``from __future__ import annotations``): pydantic
-# then takes each field's type as it is rather than evaluating its text at import (issue 29).
+# then takes each field's type as it is rather than evaluating its text at import (issue 27).
 
 from pydantic import BaseModel, ConfigDict
 
