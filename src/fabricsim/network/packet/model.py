@@ -183,7 +183,8 @@ def _stopped(LI: np.ndarray, LF: np.ndarray, routes, done: np.ndarray, params: P
             f"queued on the next; {paused} links paused in all): {stuck} of {done.size} flows undelivered",
             "use --lossless credit (dateline virtual channels on tori) or --cc dcqcn",
         )
-    raise RuntimeError(f"packet kernel stopped with {stuck} undelivered flows and no PFC pause cycle (a bug)")
+    why = "no cycle of paused links: a bug" if lossless == Lossless.PFC else "deadlock?"  # credits: see vc.py
+    raise RuntimeError(f"packet kernel stopped with {stuck} undelivered flows ({why})")
 
 
 def _receivers(flows: FlowSet, hosts: int):
