@@ -3,7 +3,7 @@
 Two v6e pods' permutation under PFC stopped with a RuntimeError "undelivered flows (deadlock?)". Its
 final state was a true PFC deadlock, not a lost event: 938 links paused (every XOFF sent had paused
 its link), none busy, every link with a queue paused, and the pause wait graph had cycles (the
-shortest through its lowest link: 46 router links across both dimensions and a wraparound). PFC has no
+shortest through its lowest link: 30 router links, both dimensions). PFC has no
 virtual channels, so a torus's rings form the cyclic buffer dependency that Hu et al., HotNets 2016
 ("Deadlocks in datacenter networks") and Shpiner et al., HotNets 2016 ("Unlocking credit loop
 deadlock") describe. The smallest case here: a ring of 8 routers, every chip sending 3 steps the same
