@@ -70,7 +70,11 @@ def build_system_topology(system: SystemSpec, gpus: int, fabric: Topology | None
             relay = domain_switch.reshape(nodes, per_node)[:, (np.arange(nics.shape[1]) * per_node) // nics.shape[1]]
             graph.connect(relay, nics, system.host_link.bandwidth_Bps, system.host_link.latency_s)
         line_Bps = nic_Bps * system.scale_out.nics_per_node / per_node  # the GPU's share of the node's NICs
-    return graph.build(f"{system.name}-{gpus}", gpu_ids, line_Bps, {"gpus_per_node": per_node})
+    meta = {"gpus_per_node": per_node}
+    if system.scale_up.torus:  # the domains' shape, for the virtual channels of link credits (network/packet/vc.py)
+        up = system.scale_up
+        meta.update({f"torus_dim{d}": float(size) for d, size in enumerate(up.dims or (up.domain_gpus,))})
+    return graph.build(f"{system.name}-{gpus}", gpu_ids, line_Bps, meta)
 
 
 def _one_torus(system: SystemSpec, gpus: int) -> bool:

@@ -78,3 +78,13 @@ def test_an_all_to_all_with_one_credit_per_channel_does_not_deadlock():
                              cc_params=("credit_bytes=4096",))  # fmt: skip
     run = packet_traffic(spec).run
     assert np.array_equal(run.delivered_bytes, run.flows.size_bytes)
+
+
+def test_a_systems_torus_ring_under_link_credits_does_not_deadlock(tmp_path):
+    """The same rings in a TPU v5p system's ICI cube (topology/system.py): its routers had no virtual
+    channels (vc.py knew torus topologies by name only) and the kernel stopped with undelivered flows."""
+    matrix = _shift_two_along_x(tmp_path / "shift.csv")
+    spec = PacketTrafficSpec(pattern=None, matrix=matrix, topology="tpu-v5p:gpus=64", seed=1, lossless="credit",
+                             cc_params=("credit_bytes=65536",))  # fmt: skip
+    run = packet_traffic(spec).run
+    assert np.array_equal(run.delivered_bytes, run.flows.size_bytes)

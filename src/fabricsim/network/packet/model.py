@@ -16,6 +16,7 @@ import numpy as np
 from fabricsim.errors import FabricsimError
 from fabricsim.network.base import FlowSet, NetworkResult
 from fabricsim.network.packet import layout as L  # noqa: N812 (the column-name table)
+from fabricsim.network.packet.deadlock import pause_cycle
 from fabricsim.network.packet.jit import announce_compile
 from fabricsim.network.packet.kernel import (
     S_CLASS_DROPS,
@@ -158,12 +159,32 @@ class PacketNetwork:
         )
         finite = np.isfinite(flows.size_bytes)
         if not FI[finite, L.FI_DONE].all():
-            raise RuntimeError("packet kernel stopped with undelivered flows (deadlock?)")  # a bug, not input
+            _stopped(LI, LF, routes, FI[finite, L.FI_DONE], params, self.opts.lossless)
         FF[~finite, L.FF_FINISH] = np.inf
         overhead = wire_overhead(params, self.opts.cc, self.opts.lossless)
         ideal = _ideal_fct_s(topo, flows, routes, params.mtu_bytes, self.opts.line_Bps, overhead)
         extra = (ideal, hops, params, self.opts, hist_bin_bytes(params))
         return _packet_run(flows, (LI, LF, FF, FI), (stats, hist, series, rows), extra)
+
+
+def _stopped(LI: np.ndarray, LF: np.ndarray, routes, done: np.ndarray, params: PacketParams, lossless: Lossless):
+    """The kernel ran out of events with finite flows undelivered (``done``: each one's flag). Under
+    PFC with a cycle of paused links each waiting for the next (:mod:`deadlock`) that is the
+    physics of PFC on a cyclic buffer dependency (a torus's rings, without virtual channels): a
+    FabricsimError naming ``lossless``. Anything else is a kernel bug: a RuntimeError."""
+    stuck = int(done.size - np.count_nonzero(done))
+    cycle = pause_cycle(LI, LF, routes, int(params.classes)) if lossless == Lossless.PFC else ()
+    if len(cycle):
+        columns = L.LI_PAUSED + L.LI_CSTRIDE * np.arange(int(params.classes))  # every class's pause flag
+        paused = int(np.count_nonzero(LI[:, columns].any(axis=1)))
+        raise FabricsimError(
+            "lossless",
+            f"PFC deadlocked on a cyclic buffer dependency of {len(cycle)} links (each paused, its packets "
+            f"queued on the next; {paused} links paused in all): {stuck} of {done.size} flows undelivered",
+            "use --lossless credit (dateline virtual channels on tori) or --cc dcqcn",
+        )
+    why = "no cycle of paused links: a bug" if lossless == Lossless.PFC else "deadlock?"  # credits: see vc.py
+    raise RuntimeError(f"packet kernel stopped with {stuck} undelivered flows ({why})")
 
 
 def _receivers(flows: FlowSet, hosts: int):

@@ -9,7 +9,11 @@ Trans. Computers 1987; Dally & Towles, "Principles and Practices of Interconnect
 The routers' coordinates come from the topology's name and its builder's numbering: the chips are
 nodes 0..n-1 and their routers n..2n-1 in the same order, x fastest for ``ocs-torus-AxBxC[-twisted]``
 (:func:`fabricsim.topology.ocs.slice_pairs`), the last dimension fastest for ``torus-AxB[xC]``
-(:func:`fabricsim.topology.builders.torus`, a C-order grid). Any other topology has no torus link.
+(:func:`fabricsim.topology.builders.torus`, a C-order grid). A system's torus domains
+(:func:`fabricsim.topology.system._torus_domains`: TPU ICI, Trainium NeuronLink) carry their shape
+in the topology's meta (``torus_dim0``, ``torus_dim1``, ...; x fastest, as
+:func:`fabricsim.topology.system.torus_pairs` cables them): GPU g's router is node ``hosts + g``,
+and domain after domain holds ``prod(dims)`` of them. Any other topology has no torus link.
 """
 
 from __future__ import annotations
@@ -29,17 +33,28 @@ def torus_channels(topo: Topology) -> tuple[np.ndarray, np.ndarray]:
     dim = np.full(topo.links, -1, dtype=np.int64)
     dateline = np.zeros(topo.links, dtype=np.int64)
     match = _TORUS_NAME.fullmatch(topo.name)
-    if match is None:
-        return dim, dateline
-    dims = tuple(int(d) for d in match.group(2).split("x"))
-    count = int(np.prod(dims))
-    if topo.nodes != 2 * count:
-        return dim, dateline
+    if match is not None:
+        dims = tuple(int(d) for d in match.group(2).split("x"))
+        if topo.nodes != 2 * int(np.prod(dims)):
+            return dim, dateline
+        order = "F" if match.group(1) else "C"  # ocs-torus: x fastest; the builder's grid: C order
+        return _channels(topo, dims, int(np.prod(dims)), order)
+    if "torus_dim0" in topo.meta:  # a system's torus domains (module docstring)
+        dims = tuple(int(topo.meta[f"torus_dim{d}"]) for d in range(len(topo.meta)) if f"torus_dim{d}" in topo.meta)
+        return _channels(topo, dims, topo.hosts, "F")
+    return dim, dateline
+
+
+def _channels(topo: Topology, dims: tuple[int, ...], count: int, order: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`torus_channels` of tori of shape ``dims`` whose routers are nodes ``count`` to
+    ``2 count - 1``, a domain of ``prod(dims)`` after another, positions numbered in ``order``."""
+    dim = np.full(topo.links, -1, dtype=np.int64)
+    dateline = np.zeros(topo.links, dtype=np.int64)
     src, dst = topo.link_src.astype(np.int64) - count, topo.link_dst.astype(np.int64) - count
-    routers = (src >= 0) & (dst >= 0)
-    order = "F" if match.group(1) else "C"  # ocs-torus: x fastest; the builder's grid: C order
-    a = np.stack(np.unravel_index(src[routers], dims, order=order))
-    b = np.stack(np.unravel_index(dst[routers], dims, order=order))
+    size_all = int(np.prod(dims))
+    routers = (src >= 0) & (dst >= 0) & (src < count) & (dst < count) & (src // size_all == dst // size_all)
+    a = np.stack(np.unravel_index(src[routers] % size_all, dims, order=order))
+    b = np.stack(np.unravel_index(dst[routers] % size_all, dims, order=order))
     size = np.asarray(dims)[:, None]
     step = (b - a) % size
     along = (step == 1) | (step == size - 1)  # a twisted wraparound also shifts the long dimensions by half
