@@ -145,6 +145,13 @@ sessions, load average 4-5, so walls are far above CPU; ratios are from one run,
   ``ServingLoad`` unused by a train; ``engine.training.results`` ~2.6 ms; ``cost.spec`` ~2.7 ms),
   and the first call ~10 ms (six spec schemas built on first use ~5 ms, the edge's generated
   caller compiled ~3 ms).
+* final main of that session (10:57-10:58 UTC, load 1.3, three runs of ``--repeats 15``, everything above
+  merged): in-process Calculon 1.86 / 1.91 / 1.86 ms, ``api.train`` + ``to_json`` 8.1 / 7.9 / 8.3 us repeated
+  (**228.6x / 241.8x / 222.2x**), varied 8.1 / 7.9 / 8.2 us (**229.2x / 242.5x / 226.5x**), cold context
+  12.0-14.8x. CLI min/median: wall 2.13x/1.99x, 2.13x/2.02x, 1.98x/2.13x (fabricsim 0.163-0.171 s min);
+  CPU 2.74x/2.45x, 2.76x/2.53x, 2.61x/2.70x -- in these runs Calculon's CPU exceeded its wall (0.43-0.47 s CPU
+  vs 0.33-0.37 s wall: its numerical libraries' threads), so the CPU ratio flatters fabricsim here; the wall
+  ratio sits at 2x on this machine.
 """
 
 from __future__ import annotations
