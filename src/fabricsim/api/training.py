@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import fields
@@ -16,7 +15,7 @@ from fabricsim.cost.power import PowerBreakdown
 from fabricsim.engine.training import analytic
 from fabricsim.engine.training.results import MemoryBreakdown, TimeBreakdown
 from fabricsim.errors import FabricsimError, unknown_name
-from fabricsim.limits import CAPS, cap, unset_probe
+from fabricsim.limits import cap
 from fabricsim.metrics import (
     TrainResult,
 )
@@ -290,9 +289,6 @@ def _held() -> dict[tuple[str, str], _Held]:
 
 _LOADED_MODEL = catalog.load_model.loaded  # type: ignore[attr-defined]
 _LOADED_SYSTEM = catalog.load_system.loaded  # type: ignore[attr-defined]
-# FABRICSIM_MAX_GPUS read as the edge reads its caps: unset, the default without a call into cap
-_GPUS_ENVIRON, _GPUS_READ, _GPUS_KEY = unset_probe("GPUS") or (None, None, None)
-_GPUS_DEFAULT = CAPS["GPUS"]
 
 
 def _checked_specs(model: str, system: str, gpus: int) -> _Held:
@@ -302,12 +298,8 @@ def _checked_specs(model: str, system: str, gpus: int) -> _Held:
     with a power figure passed the system's check already (the system is the same object)."""
     model_spec = _LOADED_MODEL(model) or catalog.load_model(model)
     system_spec = _LOADED_SYSTEM(system) or catalog.load_system(system)
-    unset = os.environ is _GPUS_ENVIRON and _GPUS_READ(_GPUS_KEY) is None  # type: ignore[misc]
-    gpu_cap = _GPUS_DEFAULT if unset else cap("GPUS")
-    try:
-        held = _CONTEXTS.held
-    except AttributeError:  # this thread's first call
-        held = _held()
+    gpu_cap = cap("GPUS")
+    held = _held()
     hit = held.get((model, system))
     if hit is not None and hit.model is model_spec and hit.system is system_spec and hit.gpu_cap == gpu_cap:
         if gpus not in hit.powers:
