@@ -11,6 +11,7 @@ from fabricsim.api import training
 from fabricsim.api.cost import attach_train, train_power
 from fabricsim.engine.training import analytic
 from fabricsim.errors import FabricsimError
+from fabricsim.limits import CAPS
 from fabricsim.workload.training import TrainingOptions
 
 ARGS = ("llama3-8b", "dgx-h100", 8, 16, 4096)
@@ -118,7 +119,7 @@ def test_a_held_spec_pair_follows_the_catalog_and_the_cap(monkeypatch) -> None:
     catalog.load_model.cache_clear()  # the catalog gives a new spec object for the name
     api.train(*ARGS)
     held = training._held()[ARGS[:2]]
-    assert held.model is catalog.load_model(ARGS[0]) and held.gpu_cap == training.CAPS["GPUS"]
+    assert held.model is catalog.load_model(ARGS[0]) and held.gpu_cap == CAPS["GPUS"]
     monkeypatch.setenv("FABRICSIM_MAX_GPUS", "4096")
     api.train(*ARGS)
     assert training._held()[ARGS[:2]].gpu_cap == 4096  # checked again at the cap now set
