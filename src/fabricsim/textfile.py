@@ -237,15 +237,8 @@ def _write_parsed(cache: Path, digest: str, value: Any) -> None:
         return
     try:
         os.makedirs(cache.parent, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{cache.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, cache)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
+        write_atomic(cache, text, "parsed cache")
+    except (OSError, FabricsimError):
         return
 
 
